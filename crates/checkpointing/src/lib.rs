@@ -1,0 +1,40 @@
+//! # checkpointing
+//!
+//! Checkpointing schedules for the adjoint (reverse-mode derivative) of a
+//! time-stepping loop. The reverse pass needs every forward state in reverse
+//! order; storing them all costs `n` states, storing none costs `O(n²)`
+//! recomputation. A schedule stores a few states (snapshots) and recomputes
+//! the rest.
+//!
+//! * [`Action`], [`StorageLevel`]: the vocabulary of `checkpoint_schedules`
+//!   1.0.4, with its text form (`repr`) and a JSON-lines form.
+//! * [`Schedule`]: one trait, a lazy iterator of actions, implemented by
+//!   [`Revolve`], [`MultistageCheckpointSchedule`], [`Periodic`],
+//!   [`SingleMemoryStorageSchedule`], [`SingleDiskStorageSchedule`] and
+//!   [`NoneCheckpointSchedule`]. Each produces exactly the reference
+//!   package's actions, in `O(snapshots)` memory.
+//! * [`Replay`]: an independent validity checker and cost model.
+//!
+//! ```
+//! use checkpointing::{Replay, Revolve, Schedule};
+//!
+//! // 1000 steps, 10 snapshots in RAM.
+//! let schedule = Revolve::new(1000, 10).unwrap();
+//! let cost = Replay::new(1000).ram_budget(10).require_freed(true).run(schedule).unwrap();
+//! assert_eq!(cost.adjoint_steps, 1000);
+//! assert_eq!(Some(cost.forward_steps), checkpointing::binomial_forward_steps(1000, 10));
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod action;
+pub mod replay;
+pub mod schedule;
+
+pub use action::{Action, ParseActionError, Step, StorageLevel, MAXSIZE};
+pub use replay::{Cost, LevelCost, Replay, ReplayError, ReplayErrorKind};
+pub use schedule::{
+    binomial_forward_steps, Cursor, Drive, MultistageCheckpointSchedule, NoneCheckpointSchedule,
+    Periodic, Revolve, Schedule, ScheduleError, SingleDiskStorageSchedule,
+    SingleMemoryStorageSchedule, Trajectory,
+};

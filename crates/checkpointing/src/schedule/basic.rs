@@ -1,0 +1,270 @@
+//! The online store-everything and forward-only schedules of
+//! `checkpoint_schedules.basic_schedules`.
+//!
+//! They know no number of steps: the forward advances until the caller
+//! calls [`Schedule::finalize`] (the forward of the first two advances "by
+//! `sys.maxsize`", i.e. until told to stop, see [`crate::Drive`]).
+
+use super::{impl_schedule_position, Cursor, Schedule};
+use crate::action::{Action, Step, MAXSIZE};
+use crate::StorageLevel;
+
+fn unbounded_forward(cursor: &mut Cursor, write_adj_deps: bool, storage: StorageLevel) -> Action {
+    let n0 = cursor.n();
+    let n1 = n0.saturating_add(MAXSIZE);
+    cursor.set(n1, cursor.r());
+    Action::Forward {
+        n0,
+        n1,
+        write_ics: false,
+        write_adj_deps,
+        storage,
+    }
+}
+
+/// No adjoint: the forward runs and nothing is stored. Online.
+///
+/// ```
+/// use checkpointing::{Action, NoneCheckpointSchedule, Schedule};
+/// let mut s = NoneCheckpointSchedule::new();
+/// assert_eq!(s.next().unwrap().to_string(),
+///            "Forward(0, sys.maxsize, False, False, StorageType.NONE)");
+/// s.finalize(10).unwrap();
+/// assert_eq!(s.next(), Some(Action::EndForward));
+/// assert!(s.is_exhausted());
+/// assert_eq!(s.next(), None);
+/// ```
+#[derive(Debug, Clone)]
+pub struct NoneCheckpointSchedule {
+    cursor: Cursor,
+    exhausted: bool,
+}
+
+impl NoneCheckpointSchedule {
+    /// A new forward-only schedule.
+    pub fn new() -> Self {
+        Self {
+            cursor: Cursor::online(),
+            exhausted: false,
+        }
+    }
+}
+
+impl Default for NoneCheckpointSchedule {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Iterator for NoneCheckpointSchedule {
+    type Item = Action;
+    fn next(&mut self) -> Option<Action> {
+        if self.exhausted {
+            None
+        } else if self.cursor.max_n().is_none() {
+            Some(unbounded_forward(
+                &mut self.cursor,
+                false,
+                StorageLevel::None,
+            ))
+        } else {
+            self.exhausted = true;
+            Some(Action::EndForward)
+        }
+    }
+}
+
+impl Schedule for NoneCheckpointSchedule {
+    impl_schedule_position!();
+    fn is_exhausted(&self) -> bool {
+        self.exhausted
+    }
+    fn uses_storage(&self, _level: StorageLevel) -> bool {
+        false
+    }
+}
+
+/// Every step's adjoint dependencies kept in working memory (store-all).
+/// Online; the adjoint may be run any number of times.
+///
+/// Cost: `n` forward steps, no recomputation, `n` steps of adjoint data held.
+///
+/// ```
+/// use checkpointing::{Action, Schedule, SingleMemoryStorageSchedule};
+/// let mut s = SingleMemoryStorageSchedule::new();
+/// s.next();
+/// s.finalize(5).unwrap();
+/// let text: Vec<String> = s.take(3).map(|a| a.to_string()).collect();
+/// assert_eq!(text, ["EndForward()", "Reverse(5, 0, True)", "EndReverse()"]);
+/// ```
+#[derive(Debug, Clone)]
+pub struct SingleMemoryStorageSchedule {
+    cursor: Cursor,
+    forward_ended: bool,
+}
+
+impl SingleMemoryStorageSchedule {
+    /// A new store-all-in-memory schedule.
+    pub fn new() -> Self {
+        Self {
+            cursor: Cursor::online(),
+            forward_ended: false,
+        }
+    }
+}
+
+impl Default for SingleMemoryStorageSchedule {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Iterator for SingleMemoryStorageSchedule {
+    type Item = Action;
+    fn next(&mut self) -> Option<Action> {
+        let Some(max_n) = self.cursor.max_n() else {
+            return Some(unbounded_forward(
+                &mut self.cursor,
+                true,
+                StorageLevel::Work,
+            ));
+        };
+        let n = self.cursor.n();
+        if !self.forward_ended {
+            self.forward_ended = true;
+            self.cursor.set(n, 0);
+            return Some(Action::EndForward);
+        }
+        if self.cursor.r() == 0 {
+            self.cursor.set(n, max_n);
+            Some(Action::Reverse {
+                n1: max_n,
+                n0: 0,
+                clear_adj_deps: true,
+            })
+        } else {
+            self.cursor.set(n, 0);
+            Some(Action::EndReverse)
+        }
+    }
+}
+
+impl Schedule for SingleMemoryStorageSchedule {
+    impl_schedule_position!();
+    fn is_exhausted(&self) -> bool {
+        false
+    }
+    fn uses_storage(&self, level: StorageLevel) -> bool {
+        level == StorageLevel::Work
+    }
+}
+
+/// Every step's adjoint dependencies written to disk, read back one step at
+/// a time in reverse. Online. With `move_data` the data is moved (deleted
+/// from disk as it is read) and one adjoint is allowed; otherwise it is
+/// copied and the adjoint may be repeated.
+///
+/// Cost: `n` forward steps, `n` disk writes and `n` disk reads per adjoint.
+///
+/// ```
+/// use checkpointing::{Schedule, SingleDiskStorageSchedule};
+/// let mut s = SingleDiskStorageSchedule::new(true);
+/// s.next();
+/// s.next();
+/// s.finalize(2).unwrap();
+/// let text: Vec<String> = s.map(|a| a.to_string()).collect();
+/// assert_eq!(text[1], "Move(1, StorageType.DISK, StorageType.WORK)");
+/// assert_eq!(text.last().unwrap(), "EndReverse()");
+/// ```
+#[derive(Debug, Clone)]
+pub struct SingleDiskStorageSchedule {
+    cursor: Cursor,
+    move_data: bool,
+    phase: DiskPhase,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DiskPhase {
+    Forward,
+    /// Next action is the read of the next step to reverse.
+    Read,
+    /// Next action is the `Reverse` of `n0`.
+    Reverse(Step),
+    Stopped,
+}
+
+impl SingleDiskStorageSchedule {
+    /// A new store-all-on-disk schedule.
+    pub fn new(move_data: bool) -> Self {
+        Self {
+            cursor: Cursor::online(),
+            move_data,
+            phase: DiskPhase::Forward,
+        }
+    }
+}
+
+impl Iterator for SingleDiskStorageSchedule {
+    type Item = Action;
+    fn next(&mut self) -> Option<Action> {
+        let (n, r) = (self.cursor.n(), self.cursor.r());
+        let Some(max_n) = self.cursor.max_n() else {
+            let n1 = n.saturating_add(1);
+            self.cursor.set(n1, r);
+            return Some(Action::Forward {
+                n0: n,
+                n1,
+                write_ics: false,
+                write_adj_deps: true,
+                storage: StorageLevel::Disk,
+            });
+        };
+        match self.phase {
+            DiskPhase::Forward => {
+                self.phase = DiskPhase::Read;
+                self.cursor.set(n, r);
+                Some(Action::EndForward)
+            }
+            DiskPhase::Read if r < max_n => {
+                let n0 = max_n - r - 1;
+                self.phase = DiskPhase::Reverse(n0);
+                self.cursor.set(n0, r);
+                let (from, to) = (StorageLevel::Disk, StorageLevel::Work);
+                Some(if self.move_data {
+                    Action::Move { n: n0, from, to }
+                } else {
+                    Action::Copy { n: n0, from, to }
+                })
+            }
+            DiskPhase::Read => {
+                self.phase = if self.move_data {
+                    DiskPhase::Stopped
+                } else {
+                    DiskPhase::Read
+                };
+                self.cursor.set(n, 0);
+                Some(Action::EndReverse)
+            }
+            DiskPhase::Reverse(n0) => {
+                self.phase = DiskPhase::Read;
+                self.cursor.set(n, max_n - n0);
+                Some(Action::Reverse {
+                    n1: n0 + 1,
+                    n0,
+                    clear_adj_deps: true,
+                })
+            }
+            DiskPhase::Stopped => None,
+        }
+    }
+}
+
+impl Schedule for SingleDiskStorageSchedule {
+    impl_schedule_position!();
+    fn is_exhausted(&self) -> bool {
+        self.move_data && self.cursor.max_n().is_some_and(|m| self.cursor.r() == m)
+    }
+    fn uses_storage(&self, level: StorageLevel) -> bool {
+        matches!(level, StorageLevel::Disk | StorageLevel::Work)
+    }
+}

@@ -1,0 +1,219 @@
+//! Binomial checkpointing arithmetic (Griewank & Walther, "Algorithm 799:
+//! revolve", ACM TOMS 26(1), 2000, doi 10.1145/347837.347846).
+//!
+//! With `s` snapshots, `n` steps can be reversed with repetition number `r`
+//! (every step advanced at most `r + 1` times) iff `n <= β(s, r)`, where
+//! `β(s, r) = (s + r)! / (s! r!)`.
+
+use std::str::FromStr;
+
+use super::ScheduleError;
+
+/// `β(s, r) = C(s + r, s)`, or `None` past `u128`.
+fn beta(s: u64, r: u64) -> Option<u128> {
+    let mut b: u128 = 1;
+    for k in 1..=r as u128 {
+        b = b.checked_mul(s as u128 + k)? / k;
+    }
+    Some(b)
+}
+
+/// The least `r` with `β(s, r) >= n`, with `β(s, r - 1)` (for `r >= 1`).
+/// Requires `s >= 1` and `n >= 1`.
+fn repetition(n: u64, s: u64) -> (u64, u128) {
+    let (n, s128) = (n as u128, s as u128);
+    let (mut r, mut b_prev, mut b) = (0u64, 0u128, 1u128);
+    while b < n {
+        r += 1;
+        b_prev = b;
+        // β(s, r) = β(s, r - 1) (s + r) / r, exact. β(s, r - 1) < n, so the
+        // product stays far below u128::MAX for any u64 n and s.
+        b = b * (s128 + r as u128) / r as u128;
+    }
+    (r, b_prev)
+}
+
+/// The minimal total number of forward steps to reverse `n` steps with `s`
+/// snapshots (the initial state included), counting the first sweep and the
+/// step advanced before each adjoint step: `n + r n - β(s + 1, r - 1)`
+/// (Griewank & Walther 2000, eq. (3)).
+///
+/// ```
+/// // Revolve(4, 2): 4 steps of the first sweep and 4 recomputed.
+/// assert_eq!(checkpointing::binomial_forward_steps(4, 2), Some(8));
+/// // One snapshot: every step recomputed from the start.
+/// assert_eq!(checkpointing::binomial_forward_steps(10, 1), Some(10 + 45));
+/// ```
+///
+/// `None` when `n == 0`, `s == 0` (and `n > 1`), or the count overflows
+/// `u64`.
+pub fn binomial_forward_steps(n: u64, s: u64) -> Option<u64> {
+    if n == 0 || (s == 0 && n > 1) {
+        return None;
+    }
+    if n == 1 {
+        return Some(1);
+    }
+    let (r, _) = repetition(n, s);
+    let extra = (r as u128) * (n as u128) - beta(s + 1, r - 1)?;
+    u64::try_from(n as u128 + extra).ok()
+}
+
+/// The last optimal position of the first checkpoint when `n >= 3` steps are
+/// reversed with `s >= 2` snapshots: `min(β(s, r - 1), n - β(s - 1, r - 1))`.
+///
+/// The set of optimal first checkpoint positions is the interval of
+/// Griewank & Walther (2000, Fig. 4); `checkpoint_schedules`' Revolve takes
+/// the last minimiser of its cost table, which is this upper end.
+pub(crate) fn revolve_last_split(n: u64, s: u64) -> u64 {
+    debug_assert!(n >= 3 && s >= 2);
+    let (r, b_s) = repetition(n, s);
+    // β(s - 1, r - 1) = β(s, r - 1) s / (s + r - 1), exact.
+    let b_sm1 = b_s * s as u128 / (s as u128 + r as u128 - 1);
+    (b_s.min(n as u128 - b_sm1)) as u64
+}
+
+/// Which of the optimal advances `MultistageCheckpointSchedule` takes when
+/// several are optimal (Griewank & Walther 2000, Fig. 4).
+///
+/// ```
+/// use checkpointing::Trajectory;
+/// assert_eq!("revolve".parse::<Trajectory>().unwrap(), Trajectory::Revolve);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Trajectory {
+    /// The largest step compatible with optimality (the reference's default).
+    #[default]
+    Maximum,
+    /// The standard revolve choice (GW2000, equation at the bottom of p. 34).
+    Revolve,
+}
+
+impl Trajectory {
+    /// The reference package's name: `"maximum"` or `"revolve"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Maximum => "maximum",
+            Self::Revolve => "revolve",
+        }
+    }
+}
+
+impl FromStr for Trajectory {
+    type Err = ScheduleError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "maximum" => Ok(Self::Maximum),
+            "revolve" => Ok(Self::Revolve),
+            _ => Err(ScheduleError::InvalidParameter {
+                name: "trajectory",
+                reason: format!("expected \"maximum\" or \"revolve\", got {s:?}"),
+            }),
+        }
+    }
+}
+
+/// The number of steps to advance before the next checkpoint when `n >= 1`
+/// steps remain and `snapshots >= 1` are free: `n_advance` of
+/// `checkpoint_schedules.multistage`.
+pub(crate) fn n_advance(n: u64, snapshots: u64, trajectory: Trajectory) -> u64 {
+    debug_assert!(n >= 1 && snapshots >= 1);
+    let s = snapshots.min(n.saturating_sub(1)).max(1) as u128;
+    let n = n as u128;
+    if s == 1 {
+        return (n - 1) as u64;
+    } else if s == n - 1 {
+        return 1;
+    }
+    let mut t: u128 = 2;
+    let mut b_s_tm2: u128 = 1;
+    let mut b_s_tm1: u128 = s + 1;
+    let mut b_s_t: u128 = ((s + 1) * (s + 2)) / 2;
+    while b_s_tm1 >= n || n > b_s_t {
+        t += 1;
+        b_s_tm2 = b_s_tm1;
+        b_s_tm1 = b_s_t;
+        b_s_t = (b_s_t * (s + t)) / t;
+    }
+    let b_sm1_tm1 = (b_s_tm1 * s) / (s + t - 1);
+    let b_sm2_tm1 = (b_sm1_tm1 * (s - 1)) / (s + t - 2);
+    let advance = match trajectory {
+        Trajectory::Maximum => {
+            let b_sm1_tm2 = (b_s_tm2 * s) / (s + t - 2);
+            if n <= b_s_tm1 + b_sm1_tm2 {
+                n - b_s_tm1 + b_s_tm2
+            } else if n <= b_s_tm1 + b_sm2_tm1 + b_sm1_tm2 {
+                b_s_tm2 + b_sm1_tm2
+            } else if n <= b_s_tm1 + b_sm1_tm1 + b_sm2_tm1 {
+                n - b_sm1_tm1 - b_sm2_tm1
+            } else {
+                b_s_tm1
+            }
+        }
+        Trajectory::Revolve => {
+            if n <= b_s_tm1 + b_sm2_tm1 {
+                b_s_tm2
+            } else if n < b_s_tm1 + b_sm1_tm1 + b_sm2_tm1 {
+                n - b_sm1_tm1 - b_sm2_tm1
+            } else {
+                b_s_tm1
+            }
+        }
+    };
+    advance as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The cost table of the reference, in integers: minimal extra forward
+    /// steps `T(n, s)` with the last minimising split.
+    fn table(smax: usize, nmax: usize) -> (Vec<Vec<u64>>, Vec<Vec<u64>>) {
+        let mut t = vec![vec![0u64; nmax + 1]; smax + 1];
+        let mut last = vec![vec![0u64; nmax + 1]; smax + 1];
+        for n in 1..=nmax {
+            t[1][n] = (n * (n - 1) / 2) as u64;
+        }
+        for s in 2..=smax {
+            t[s][2] = 1;
+            for n in 3..=nmax {
+                let (mut best, mut arg) = (u64::MAX, 0);
+                for j in 1..n - 1 {
+                    let v = j as u64 + t[s - 1][n - j] + t[s][j];
+                    if v <= best {
+                        best = v;
+                        arg = j as u64;
+                    }
+                }
+                t[s][n] = best;
+                last[s][n] = arg;
+            }
+        }
+        (t, last)
+    }
+
+    #[test]
+    fn closed_forms_match_the_dynamic_program() {
+        let (t, last) = table(9, 400);
+        for s in 2..=9 {
+            for n in 3..=400 {
+                assert_eq!(
+                    revolve_last_split(n as u64, s as u64),
+                    last[s][n],
+                    "n={n} s={s}"
+                );
+                assert_eq!(
+                    binomial_forward_steps(n as u64, s as u64),
+                    Some(n as u64 + t[s][n])
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn beta_overflow_is_none() {
+        assert_eq!(beta(3, 2), Some(10));
+        assert_eq!(beta(1000, 1000), None);
+    }
+}

@@ -1,0 +1,329 @@
+//! Checkpointing schedules: the [`Schedule`] trait and its implementors.
+//!
+//! A schedule is a lazy [`Iterator`] of [`Action`]s. Each one keeps only
+//! `O(snapshots)` state, never the whole action list, so that schedules of
+//! `10^8` steps stream in constant memory. The named schedules produce, action
+//! for action, the output of the Python package `checkpoint_schedules` 1.0.4
+//! for the same parameters; `n()`, `r()`, `max_n()`, `is_exhausted()` and
+//! `finalize()` have the same meaning as there.
+//!
+//! | schedule | online | adjoints | storage |
+//! | --- | --- | --- | --- |
+//! | [`NoneCheckpointSchedule`] | yes | none | — |
+//! | [`SingleMemoryStorageSchedule`] | yes | unlimited | WORK |
+//! | [`SingleDiskStorageSchedule`] | yes | unlimited (one with `move_data`) | DISK |
+//! | [`Revolve`] | no | one | RAM |
+//! | [`MultistageCheckpointSchedule`] | no | one | RAM and/or DISK |
+//! | [`Periodic`] | no | one | RAM |
+
+use std::collections::VecDeque;
+
+use crate::action::{Action, Step};
+use crate::StorageLevel;
+
+mod basic;
+mod binomial;
+mod drive;
+mod multistage;
+mod periodic;
+mod revolve;
+
+pub use basic::{NoneCheckpointSchedule, SingleDiskStorageSchedule, SingleMemoryStorageSchedule};
+pub use binomial::{binomial_forward_steps, Trajectory};
+pub use drive::Drive;
+pub use multistage::MultistageCheckpointSchedule;
+pub use periodic::Periodic;
+pub use revolve::Revolve;
+
+/// Why a schedule cannot be built or finalized.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScheduleError {
+    /// A schedule needs at least one step.
+    #[error("max_n must be positive: a schedule needs at least one step (got 0)")]
+    ZeroSteps,
+    /// Too few snapshots for the schedule.
+    #[error("{schedule} needs at least {need} snapshot(s) {context}, got {got}")]
+    TooFewSnapshots {
+        /// The schedule's name.
+        schedule: &'static str,
+        /// What was given.
+        got: u64,
+        /// The minimum.
+        need: u64,
+        /// When the minimum applies.
+        context: &'static str,
+    },
+    /// A cost parameter is negative, infinite or NaN.
+    #[error("cost {name} must be a finite number >= 0, got {value}")]
+    InvalidCost {
+        /// The parameter's name (`uf`, `ub`, `wd`, `rd`).
+        name: &'static str,
+        /// Its value.
+        value: f64,
+    },
+    /// A parameter is outside its range.
+    #[error("invalid parameter {name}: {reason}")]
+    InvalidParameter {
+        /// The parameter's name.
+        name: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// `finalize(0)`.
+    #[error("finalize needs a positive number of steps (got 0)")]
+    FinalizeZero,
+    /// `finalize(n)` on an online schedule whose forward has not reached `n`.
+    #[error("cannot finalize with n = {n}: the forward has only reached step {forward}")]
+    FinalizeAhead {
+        /// The requested number of steps.
+        n: Step,
+        /// Where the forward is.
+        forward: Step,
+    },
+    /// `finalize(n)` on a schedule whose number of steps is already known.
+    #[error("cannot finalize with n = {n}: the schedule already has max_n = {max_n} and the forward is at step {forward}")]
+    FinalizeMismatch {
+        /// The requested number of steps.
+        n: Step,
+        /// The schedule's number of steps.
+        max_n: Step,
+        /// Where the forward is.
+        forward: Step,
+    },
+    /// A second `finalize` on an online schedule.
+    #[error(
+        "online schedule already finalized with max_n = {max_n}; it cannot be finalized again"
+    )]
+    AlreadyFinalized {
+        /// The number of steps of the first `finalize`.
+        max_n: Step,
+    },
+    /// A dynamic program would not fit in reasonable time or memory.
+    #[error("{what} is too large: {reason}")]
+    TooLarge {
+        /// What would be computed.
+        what: &'static str,
+        /// Why it is refused.
+        reason: String,
+    },
+}
+
+/// The position of a schedule: where its forward is (`n`), how many adjoint
+/// steps it has advanced (`r`) and its number of steps (`max_n`, unknown for
+/// an online schedule until [`Schedule::finalize`]).
+///
+/// Every schedule owns one; it implements the reference package's
+/// `finalize` rules.
+#[derive(Debug, Clone, Default)]
+pub struct Cursor {
+    n: Step,
+    r: Step,
+    max_n: Option<Step>,
+    online: bool,
+    running: bool,
+}
+
+impl Cursor {
+    /// A cursor for an offline schedule of `max_n` steps.
+    pub(crate) fn offline(max_n: Step) -> Result<Self, ScheduleError> {
+        if max_n == 0 {
+            return Err(ScheduleError::ZeroSteps);
+        }
+        Ok(Self {
+            max_n: Some(max_n),
+            ..Self::default()
+        })
+    }
+
+    /// A cursor for an online schedule (number of steps unknown).
+    pub(crate) fn online() -> Self {
+        Self {
+            online: true,
+            ..Self::default()
+        }
+    }
+
+    pub(crate) fn set(&mut self, n: Step, r: Step) {
+        self.n = n;
+        self.r = r;
+        self.running = true;
+    }
+
+    /// `max_n` for an offline schedule; panics-free accessor for code that
+    /// only runs once `max_n` is known.
+    pub(crate) fn steps(&self) -> Step {
+        self.max_n.unwrap_or(Step::MAX)
+    }
+
+    /// Position of the forward.
+    pub fn n(&self) -> Step {
+        self.n
+    }
+
+    /// Adjoint steps advanced.
+    pub fn r(&self) -> Step {
+        self.r
+    }
+
+    /// Number of steps, once known.
+    pub fn max_n(&self) -> Option<Step> {
+        self.max_n
+    }
+
+    /// Whether an action has been produced.
+    pub fn is_running(&self) -> bool {
+        self.running
+    }
+
+    /// Whether the schedule was built without a number of steps.
+    pub fn is_online(&self) -> bool {
+        self.online
+    }
+
+    /// The reference package's `finalize(n)`, with a typed error for every
+    /// case it rejects, and a second `finalize` of an online schedule
+    /// rejected too.
+    pub fn finalize(&mut self, n: Step) -> Result<(), ScheduleError> {
+        if n == 0 {
+            return Err(ScheduleError::FinalizeZero);
+        }
+        match self.max_n {
+            None if self.n >= n => {
+                self.n = n;
+                self.max_n = Some(n);
+                Ok(())
+            }
+            None => Err(ScheduleError::FinalizeAhead { n, forward: self.n }),
+            Some(max_n) if self.online => Err(ScheduleError::AlreadyFinalized { max_n }),
+            Some(max_n) if self.n != n || max_n != n => Err(ScheduleError::FinalizeMismatch {
+                n,
+                max_n,
+                forward: self.n,
+            }),
+            Some(_) => Ok(()),
+        }
+    }
+}
+
+/// A checkpointing schedule: a lazy iterator of [`Action`]s plus its
+/// position.
+///
+/// The meaning of each method is that of `CheckpointSchedule` in
+/// `checkpoint_schedules` 1.0.4. The iterator ends (returns `None`) when the
+/// schedule is over; schedules that allow repeated adjoints
+/// (`SingleMemoryStorageSchedule`, ...) never end and start another reverse
+/// after each `EndReverse`.
+///
+/// ```
+/// use checkpointing::{Action, Revolve, Schedule};
+/// let mut schedule = Revolve::new(4, 2).unwrap();
+/// assert_eq!(schedule.max_n(), Some(4));
+/// let first = schedule.next().unwrap();
+/// assert_eq!(first.to_string(), "Forward(0, 2, True, False, StorageType.RAM)");
+/// assert_eq!(schedule.n(), 2);
+/// let rest: Vec<Action> = schedule.by_ref().collect();
+/// assert_eq!(rest.last(), Some(&Action::EndReverse));
+/// assert!(schedule.is_exhausted());
+/// ```
+pub trait Schedule: Iterator<Item = Action> {
+    /// The schedule's position.
+    fn cursor(&self) -> &Cursor;
+
+    /// Mutable access to the position, for [`Schedule::finalize`].
+    fn cursor_mut(&mut self) -> &mut Cursor;
+
+    /// Whether the schedule has concluded. Schedules that permit repeated
+    /// adjoints may never conclude.
+    fn is_exhausted(&self) -> bool;
+
+    /// Whether the schedule may store data in `level`.
+    fn uses_storage(&self, level: StorageLevel) -> bool;
+
+    /// The number of forward steps, `None` for an online schedule not yet
+    /// finalized.
+    fn max_n(&self) -> Option<Step> {
+        self.cursor().max_n()
+    }
+
+    /// The current position of the forward.
+    fn n(&self) -> Step {
+        self.cursor().n()
+    }
+
+    /// The number of adjoint steps advanced.
+    fn r(&self) -> Step {
+        self.cursor().r()
+    }
+
+    /// Whether at least one action has been produced.
+    fn is_running(&self) -> bool {
+        self.cursor().is_running()
+    }
+
+    /// Tell an online schedule the number of forward steps, once the forward
+    /// has reached it. On an offline schedule this only checks that `n` is
+    /// its `max_n` and that the forward is there.
+    fn finalize(&mut self, n: Step) -> Result<(), ScheduleError> {
+        self.cursor_mut().finalize(n)
+    }
+}
+
+impl<S: Schedule + ?Sized> Schedule for Box<S> {
+    fn cursor(&self) -> &Cursor {
+        (**self).cursor()
+    }
+    fn cursor_mut(&mut self) -> &mut Cursor {
+        (**self).cursor_mut()
+    }
+    fn is_exhausted(&self) -> bool {
+        (**self).is_exhausted()
+    }
+    fn uses_storage(&self, level: StorageLevel) -> bool {
+        (**self).uses_storage(level)
+    }
+}
+
+/// Actions computed ahead together with the `(n, r)` the schedule reports
+/// once each has been produced: lets a schedule compute a block of actions at
+/// once and still report its position action by action, as the reference's
+/// generators do.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Pending {
+    queue: VecDeque<(Action, Step, Step)>,
+}
+
+impl Pending {
+    pub(crate) fn push(&mut self, action: Action, n: Step, r: Step) {
+        self.queue.push_back((action, n, r));
+    }
+
+    /// Pops the next action, updating `cursor`.
+    pub(crate) fn pop(&mut self, cursor: &mut Cursor) -> Option<Action> {
+        let (action, n, r) = self.queue.pop_front()?;
+        cursor.set(n, r);
+        Some(action)
+    }
+}
+
+pub(crate) fn check_cost(name: &'static str, value: f64) -> Result<f64, ScheduleError> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(value)
+    } else {
+        Err(ScheduleError::InvalidCost { name, value })
+    }
+}
+
+/// Implements [`Schedule::cursor`] and [`Schedule::cursor_mut`] for a type
+/// with a `cursor: Cursor` field.
+macro_rules! impl_schedule_position {
+    () => {
+        fn cursor(&self) -> &$crate::schedule::Cursor {
+            &self.cursor
+        }
+        fn cursor_mut(&mut self) -> &mut $crate::schedule::Cursor {
+            &mut self.cursor
+        }
+    };
+}
+pub(crate) use impl_schedule_position;
