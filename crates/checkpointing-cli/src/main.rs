@@ -1,1 +1,279 @@
-fn main() {}
+//! The `checkpointing` command: prints and costs checkpointing schedules.
+//!
+//! It only parses arguments and prints what the `checkpointing` library
+//! returns.
+
+use std::io::{self, BufWriter, Write};
+use std::process::ExitCode;
+
+use checkpointing::{Cost, ScheduleSpec, Step, Trajectory};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde_json::{json, Value};
+
+const EXAMPLES: &str = "\
+Examples:
+  checkpointing schedule revolve --max-n 4 --snapshots-in-ram 2
+  checkpointing schedule multistage --max-n 100 --snapshots-in-ram 3 --snapshots-on-disk 5 --format jsonl
+  checkpointing schedule single-disk --steps 5 --move-data
+  checkpointing cost revolve --max-n 1000000 --snapshots-in-ram 100
+  checkpointing cost periodic --max-n 1000 --period 50
+
+Schedules and their parameters:
+  none                   --steps
+  single-memory          --steps
+  single-disk            --steps [--move-data]
+  revolve                --max-n --snapshots-in-ram [--uf 1 --ub 1 --wd 2 --rd 2]
+  multistage             --max-n [--snapshots-in-ram 0] [--snapshots-on-disk 0] [--trajectory maximum|revolve]
+  periodic               --max-n --period
+Online schedules (none, single-*) are driven for --steps steps and finalized there.";
+
+/// Print, cost and check checkpointing schedules for adjoints of
+/// time-stepping loops.
+#[derive(Parser, Debug)]
+#[command(name = "checkpointing", version, after_help = EXAMPLES)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Print a schedule's actions, one per line, up to its first EndReverse.
+    #[command(after_help = EXAMPLES)]
+    Schedule {
+        #[command(flatten)]
+        spec: SpecArgs,
+        /// Output format: the reference package's repr, or JSON lines.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Replay a schedule through the checker and print its costs as one JSON
+    /// object.
+    #[command(after_help = EXAMPLES)]
+    Cost {
+        #[command(flatten)]
+        spec: SpecArgs,
+    },
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    /// `Forward(0, 2, True, False, StorageType.RAM)`
+    Text,
+    /// `{"action":"Forward","n0":0,...}`
+    Jsonl,
+}
+
+/// A schedule name and every parameter any schedule takes.
+#[derive(Args, Debug)]
+struct SpecArgs {
+    /// Schedule: none, single-memory, single-disk, revolve, multistage,
+    /// periodic.
+    name: String,
+    /// Number of forward steps (offline schedules).
+    #[arg(long)]
+    max_n: Option<Step>,
+    /// Number of forward steps to drive an online schedule for.
+    #[arg(long)]
+    steps: Option<Step>,
+    /// Snapshots in RAM.
+    #[arg(long)]
+    snapshots_in_ram: Option<u64>,
+    /// Snapshots on disk.
+    #[arg(long)]
+    snapshots_on_disk: Option<u64>,
+    /// Cost of a forward step.
+    #[arg(long)]
+    uf: Option<f64>,
+    /// Cost of an adjoint step.
+    #[arg(long)]
+    ub: Option<f64>,
+    /// Cost of a disk write.
+    #[arg(long)]
+    wd: Option<f64>,
+    /// Cost of a disk read.
+    #[arg(long)]
+    rd: Option<f64>,
+    /// Multistage trajectory: maximum or revolve.
+    #[arg(long)]
+    trajectory: Option<String>,
+    /// Steps between checkpoints (periodic).
+    #[arg(long)]
+    period: Option<Step>,
+    /// Move data from disk instead of copying it (single-disk).
+    #[arg(long)]
+    move_data: bool,
+}
+
+/// A one-line error and the exit status.
+struct Failure(String, u8);
+
+impl SpecArgs {
+    /// Names of the parameters given on the command line.
+    fn given(&self) -> Vec<&'static str> {
+        let flags = [
+            ("--max-n", self.max_n.is_some()),
+            ("--steps", self.steps.is_some()),
+            ("--snapshots-in-ram", self.snapshots_in_ram.is_some()),
+            ("--snapshots-on-disk", self.snapshots_on_disk.is_some()),
+            ("--uf", self.uf.is_some()),
+            ("--ub", self.ub.is_some()),
+            ("--wd", self.wd.is_some()),
+            ("--rd", self.rd.is_some()),
+            ("--trajectory", self.trajectory.is_some()),
+            ("--period", self.period.is_some()),
+            ("--move-data", self.move_data),
+        ];
+        flags.iter().filter(|f| f.1).map(|f| f.0).collect()
+    }
+
+    fn spec(&self) -> Result<ScheduleSpec, Failure> {
+        let name = self.name.as_str();
+        let allowed: &[&str] = match name {
+            "none" | "single-memory" => &["--steps"],
+            "single-disk" => &["--steps", "--move-data"],
+            "revolve" => &[
+                "--max-n",
+                "--snapshots-in-ram",
+                "--uf",
+                "--ub",
+                "--wd",
+                "--rd",
+            ],
+            "multistage" => &[
+                "--max-n",
+                "--snapshots-in-ram",
+                "--snapshots-on-disk",
+                "--trajectory",
+            ],
+            "periodic" => &["--max-n", "--period"],
+            _ => {
+                return Err(Failure(
+                    format!(
+                        "unknown schedule '{name}' (expected one of: {})",
+                        ScheduleSpec::NAMES.join(", ")
+                    ),
+                    2,
+                ))
+            }
+        };
+        if let Some(flag) = self.given().into_iter().find(|f| !allowed.contains(f)) {
+            return Err(Failure(
+                format!(
+                    "{flag} does not apply to {name} (it takes {})",
+                    allowed.join(", ")
+                ),
+                2,
+            ));
+        }
+        let need = |value: Option<u64>, flag: &str| {
+            value.ok_or_else(|| Failure(format!("{name} needs {flag}"), 2))
+        };
+        Ok(match name {
+            "none" => ScheduleSpec::None {
+                steps: need(self.steps, "--steps")?,
+            },
+            "single-memory" => ScheduleSpec::SingleMemory {
+                steps: need(self.steps, "--steps")?,
+            },
+            "single-disk" => ScheduleSpec::SingleDisk {
+                steps: need(self.steps, "--steps")?,
+                move_data: self.move_data,
+            },
+            "revolve" => ScheduleSpec::Revolve {
+                max_n: need(self.max_n, "--max-n")?,
+                snapshots_in_ram: need(self.snapshots_in_ram, "--snapshots-in-ram")?,
+                uf: self.uf.unwrap_or(1.0),
+                ub: self.ub.unwrap_or(1.0),
+                wd: self.wd.unwrap_or(2.0),
+                rd: self.rd.unwrap_or(2.0),
+            },
+            "multistage" => ScheduleSpec::Multistage {
+                max_n: need(self.max_n, "--max-n")?,
+                snapshots_in_ram: self.snapshots_in_ram.unwrap_or(0),
+                snapshots_on_disk: self.snapshots_on_disk.unwrap_or(0),
+                trajectory: match &self.trajectory {
+                    Some(t) => t.parse().map_err(|e| Failure(format!("{e}"), 2))?,
+                    None => Trajectory::Maximum,
+                },
+            },
+            _ => ScheduleSpec::Periodic {
+                max_n: need(self.max_n, "--max-n")?,
+                period: need(self.period, "--period")?,
+            },
+        })
+    }
+}
+
+fn print_schedule(spec: &ScheduleSpec, format: Format) -> Result<(), Failure> {
+    let actions = spec.drive().map_err(|e| Failure(e.to_string(), 2))?;
+    let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
+    let write_failed = |e: io::Error| Failure(format!("cannot write output: {e}"), 1);
+    for action in actions {
+        let action = action.map_err(|e| Failure(e.to_string(), 1))?;
+        let written = match format {
+            Format::Text => writeln!(out, "{action}"),
+            Format::Jsonl => writeln!(out, "{}", action.to_json()),
+        };
+        match written {
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
+            other => other.map_err(write_failed)?,
+        }
+    }
+    match out.flush() {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.map_err(write_failed),
+    }
+}
+
+fn cost_report(spec: &ScheduleSpec, cost: &Cost) -> Value {
+    let mut parameters = serde_json::to_value(spec).expect("specs serialize");
+    if let Value::Object(map) = &mut parameters {
+        map.remove("schedule");
+    }
+    let mut report = json!({ "schedule": spec.name(), "parameters": parameters });
+    let counts = serde_json::to_value(cost).expect("costs serialize");
+    if let (Value::Object(report), Value::Object(counts)) = (&mut report, counts) {
+        report.extend(counts);
+    }
+    report
+}
+
+fn run(cli: Cli) -> Result<(), Failure> {
+    match cli.command {
+        Command::Schedule { spec, format } => print_schedule(&spec.spec()?, format),
+        Command::Cost { spec } => {
+            let spec = spec.spec()?;
+            let cost = spec.cost().map_err(|e| match e {
+                checkpointing::SpecError::Schedule(e) => Failure(e.to_string(), 2),
+                other => Failure(other.to_string(), 1),
+            })?;
+            println!("{}", cost_report(&spec, &cost));
+            Ok(())
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version.
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            let text = e.render().to_string();
+            let line = text.lines().next().unwrap_or("error: invalid arguments");
+            eprintln!("{line}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure(message, status)) => {
+            eprintln!("error: {message}");
+            ExitCode::from(status)
+        }
+    }
+}

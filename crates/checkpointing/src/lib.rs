@@ -35,6 +35,6 @@ pub use action::{Action, ParseActionError, Step, StorageLevel, MAXSIZE};
 pub use replay::{Cost, LevelCost, Replay, ReplayError, ReplayErrorKind};
 pub use schedule::{
     binomial_forward_steps, Cursor, Drive, MultistageCheckpointSchedule, NoneCheckpointSchedule,
-    Periodic, Revolve, Schedule, ScheduleError, SingleDiskStorageSchedule,
-    SingleMemoryStorageSchedule, Trajectory,
+    Periodic, Revolve, Schedule, ScheduleError, ScheduleSpec, SingleDiskStorageSchedule,
+    SingleMemoryStorageSchedule, SpecError, Trajectory,
 };

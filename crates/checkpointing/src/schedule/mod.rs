@@ -27,6 +27,7 @@ mod drive;
 mod multistage;
 mod periodic;
 mod revolve;
+mod spec;
 
 pub use basic::{NoneCheckpointSchedule, SingleDiskStorageSchedule, SingleMemoryStorageSchedule};
 pub use binomial::{binomial_forward_steps, Trajectory};
@@ -34,6 +35,7 @@ pub use drive::Drive;
 pub use multistage::MultistageCheckpointSchedule;
 pub use periodic::Periodic;
 pub use revolve::Revolve;
+pub use spec::{ScheduleSpec, SpecError};
 
 /// Why a schedule cannot be built or finalized.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -1,0 +1,247 @@
+//! Schedules named by their parameters: build one, drive it, cost it.
+
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Drive, MultistageCheckpointSchedule, NoneCheckpointSchedule, Periodic, Revolve, Schedule,
+    ScheduleError, SingleDiskStorageSchedule, SingleMemoryStorageSchedule, Trajectory,
+};
+use crate::action::Step;
+use crate::replay::{Cost, Replay, ReplayError};
+
+/// A schedule and its parameters, by the kebab-case names of the
+/// `checkpointing` command (`revolve`, `multistage`, ...) and the Python
+/// keyword names of `checkpoint_schedules`.
+///
+/// Online schedules take `steps`, the number of steps they are driven for.
+///
+/// ```
+/// use checkpointing::ScheduleSpec;
+/// let spec = ScheduleSpec::Revolve { max_n: 4, snapshots_in_ram: 2, uf: 1.0, ub: 1.0, wd: 2.0, rd: 2.0 };
+/// assert_eq!(spec.name(), "revolve");
+/// let cost = spec.cost().unwrap();
+/// assert_eq!((cost.forward_steps, cost.ram.peak), (8, 2));
+/// let json: ScheduleSpec = serde_json::from_str(r#"{"schedule":"periodic","max_n":10,"period":3}"#).unwrap();
+/// assert_eq!(json.steps(), 10);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "schedule", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum ScheduleSpec {
+    /// [`NoneCheckpointSchedule`] driven for `steps` steps.
+    None {
+        /// Steps to drive it for.
+        steps: Step,
+    },
+    /// [`SingleMemoryStorageSchedule`] driven for `steps` steps.
+    SingleMemory {
+        /// Steps to drive it for.
+        steps: Step,
+    },
+    /// [`SingleDiskStorageSchedule`] driven for `steps` steps.
+    SingleDisk {
+        /// Steps to drive it for.
+        steps: Step,
+        /// Move (not copy) data from disk.
+        #[serde(default)]
+        move_data: bool,
+    },
+    /// [`Revolve`].
+    Revolve {
+        /// Steps.
+        max_n: Step,
+        /// RAM snapshots.
+        snapshots_in_ram: u64,
+        /// Forward step cost.
+        #[serde(default = "one")]
+        uf: f64,
+        /// Adjoint step cost.
+        #[serde(default = "one")]
+        ub: f64,
+        /// Disk write cost.
+        #[serde(default = "two")]
+        wd: f64,
+        /// Disk read cost.
+        #[serde(default = "two")]
+        rd: f64,
+    },
+    /// [`MultistageCheckpointSchedule`].
+    Multistage {
+        /// Steps.
+        max_n: Step,
+        /// RAM snapshots.
+        #[serde(default)]
+        snapshots_in_ram: u64,
+        /// Disk snapshots.
+        #[serde(default)]
+        snapshots_on_disk: u64,
+        /// Which optimal advance to take.
+        #[serde(default, with = "trajectory_name")]
+        trajectory: Trajectory,
+    },
+    /// [`Periodic`].
+    Periodic {
+        /// Steps.
+        max_n: Step,
+        /// Steps between checkpoints.
+        period: Step,
+    },
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn two() -> f64 {
+    2.0
+}
+
+mod trajectory_name {
+    use super::Trajectory;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(t: &Trajectory, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(t.name())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Trajectory, D::Error> {
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// Building, driving or replaying a [`ScheduleSpec`] failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SpecError {
+    /// Invalid parameters.
+    #[error(transparent)]
+    Schedule(#[from] ScheduleError),
+    /// The replay checker rejected the schedule's actions.
+    #[error("replay rejected the schedule: {0}")]
+    Replay(#[from] ReplayError),
+}
+
+impl ScheduleSpec {
+    /// The kebab-case names of every schedule, as the command takes them.
+    pub const NAMES: &'static [&'static str] = &[
+        "none",
+        "single-memory",
+        "single-disk",
+        "revolve",
+        "multistage",
+        "periodic",
+    ];
+
+    /// The kebab-case name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::None { .. } => "none",
+            Self::SingleMemory { .. } => "single-memory",
+            Self::SingleDisk { .. } => "single-disk",
+            Self::Revolve { .. } => "revolve",
+            Self::Multistage { .. } => "multistage",
+            Self::Periodic { .. } => "periodic",
+        }
+    }
+
+    /// The number of forward steps (`max_n`, or `steps` for online
+    /// schedules).
+    pub fn steps(&self) -> Step {
+        match *self {
+            Self::None { steps }
+            | Self::SingleMemory { steps }
+            | Self::SingleDisk { steps, .. } => steps,
+            Self::Revolve { max_n, .. }
+            | Self::Multistage { max_n, .. }
+            | Self::Periodic { max_n, .. } => max_n,
+        }
+    }
+
+    /// Builds the schedule.
+    pub fn build(&self) -> Result<Box<dyn Schedule + Send>, ScheduleError> {
+        Ok(match *self {
+            Self::None { .. } => Box::new(NoneCheckpointSchedule::new()),
+            Self::SingleMemory { .. } => Box::new(SingleMemoryStorageSchedule::new()),
+            Self::SingleDisk { move_data, .. } => {
+                Box::new(SingleDiskStorageSchedule::new(move_data))
+            }
+            Self::Revolve {
+                max_n,
+                snapshots_in_ram,
+                uf,
+                ub,
+                wd,
+                rd,
+            } => Box::new(Revolve::with_costs(
+                max_n,
+                snapshots_in_ram,
+                uf,
+                ub,
+                wd,
+                rd,
+            )?),
+            Self::Multistage {
+                max_n,
+                snapshots_in_ram,
+                snapshots_on_disk,
+                trajectory,
+            } => Box::new(MultistageCheckpointSchedule::new(
+                max_n,
+                snapshots_in_ram,
+                snapshots_on_disk,
+                trajectory,
+            )?),
+            Self::Periodic { max_n, period } => Box::new(Periodic::new(max_n, period)?),
+        })
+    }
+
+    /// The schedule driven for [`ScheduleSpec::steps`] steps up to its first
+    /// `EndReverse` (see [`Drive`]).
+    pub fn drive(&self) -> Result<Drive<Box<dyn Schedule + Send>>, ScheduleError> {
+        Drive::new(self.build()?, self.steps())
+    }
+
+    /// A replay checker configured with the budgets these parameters declare
+    /// (snapshot counts per level), requiring storage freed at the end for
+    /// schedules that allow a single adjoint.
+    pub fn replay(&self) -> Replay {
+        let replay = Replay::new(self.steps());
+        match *self {
+            Self::None { .. } => replay.forward_only(true).ram_budget(0).disk_budget(0),
+            Self::SingleMemory { .. } => replay.ram_budget(0).disk_budget(0),
+            Self::SingleDisk { move_data, .. } => replay.ram_budget(0).require_freed(move_data),
+            Self::Revolve {
+                snapshots_in_ram, ..
+            } => replay
+                .ram_budget(snapshots_in_ram)
+                .disk_budget(0)
+                .require_freed(true),
+            Self::Multistage {
+                snapshots_in_ram,
+                snapshots_on_disk,
+                ..
+            } => replay
+                .ram_budget(snapshots_in_ram)
+                .disk_budget(snapshots_on_disk)
+                .require_freed(true),
+            Self::Periodic { max_n, period } => replay
+                .ram_budget((max_n.max(1) - 1) / period.max(1))
+                .disk_budget(0)
+                .require_freed(true),
+        }
+    }
+
+    /// Drives the schedule and replays its actions, streaming: validity and
+    /// costs.
+    pub fn cost(&self) -> Result<Cost, SpecError> {
+        let mut failure = None;
+        let actions = self
+            .drive()?
+            .map_while(|action| action.map_err(|e| failure = Some(e)).ok());
+        let cost = self.replay().run(actions);
+        match failure {
+            Some(e) => Err(e.into()),
+            None => Ok(cost?),
+        }
+    }
+}
