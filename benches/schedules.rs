@@ -1,1 +1,220 @@
-fn main() {}
+//! Schedule throughput against the reference package, measured in the same
+//! run: actions per second for `checkpointing` and for `checkpoint_schedules`
+//! 1.0.4 iterating the same whole schedules (construction included), and
+//! the ratio; then the time to stream Revolve(10^6, 100) and
+//! Revolve(10^8, 100).
+//!
+//! Run: `bash scripts/reference-venv.sh && cargo bench -p checkpointing-benches --bench schedules`
+//! (set `CHECKPOINTING_REFERENCE_PYTHON` to use another interpreter; without
+//! one the Python column is skipped).
+
+use std::hint::black_box;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use checkpointing::{
+    Action, MultistageCheckpointSchedule, Revolve, Schedule, ScheduleSpec, Trajectory,
+};
+
+/// Iterates the whole schedule, as its concrete type (as an executor
+/// generic over the schedule does); returns the number of actions.
+fn stream(spec: &ScheduleSpec) -> u64 {
+    fn count<S: Schedule>(schedule: S) -> u64 {
+        let mut count = 0;
+        for action in schedule {
+            count += 1;
+            if black_box(action) == Action::EndReverse {
+                break;
+            }
+        }
+        count
+    }
+    match *spec {
+        ScheduleSpec::Revolve {
+            max_n,
+            snapshots_in_ram,
+            ..
+        } => count(Revolve::new(max_n, snapshots_in_ram).expect("valid parameters")),
+        ScheduleSpec::Multistage {
+            max_n,
+            snapshots_in_ram,
+            snapshots_on_disk,
+            trajectory,
+        } => count(
+            MultistageCheckpointSchedule::new(
+                max_n,
+                snapshots_in_ram,
+                snapshots_on_disk,
+                trajectory,
+            )
+            .expect("valid parameters"),
+        ),
+        _ => count(spec.build().expect("valid parameters")),
+    }
+}
+
+/// Best time of repeated runs lasting at least `budget` in total.
+fn time_ours(spec: &ScheduleSpec, budget: Duration) -> (u64, f64) {
+    let (mut best, mut total, mut count) = (f64::INFINITY, Duration::ZERO, 0);
+    while total < budget || best.is_infinite() {
+        let start = Instant::now();
+        count = stream(spec);
+        let elapsed = start.elapsed();
+        best = best.min(elapsed.as_secs_f64());
+        total += elapsed;
+    }
+    (count, best)
+}
+
+fn reference_python() -> Option<String> {
+    if let Ok(p) = std::env::var("CHECKPOINTING_REFERENCE_PYTHON") {
+        return Some(p);
+    }
+    let local = concat!(env!("CARGO_MANIFEST_DIR"), "/../.venv-reference/bin/python");
+    Path::new(local).exists().then(|| local.to_owned())
+}
+
+/// Times the reference on `specs` (one Python process, best of 3 each).
+fn time_reference(python: &str, specs: &[ScheduleSpec]) -> Option<Vec<(u64, f64)>> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/iterate_reference.py");
+    let mut child = Command::new(python)
+        .arg(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .ok()?;
+    let input = serde_json_list(specs);
+    child.stdin.take()?.write_all(input.as_bytes()).ok()?;
+    let out = child.wait_with_output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    String::from_utf8(out.stdout)
+        .ok()?
+        .lines()
+        .map(|line| {
+            let field = |key: &str| -> Option<f64> {
+                let rest = line.split(&format!("\"{key}\": ")).nth(1)?;
+                rest.split([',', '}']).next()?.trim().parse().ok()
+            };
+            Some((field("actions")? as u64, field("seconds")?))
+        })
+        .collect()
+}
+
+fn serde_json_list(specs: &[ScheduleSpec]) -> String {
+    let items: Vec<String> = specs
+        .iter()
+        .map(|s| match *s {
+            ScheduleSpec::Revolve { max_n, snapshots_in_ram, .. } => format!(
+                r#"{{"schedule":"revolve","max_n":{max_n},"snapshots_in_ram":{snapshots_in_ram}}}"#
+            ),
+            ScheduleSpec::Multistage { max_n, snapshots_in_ram, snapshots_on_disk, trajectory } => format!(
+                r#"{{"schedule":"multistage","max_n":{max_n},"snapshots_in_ram":{snapshots_in_ram},"snapshots_on_disk":{snapshots_on_disk},"trajectory":"{}"}}"#,
+                trajectory.name()
+            ),
+            _ => unreachable!("only shared schedules are compared"),
+        })
+        .collect();
+    format!("[{}]", items.join(","))
+}
+
+fn revolve(max_n: u64, s: u64) -> ScheduleSpec {
+    ScheduleSpec::Revolve {
+        max_n,
+        snapshots_in_ram: s,
+        uf: 1.0,
+        ub: 1.0,
+        wd: 2.0,
+        rd: 2.0,
+    }
+}
+
+fn multistage(max_n: u64, ram: u64, disk: u64, trajectory: Trajectory) -> ScheduleSpec {
+    ScheduleSpec::Multistage {
+        max_n,
+        snapshots_in_ram: ram,
+        snapshots_on_disk: disk,
+        trajectory,
+    }
+}
+
+fn label(spec: &ScheduleSpec) -> String {
+    match *spec {
+        ScheduleSpec::Revolve {
+            max_n,
+            snapshots_in_ram,
+            ..
+        } => format!("Revolve({max_n}, {snapshots_in_ram})"),
+        ScheduleSpec::Multistage {
+            max_n,
+            snapshots_in_ram,
+            snapshots_on_disk,
+            trajectory,
+        } => {
+            format!(
+                "Multistage({max_n}, {snapshots_in_ram}, {snapshots_on_disk}, {})",
+                trajectory.name()
+            )
+        }
+        _ => spec.name().to_owned(),
+    }
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let shared = [
+        revolve(500, 7),
+        revolve(1000, 10),
+        revolve(1500, 30),
+        multistage(200_000, 20, 0, Trajectory::Maximum),
+        multistage(200_000, 0, 30, Trajectory::Revolve),
+        multistage(200_000, 5, 10, Trajectory::Maximum),
+    ];
+    let reference = reference_python().and_then(|p| time_reference(&p, &shared));
+    if reference.is_none() {
+        println!("(no reference Python: run scripts/reference-venv.sh for the comparison)");
+    }
+    println!(
+        "{:<36} {:>9} {:>16} {:>16} {:>9}",
+        "schedule", "actions", "ours actions/s", "python actions/s", "ratio"
+    );
+    for (i, spec) in shared.iter().enumerate() {
+        let (count, ours) = time_ours(spec, Duration::from_millis(300));
+        let ours_rate = count as f64 / ours;
+        match reference.as_ref().map(|r| r[i]) {
+            Some((py_count, py)) => {
+                assert_eq!(py_count, count, "{}: action counts differ", label(spec));
+                println!(
+                    "{:<36} {:>9} {:>16.3e} {:>16.3e} {:>8.0}x",
+                    label(spec),
+                    count,
+                    ours_rate,
+                    py_count as f64 / py,
+                    py / ours
+                );
+            }
+            None => println!(
+                "{:<36} {:>9} {:>16.3e} {:>16} {:>9}",
+                label(spec),
+                count,
+                ours_rate,
+                "-",
+                "-"
+            ),
+        }
+    }
+    for (max_n, s) in [(1_000_000, 100), (100_000_000, 100)] {
+        let start = Instant::now();
+        let count = stream(&revolve(max_n, s));
+        let secs = start.elapsed().as_secs_f64();
+        println!(
+            "stream Revolve({max_n}, {s}): {count} actions in {secs:.3} s ({:.3e} actions/s)",
+            count as f64 / secs
+        );
+    }
+}

@@ -118,50 +118,79 @@ impl FromStr for Trajectory {
 /// `checkpoint_schedules.multistage`.
 pub(crate) fn n_advance(n: u64, snapshots: u64, trajectory: Trajectory) -> u64 {
     debug_assert!(n >= 1 && snapshots >= 1);
-    let s = snapshots.min(n.saturating_sub(1)).max(1) as u128;
-    let n = n as u128;
-    if s == 1 {
-        return (n - 1) as u64;
-    } else if s == n - 1 {
-        return 1;
-    }
-    let mut t: u128 = 2;
-    let mut b_s_tm2: u128 = 1;
-    let mut b_s_tm1: u128 = s + 1;
-    let mut b_s_t: u128 = ((s + 1) * (s + 2)) / 2;
-    while b_s_tm1 >= n || n > b_s_t {
-        t += 1;
-        b_s_tm2 = b_s_tm1;
-        b_s_tm1 = b_s_t;
-        b_s_t = (b_s_t * (s + t)) / t;
-    }
-    let b_sm1_tm1 = (b_s_tm1 * s) / (s + t - 1);
-    let b_sm2_tm1 = (b_sm1_tm1 * (s - 1)) / (s + t - 2);
-    let advance = match trajectory {
-        Trajectory::Maximum => {
-            let b_sm1_tm2 = (b_s_tm2 * s) / (s + t - 2);
-            if n <= b_s_tm1 + b_sm1_tm2 {
-                n - b_s_tm1 + b_s_tm2
-            } else if n <= b_s_tm1 + b_sm2_tm1 + b_sm1_tm2 {
-                b_s_tm2 + b_sm1_tm2
-            } else if n <= b_s_tm1 + b_sm1_tm1 + b_sm2_tm1 {
-                n - b_sm1_tm1 - b_sm2_tm1
-            } else {
-                b_s_tm1
+    // u64 arithmetic is several times faster than u128; it is exact while no
+    // product overflows, which holds for any realistic n and snapshots.
+    n_advance_u64(n, snapshots, trajectory)
+        .or_else(|| n_advance_u128(n as u128, snapshots as u128, trajectory).map(|a| a as u64))
+        .unwrap_or(1)
+}
+
+macro_rules! n_advance_body {
+    ($name:ident, $int:ty, $mul:ident, $add:ident) => {
+        fn $name(n: $int, snapshots: $int, trajectory: Trajectory) -> Option<$int> {
+            let s = snapshots.min(n.saturating_sub(1)).max(1);
+            if s == 1 {
+                return Some(n - 1);
+            } else if s == n - 1 {
+                return Some(1);
             }
-        }
-        Trajectory::Revolve => {
-            if n <= b_s_tm1 + b_sm2_tm1 {
-                b_s_tm2
-            } else if n < b_s_tm1 + b_sm1_tm1 + b_sm2_tm1 {
-                n - b_sm1_tm1 - b_sm2_tm1
-            } else {
-                b_s_tm1
+            let mut t: $int = 2;
+            let mut b_s_tm2: $int = 1;
+            let mut b_s_tm1: $int = s + 1;
+            let mut b_s_t: $int = (s + 1).$mul(s + 2)? / 2;
+            while b_s_tm1 >= n || n > b_s_t {
+                t += 1;
+                b_s_tm2 = b_s_tm1;
+                b_s_tm1 = b_s_t;
+                b_s_t = b_s_t.$mul(s + t)? / t;
             }
+            let b_sm1_tm1 = b_s_tm1.$mul(s)? / (s + t - 1);
+            let b_sm2_tm1 = b_sm1_tm1.$mul(s - 1)? / (s + t - 2);
+            let advance = match trajectory {
+                Trajectory::Maximum => {
+                    let b_sm1_tm2 = b_s_tm2.$mul(s)? / (s + t - 2);
+                    if n <= b_s_tm1.$add(b_sm1_tm2)? {
+                        n - b_s_tm1 + b_s_tm2
+                    } else if n <= b_s_tm1.$add(b_sm2_tm1)?.$add(b_sm1_tm2)? {
+                        b_s_tm2 + b_sm1_tm2
+                    } else if n <= b_s_tm1.$add(b_sm1_tm1)?.$add(b_sm2_tm1)? {
+                        n - b_sm1_tm1 - b_sm2_tm1
+                    } else {
+                        b_s_tm1
+                    }
+                }
+                Trajectory::Revolve => {
+                    if n <= b_s_tm1.$add(b_sm2_tm1)? {
+                        b_s_tm2
+                    } else if n < b_s_tm1.$add(b_sm1_tm1)?.$add(b_sm2_tm1)? {
+                        n - b_sm1_tm1 - b_sm2_tm1
+                    } else {
+                        b_s_tm1
+                    }
+                }
+            };
+            Some(advance)
         }
     };
-    advance as u64
 }
+
+/// `Option`'s `?` on plain `u128` values: every operation succeeds.
+trait Always: Sized {
+    fn always_mul(self, rhs: Self) -> Option<Self>;
+    fn always_add(self, rhs: Self) -> Option<Self>;
+}
+
+impl Always for u128 {
+    fn always_mul(self, rhs: Self) -> Option<Self> {
+        Some(self * rhs)
+    }
+    fn always_add(self, rhs: Self) -> Option<Self> {
+        Some(self + rhs)
+    }
+}
+
+n_advance_body!(n_advance_u64, u64, checked_mul, checked_add);
+n_advance_body!(n_advance_u128, u128, always_mul, always_add);
 
 #[cfg(test)]
 mod tests {
@@ -172,8 +201,8 @@ mod tests {
     fn table(smax: usize, nmax: usize) -> (Vec<Vec<u64>>, Vec<Vec<u64>>) {
         let mut t = vec![vec![0u64; nmax + 1]; smax + 1];
         let mut last = vec![vec![0u64; nmax + 1]; smax + 1];
-        for n in 1..=nmax {
-            t[1][n] = (n * (n - 1) / 2) as u64;
+        for (n, t1) in t[1].iter_mut().enumerate() {
+            *t1 = (n * n.saturating_sub(1) / 2) as u64;
         }
         for s in 2..=smax {
             t[s][2] = 1;

@@ -77,13 +77,11 @@ impl<S: Schedule> Iterator for Drive<S> {
         }
         let mut action = self.schedule.next()?;
         match &mut action {
-            Action::Forward { n1, .. } if self.schedule.cursor().is_online() => {
-                if *n1 >= self.steps && self.schedule.max_n().is_none() {
-                    *n1 = self.steps;
-                    if let Err(e) = self.schedule.finalize(self.steps) {
-                        self.ended = true;
-                        return Some(Err(e));
-                    }
+            Action::Forward { n1, .. } if *n1 >= self.steps && self.schedule.max_n().is_none() => {
+                *n1 = self.steps;
+                if let Err(e) = self.schedule.finalize(self.steps) {
+                    self.ended = true;
+                    return Some(Err(e));
                 }
             }
             Action::EndReverse => self.ended = true,

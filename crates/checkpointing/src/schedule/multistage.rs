@@ -2,7 +2,7 @@
 //! `checkpoint_schedules.MultistageCheckpointSchedule`.
 
 use super::binomial::n_advance;
-use super::{impl_schedule_position, Cursor, Pending, Schedule, ScheduleError, Trajectory};
+use super::{impl_schedule_position, Cursor, Schedule, ScheduleError, Trajectory};
 use crate::action::{Action, Step};
 use crate::StorageLevel;
 
@@ -33,19 +33,27 @@ pub struct MultistageCheckpointSchedule {
     storage: Vec<StorageLevel>,
     trajectory: Trajectory,
     snapshots: Vec<Step>,
-    pending: Pending,
-    phase: Phase,
-    n: Step,
-    r: Step,
+    state: State,
     exhausted: bool,
 }
 
+/// What the next action is. Each `next()` does `O(1)` work (plus one
+/// `n_advance`), mirroring the reference generator's control flow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// The first sweep.
+enum State {
+    /// Advance storing snapshots towards `max_n - r`, then tape its last
+    /// step.
     Sweep,
-    /// Reverse steps, restarting from the last snapshot.
+    /// `EndForward` after the first sweep.
+    EndForward,
+    /// Reverse the step just taped.
     Reverse,
+    /// Restore the last snapshot (or end the reverse).
+    Restore,
+    /// Advance from a copied snapshot without storing it again.
+    Advance,
+    /// Tape the step after a moved snapshot.
+    Tape,
     Done,
 }
 
@@ -89,10 +97,7 @@ impl MultistageCheckpointSchedule {
             storage,
             trajectory,
             snapshots: Vec::new(),
-            pending: Pending::default(),
-            phase: Phase::Sweep,
-            n: 0,
-            r: 0,
+            state: State::Sweep,
             exhausted: false,
         }
     }
@@ -113,112 +118,100 @@ impl MultistageCheckpointSchedule {
             .count() as u64
     }
 
-    fn max_n(&self) -> Step {
-        self.cursor.steps()
+    /// Where the adjoint is: the forward must end there.
+    fn target(&self) -> Step {
+        self.cursor.steps() - self.cursor.r()
     }
 
-    /// Advances from `self.n` storing snapshots until one step before
-    /// `target`, then advances that step keeping its adjoint dependencies.
-    fn sweep_to(&mut self, target: Step) {
-        while self.n + 1 < target {
-            let free = self.storage.len() as u64 - self.snapshots.len() as u64;
-            let n0 = self.n;
-            self.n = n0 + n_advance(target - n0, free, self.trajectory);
-            self.snapshots.push(n0);
-            let storage = self.storage[self.snapshots.len() - 1];
-            self.pending.push(
-                Action::Forward {
-                    n0,
-                    n1: self.n,
-                    write_ics: true,
-                    write_adj_deps: false,
-                    storage,
-                },
-                self.n,
-                self.r,
-            );
+    /// Advance from `n` by the binomial step with `free` snapshots free.
+    fn advance(&mut self, free: usize) -> (Step, Step) {
+        let n0 = self.cursor.n();
+        let n1 = n0 + n_advance(self.target() - n0, free as u64, self.trajectory);
+        self.cursor.set(n1, self.cursor.r());
+        (n0, n1)
+    }
+
+    /// Advance the last step before the adjoint, keeping its adjoint
+    /// dependencies.
+    fn tape(&mut self) -> Action {
+        let n0 = self.cursor.n();
+        self.cursor.set(n0 + 1, self.cursor.r());
+        self.state = if self.state == State::Sweep && self.cursor.r() == 0 {
+            State::EndForward
+        } else {
+            State::Reverse
+        };
+        Action::Forward {
+            n0,
+            n1: n0 + 1,
+            write_ics: false,
+            write_adj_deps: true,
+            storage: StorageLevel::Work,
         }
     }
 
-    /// Advances the last step before `target` keeping its adjoint
-    /// dependencies.
-    fn taped_step(&mut self) {
-        self.n += 1;
-        self.pending.push(
-            Action::Forward {
-                n0: self.n - 1,
-                n1: self.n,
-                write_ics: false,
-                write_adj_deps: true,
-                storage: StorageLevel::Work,
-            },
-            self.n,
-            self.r,
-        );
-    }
-
-    fn reverse_step(&mut self) {
-        self.r += 1;
-        self.pending.push(
-            Action::Reverse {
-                n1: self.n,
-                n0: self.n - 1,
-                clear_adj_deps: true,
-            },
-            self.n,
-            self.r,
-        );
-    }
-
-    /// Computes the next block of actions.
-    fn refill(&mut self) {
-        let max_n = self.max_n();
-        match self.phase {
-            Phase::Sweep => {
-                self.sweep_to(max_n);
-                self.taped_step();
-                self.pending.push(Action::EndForward, self.n, self.r);
-                self.reverse_step();
-                self.phase = Phase::Reverse;
+    #[inline]
+    fn step(&mut self) -> Option<Action> {
+        let (n, r) = (self.cursor.n(), self.cursor.r());
+        match self.state {
+            State::Sweep if n + 1 < self.target() => {
+                let free = self.storage.len() - self.snapshots.len();
+                let (n0, n1) = self.advance(free);
+                self.snapshots.push(n0);
+                Some(Action::Forward {
+                    n0,
+                    n1,
+                    write_ics: true,
+                    write_adj_deps: false,
+                    storage: self.storage[self.snapshots.len() - 1],
+                })
             }
-            Phase::Reverse if self.r < max_n => {
+            State::Sweep | State::Tape => Some(self.tape()),
+            State::EndForward => {
+                self.state = State::Reverse;
+                Some(Action::EndForward)
+            }
+            State::Reverse => {
+                self.cursor.set(n, r + 1);
+                self.state = State::Restore;
+                Some(Action::Reverse {
+                    n1: n,
+                    n0: n - 1,
+                    clear_adj_deps: true,
+                })
+            }
+            State::Restore if r < self.cursor.steps() => {
                 let top = self.snapshots.len() - 1;
                 let (cp_n, from) = (self.snapshots[top], self.storage[top]);
-                let target = max_n - self.r;
-                self.n = cp_n;
+                self.cursor.set(cp_n, r);
                 let to = StorageLevel::Work;
-                if cp_n + 1 == target {
+                if cp_n + 1 == self.target() {
                     self.snapshots.pop();
-                    self.pending
-                        .push(Action::Move { n: cp_n, from, to }, self.n, self.r);
+                    self.state = State::Tape;
+                    Some(Action::Move { n: cp_n, from, to })
                 } else {
-                    self.pending
-                        .push(Action::Copy { n: cp_n, from, to }, self.n, self.r);
-                    let free = self.storage.len() as u64 - self.snapshots.len() as u64 + 1;
-                    let n0 = self.n;
-                    self.n = n0 + n_advance(target - n0, free, self.trajectory);
-                    self.pending.push(
-                        Action::Forward {
-                            n0,
-                            n1: self.n,
-                            write_ics: false,
-                            write_adj_deps: false,
-                            storage: StorageLevel::Work,
-                        },
-                        self.n,
-                        self.r,
-                    );
-                    self.sweep_to(target);
+                    self.state = State::Advance;
+                    Some(Action::Copy { n: cp_n, from, to })
                 }
-                self.taped_step();
-                self.reverse_step();
             }
-            Phase::Reverse => {
+            State::Restore => {
                 self.exhausted = true;
-                self.phase = Phase::Done;
-                self.pending.push(Action::EndReverse, self.n, self.r);
+                self.state = State::Done;
+                Some(Action::EndReverse)
             }
-            Phase::Done => {}
+            State::Advance => {
+                let free = self.storage.len() - self.snapshots.len() + 1;
+                let (n0, n1) = self.advance(free);
+                self.state = State::Sweep;
+                Some(Action::Forward {
+                    n0,
+                    n1,
+                    write_ics: false,
+                    write_adj_deps: false,
+                    storage: StorageLevel::Work,
+                })
+            }
+            State::Done => None,
         }
     }
 }
@@ -263,16 +256,9 @@ fn allocate(max_n: Step, ram: u64, disk: u64, trajectory: Trajectory) -> Vec<Sto
 impl Iterator for MultistageCheckpointSchedule {
     type Item = Action;
 
+    #[inline]
     fn next(&mut self) -> Option<Action> {
-        loop {
-            if let Some(action) = self.pending.pop(&mut self.cursor) {
-                return Some(action);
-            }
-            if self.phase == Phase::Done {
-                return None;
-            }
-            self.refill();
-        }
+        self.step()
     }
 }
 

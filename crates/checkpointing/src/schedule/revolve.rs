@@ -21,11 +21,11 @@ use crate::StorageLevel;
 ///
 /// The reference chooses each checkpoint position as the last minimiser of
 /// a cost table built from `uf` (forward step cost) and `ub` (adjoint step
-/// cost); `wd` and `rd` are accepted for compatibility and unused. When the
-/// costs are dyadic rationals (integers, halves, ...; the defaults are 1 and
-/// 1) that minimiser has a closed form and no table is built. Other costs
-/// (e.g. `uf = 0.1`) can break ties differently through rounding, so the
-/// table is then built exactly as the reference does, in
+/// cost); `wd` and `rd` are accepted for compatibility and unused. When both
+/// costs are dyadic rationals (integers, halves, quarters, ...; the defaults
+/// are `uf = ub = 1`), that minimiser has a closed form and no table is
+/// built. Other costs, such as `uf = 0.1`, can break ties differently through
+/// rounding, so the table is then built exactly as the reference does, in
 /// `O(snapshots · max_n)` memory and `O(snapshots · max_n²)` time.
 ///
 /// ```
@@ -272,6 +272,7 @@ impl Revolve {
 
     /// Turns one operation into actions, as the reference's
     /// `RevolveCheckpointSchedule._iterator` does.
+    #[inline]
     fn convert(&mut self, op: Op) {
         match op {
             Op::Forward(n0, n1) => {
@@ -390,6 +391,7 @@ impl Splits {
 impl Iterator for Revolve {
     type Item = Action;
 
+    #[inline]
     fn next(&mut self) -> Option<Action> {
         loop {
             if let Some(action) = self.pending.pop(&mut self.cursor) {

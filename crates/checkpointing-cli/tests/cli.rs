@@ -1,0 +1,177 @@
+//! The `checkpointing` command as DESIGN.md specifies it.
+
+use std::process::{Command, Output};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_checkpointing"))
+        .args(args)
+        .output()
+        .expect("run checkpointing")
+}
+
+fn stdout(args: &[&str]) -> String {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A one-line error on stderr, nothing on stdout, exit status 2.
+fn usage_error(args: &[&str], needle: &str) {
+    let out = run(args);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: {err:?}");
+    assert!(err.contains(needle), "{args:?}: {err:?}");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn prints_the_design_example() {
+    let text = stdout(&[
+        "schedule",
+        "revolve",
+        "--max-n",
+        "4",
+        "--snapshots-in-ram",
+        "2",
+    ]);
+    let expected: Vec<String> = checkpointing::Revolve::new(4, 2)
+        .unwrap()
+        .map(|a| a.to_string())
+        .collect();
+    assert_eq!(text.lines().collect::<Vec<_>>(), expected);
+    assert_eq!(
+        text.lines().next(),
+        Some("Forward(0, 2, True, False, StorageType.RAM)")
+    );
+    assert_eq!(text.lines().last(), Some("EndReverse()"));
+}
+
+#[test]
+fn prints_json_lines() {
+    let text = stdout(&[
+        "schedule",
+        "multistage",
+        "--max-n",
+        "30",
+        "--snapshots-in-ram",
+        "2",
+        "--snapshots-on-disk",
+        "2",
+        "--format",
+        "jsonl",
+    ]);
+    assert!(text.starts_with(r#"{"action":"Forward","n0":0,"#));
+    for line in text.lines() {
+        checkpointing::Action::from_json(line).unwrap();
+    }
+}
+
+#[test]
+fn online_schedules_are_cut_at_steps() {
+    let text = stdout(&["schedule", "single-memory", "--steps", "5"]);
+    assert_eq!(
+        text,
+        "Forward(0, 5, False, True, StorageType.WORK)\nEndForward()\nReverse(5, 0, True)\nEndReverse()\n"
+    );
+    let text = stdout(&["schedule", "single-disk", "--steps", "3", "--move-data"]);
+    assert!(text.contains("Move(2, StorageType.DISK, StorageType.WORK)"));
+    assert_eq!(text.lines().count(), 3 + 1 + 6 + 1);
+}
+
+#[test]
+fn cost_is_one_json_object() {
+    let text = stdout(&["cost", "revolve", "--max-n", "4", "--snapshots-in-ram", "2"]);
+    assert_eq!(text.lines().count(), 1);
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["schedule"], "revolve");
+    assert_eq!(v["parameters"]["snapshots_in_ram"], 2);
+    assert_eq!(v["forward_steps"], 8);
+    assert_eq!(v["recomputed_steps"], 4);
+    assert_eq!(v["adjoint_steps"], 4);
+    assert_eq!(v["ram"]["peak"], 2);
+    assert_eq!(v["ram"]["writes"], 2);
+    assert_eq!(v["ram"]["reads"], 3);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&[
+        "cost", "periodic", "--max-n", "10", "--period", "3",
+    ]))
+    .unwrap();
+    assert_eq!(v["forward_steps"], 19);
+    assert_eq!(v["peak_work_steps"], 3);
+}
+
+#[test]
+fn help_has_examples() {
+    let text = stdout(&["--help"]);
+    assert!(text.contains("Examples:") && text.contains("checkpointing schedule revolve"));
+    let text = stdout(&["schedule", "--help"]);
+    assert!(text.contains("--snapshots-in-ram") && text.contains("Examples:"));
+}
+
+#[test]
+fn bad_input_is_a_one_line_error_with_status_2() {
+    usage_error(
+        &["schedule", "nonesuch", "--max-n", "4"],
+        "unknown schedule 'nonesuch'",
+    );
+    usage_error(
+        &["schedule", "revolve", "--max-n", "4", "--bogus", "1"],
+        "--bogus",
+    );
+    usage_error(
+        &[
+            "schedule",
+            "revolve",
+            "--max-n",
+            "4",
+            "--period",
+            "2",
+            "--snapshots-in-ram",
+            "1",
+        ],
+        "--period does not apply to revolve",
+    );
+    usage_error(
+        &["cost", "revolve", "--max-n", "4"],
+        "revolve needs --snapshots-in-ram",
+    );
+    usage_error(
+        &["cost", "revolve", "--max-n", "0", "--snapshots-in-ram", "1"],
+        "max_n must be positive",
+    );
+    usage_error(
+        &["cost", "revolve", "--max-n", "x", "--snapshots-in-ram", "1"],
+        "invalid value 'x'",
+    );
+    usage_error(
+        &[
+            "cost",
+            "multistage",
+            "--max-n",
+            "9",
+            "--snapshots-in-ram",
+            "1",
+            "--trajectory",
+            "best",
+        ],
+        "trajectory",
+    );
+    usage_error(
+        &[
+            "schedule",
+            "revolve",
+            "--max-n",
+            "4",
+            "--snapshots-in-ram",
+            "2",
+            "--format",
+            "xml",
+        ],
+        "xml",
+    );
+    usage_error(&["frobnicate"], "frobnicate");
+}
