@@ -28,10 +28,14 @@
 #![warn(missing_docs)]
 
 pub mod action;
+pub mod executor;
 pub mod replay;
 pub mod schedule;
+pub mod storage;
 
 pub use action::{Action, ParseActionError, Step, StorageLevel, MAXSIZE};
+pub use storage::{Checkpoint, DiskStore, Footprint, MemoryStore, SnapshotStore, StorageError, StoreStats};
+pub use executor::{ExecutionStats, Executor, ExecutorError, FnProblem, Outcome, Problem, Progress, UserError};
 pub use replay::{Cost, LevelCost, Replay, ReplayError, ReplayErrorKind};
 pub use schedule::{
     binomial_forward_steps, Cursor, Drive, MultistageCheckpointSchedule, NoneCheckpointSchedule,

@@ -1,0 +1,207 @@
+//! Snapshot stores: where the executor keeps checkpoints of each level.
+//!
+//! A [`SnapshotStore`] holds values keyed by step. [`MemoryStore`] keeps them
+//! in RAM under a budget; [`DiskStore`] writes one checksummed file per
+//! snapshot, atomically. The [`Executor`](crate::Executor) maps the
+//! schedule's RAM level to one store and its DISK level to another.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::action::Step;
+
+mod disk;
+mod memory;
+
+pub use disk::DiskStore;
+pub use memory::MemoryStore;
+
+/// Why a store could not save, load or remove a snapshot. Every variant
+/// names the step.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StorageError {
+    /// Saving would exceed the store's budget.
+    #[error("snapshot of step {step}: store budget exceeded ({what})")]
+    BudgetExceeded {
+        /// The step.
+        step: Step,
+        /// Which budget, with numbers.
+        what: String,
+    },
+    /// A snapshot for this step is already stored.
+    #[error("snapshot of step {step} is already stored")]
+    AlreadyStored {
+        /// The step.
+        step: Step,
+    },
+    /// No snapshot for this step (never saved, removed, or its file is gone).
+    #[error("no snapshot of step {step}{}", path.as_ref().map(|p| format!(" (missing file {})", p.display())).unwrap_or_default())]
+    Missing {
+        /// The step.
+        step: Step,
+        /// The file that should hold it, for disk stores.
+        path: Option<PathBuf>,
+    },
+    /// The snapshot's file is truncated or its checksum does not match.
+    #[error("snapshot of step {step} in {} is corrupted: {reason}", path.display())]
+    Corrupted {
+        /// The step.
+        step: Step,
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The disk is full; no partial snapshot was left behind.
+    #[error("snapshot of step {step}: disk full writing {}", path.display())]
+    DiskFull {
+        /// The step.
+        step: Step,
+        /// The file being written.
+        path: PathBuf,
+    },
+    /// Another I/O error.
+    #[error("snapshot of step {step}: I/O error on {}: {source}", path.display())]
+    Io {
+        /// The step.
+        step: Step,
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The value could not be serialized or deserialized.
+    #[error("snapshot of step {step}: cannot (de)serialize: {reason}")]
+    Serialization {
+        /// The step.
+        step: Step,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Traffic and occupancy counters of a store.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct StoreStats {
+    /// Snapshots saved.
+    pub writes: u64,
+    /// Snapshots loaded or taken.
+    pub reads: u64,
+    /// Bytes written (serialized size for disk, footprint for memory).
+    pub bytes_written: u64,
+    /// Bytes read.
+    pub bytes_read: u64,
+    /// Most snapshots held at once.
+    pub peak_snapshots: u64,
+    /// Most bytes held at once (in RAM for a memory store, on disk for a disk
+    /// store).
+    pub peak_bytes: u64,
+}
+
+impl StoreStats {
+    pub(crate) fn record_held(&mut self, snapshots: usize, bytes: u64) {
+        self.peak_snapshots = self.peak_snapshots.max(snapshots as u64);
+        self.peak_bytes = self.peak_bytes.max(bytes);
+    }
+}
+
+/// A place that holds snapshots keyed by step.
+///
+/// ```
+/// use checkpointing::{MemoryStore, SnapshotStore};
+/// let mut store = MemoryStore::new().with_max_snapshots(2);
+/// store.save(0, vec![1.0_f64, 2.0]).unwrap();
+/// assert_eq!(store.load(0).unwrap(), vec![1.0, 2.0]);
+/// assert_eq!(store.take(0).unwrap(), vec![1.0, 2.0]);
+/// assert!(store.load(0).is_err());
+/// ```
+pub trait SnapshotStore<T> {
+    /// Stores `value` for `step`. Errors if `step` is already stored or a
+    /// budget would be exceeded.
+    fn save(&mut self, step: Step, value: T) -> Result<(), StorageError>;
+    /// Returns a copy of the snapshot of `step`, keeping it.
+    fn load(&mut self, step: Step) -> Result<T, StorageError>;
+    /// Returns the snapshot of `step` and removes it.
+    fn take(&mut self, step: Step) -> Result<T, StorageError>;
+    /// Removes the snapshot of `step` without reading it.
+    fn remove(&mut self, step: Step) -> Result<(), StorageError>;
+    /// Whether a snapshot of `step` is held.
+    fn contains(&self, step: Step) -> bool;
+    /// Number of snapshots held.
+    fn len(&self) -> usize;
+    /// Whether no snapshot is held.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Bytes the store holds in memory now (measured from the values'
+    /// buffers; a disk store holds none).
+    fn resident_bytes(&self) -> u64;
+    /// Counters since the store was created.
+    fn stats(&self) -> StoreStats;
+}
+
+/// The heap and inline bytes a value occupies, measured from its buffers
+/// (capacity, not length). Used by [`MemoryStore`] and the executor to report
+/// the memory snapshots really take.
+///
+/// ```
+/// use checkpointing::Footprint;
+/// let v: Vec<f64> = Vec::with_capacity(10);
+/// assert_eq!(v.footprint(), 10 * 8 + std::mem::size_of::<Vec<f64>>());
+/// ```
+pub trait Footprint {
+    /// Bytes occupied.
+    fn footprint(&self) -> usize;
+}
+
+macro_rules! plain_footprint {
+    ($($t:ty),*) => {$(
+        impl Footprint for $t {
+            fn footprint(&self) -> usize {
+                std::mem::size_of::<$t>()
+            }
+        }
+        impl Footprint for Vec<$t> {
+            fn footprint(&self) -> usize {
+                std::mem::size_of::<Self>() + self.capacity() * std::mem::size_of::<$t>()
+            }
+        }
+    )*};
+}
+
+plain_footprint!(f64, f32, i64, i32, u64, u32, u8, usize);
+
+impl<A: Footprint, B: Footprint> Footprint for (A, B) {
+    fn footprint(&self) -> usize {
+        self.0.footprint() + self.1.footprint()
+    }
+}
+
+impl<T: Footprint> Footprint for Option<T> {
+    fn footprint(&self) -> usize {
+        self.as_ref().map_or(std::mem::size_of::<Self>(), Footprint::footprint)
+    }
+}
+
+/// What the executor stores in RAM or on disk for one step `n`: the forward
+/// restart data (the state at `n`, "initial conditions") and/or the adjoint
+/// dependencies of steps `n..n + deps.len()` (the states before each of
+/// those steps).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Checkpoint<S> {
+    /// The state at step `n`, to restart the forward from.
+    pub ics: Option<S>,
+    /// The states before steps `n, n + 1, ...`, for the adjoint.
+    pub deps: Vec<S>,
+}
+
+impl<S: Footprint> Footprint for Checkpoint<S> {
+    fn footprint(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + self.ics.as_ref().map_or(0, Footprint::footprint)
+            + self.deps.iter().map(Footprint::footprint).sum::<usize>()
+    }
+}

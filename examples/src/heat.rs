@@ -1,0 +1,132 @@
+//! The explicit 1D heat equation of Checkpointing.jl's `heat.jl` example,
+//! with a hand-written adjoint.
+//!
+//! `n` cells, `T[0] = 20` and `T[n-1] = 0` held fixed, initially zero
+//! inside; each step
+//! `T'[i] = T[i] + λ (T[i-1] - 2 T[i] + T[i+1]) - γ T[i]³` for the interior
+//! cells, with `λ = 0.5` (the stability limit) and `γ = 0` in
+//! Checkpointing.jl's example. A cubic reaction `γ > 0` makes the adjoint
+//! depend on the forward states (with `γ = 0` it does not). The objective
+//! is the energy of the final field, `J = Σ T_N[i]²`, and the gradient is
+//! `∂J/∂T_0`.
+
+use checkpointing::{Problem, Step, UserError};
+
+/// The heat-equation problem: parameters and a scratch buffer.
+#[derive(Debug, Clone)]
+pub struct HeatEquation {
+    /// Number of cells.
+    pub cells: usize,
+    /// Diffusion number `λ = κ Δt / Δx²` (stable for `λ <= 0.5`).
+    pub lambda: f64,
+    /// Cubic reaction coefficient `γ`.
+    pub reaction: f64,
+    scratch: Vec<f64>,
+}
+
+impl HeatEquation {
+    /// Checkpointing.jl's configuration: `λ = 0.5`, no reaction.
+    pub fn new(cells: usize) -> Self {
+        Self::with_reaction(cells, 0.5, 0.0)
+    }
+
+    /// A configuration with diffusion number `lambda` and reaction `gamma`.
+    pub fn with_reaction(cells: usize, lambda: f64, gamma: f64) -> Self {
+        assert!(cells >= 3, "the heat equation needs at least 3 cells");
+        Self {
+            cells,
+            lambda,
+            reaction: gamma,
+            scratch: vec![0.0; cells],
+        }
+    }
+
+    /// The initial field: `T[0] = 20`, zero elsewhere.
+    pub fn initial_state(&self) -> Vec<f64> {
+        let mut t = vec![0.0; self.cells];
+        t[0] = 20.0;
+        t
+    }
+
+    /// `J = Σ T[i]²`.
+    pub fn objective(t: &[f64]) -> f64 {
+        t.iter().map(|x| x * x).sum()
+    }
+
+    /// `∂J/∂T = 2 T`, the adjoint's terminal condition.
+    pub fn objective_gradient(t: &[f64]) -> Vec<f64> {
+        t.iter().map(|x| 2.0 * x).collect()
+    }
+
+    /// One forward step in place.
+    pub fn step(&mut self, t: &mut Vec<f64>) {
+        let (l, g, n) = (self.lambda, self.reaction, self.cells);
+        let next = &mut self.scratch;
+        next[0] = t[0];
+        next[n - 1] = t[n - 1];
+        for i in 1..n - 1 {
+            next[i] = t[i] + l * (t[i - 1] - 2.0 * t[i] + t[i + 1]) - g * t[i] * t[i] * t[i];
+        }
+        std::mem::swap(t, next);
+    }
+
+    /// One adjoint step in place: `mu` holds `λ_{i+1}` on entry and
+    /// `(∂T_{i+1}/∂T_i)^T λ_{i+1}` on exit; `t` is `T_i`.
+    pub fn adjoint_step(&mut self, t: &[f64], mu: &mut Vec<f64>) {
+        let (l, g, n) = (self.lambda, self.reaction, self.cells);
+        let out = &mut self.scratch;
+        out[0] = mu[0] + l * mu[1];
+        for j in 1..n - 1 {
+            let mut v = (1.0 - 2.0 * l - 3.0 * g * t[j] * t[j]) * mu[j];
+            if j > 1 {
+                v += l * mu[j - 1];
+            }
+            if j < n - 2 {
+                v += l * mu[j + 1];
+            }
+            out[j] = v;
+        }
+        out[n - 1] = mu[n - 1] + l * mu[n - 2];
+        std::mem::swap(mu, out);
+    }
+
+    /// The final field after `steps` steps from `initial`.
+    pub fn run_forward(&mut self, mut t: Vec<f64>, steps: Step) -> Vec<f64> {
+        for _ in 0..steps {
+            self.step(&mut t);
+        }
+        t
+    }
+
+    /// Store-all reference: every state kept, then the adjoint. Returns
+    /// `(J, ∂J/∂T_0)`.
+    pub fn gradient_store_all(&mut self, initial: Vec<f64>, steps: Step) -> (f64, Vec<f64>) {
+        let mut states = Vec::with_capacity(steps as usize);
+        let mut t = initial;
+        for _ in 0..steps {
+            states.push(t.clone());
+            self.step(&mut t);
+        }
+        let j = Self::objective(&t);
+        let mut mu = Self::objective_gradient(&t);
+        for state in states.iter().rev() {
+            self.adjoint_step(state, &mut mu);
+        }
+        (j, mu)
+    }
+}
+
+impl Problem for HeatEquation {
+    type State = Vec<f64>;
+    type Adjoint = Vec<f64>;
+
+    fn forward(&mut self, _step: Step, state: &mut Vec<f64>) -> Result<(), UserError> {
+        self.step(state);
+        Ok(())
+    }
+
+    fn adjoint(&mut self, _step: Step, state: &Vec<f64>, mu: &mut Vec<f64>) -> Result<(), UserError> {
+        self.adjoint_step(state, mu);
+        Ok(())
+    }
+}
