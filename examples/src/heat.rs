@@ -61,33 +61,40 @@ impl HeatEquation {
     /// One forward step in place.
     pub fn step(&mut self, t: &mut Vec<f64>) {
         let (l, g, n) = (self.lambda, self.reaction, self.cells);
-        let next = &mut self.scratch;
-        next[0] = t[0];
-        next[n - 1] = t[n - 1];
+        let next = &mut self.scratch[..n];
+        let t_ = &t[..n];
+        next[0] = t_[0];
+        next[n - 1] = t_[n - 1];
         for i in 1..n - 1 {
-            next[i] = t[i] + l * (t[i - 1] - 2.0 * t[i] + t[i + 1]) - g * t[i] * t[i] * t[i];
+            let (a, b, c) = (t_[i - 1], t_[i], t_[i + 1]);
+            next[i] = b + l * (a - 2.0 * b + c) - g * b * b * b;
         }
-        std::mem::swap(t, next);
+        std::mem::swap(t, &mut self.scratch);
     }
 
     /// One adjoint step in place: `mu` holds `λ_{i+1}` on entry and
     /// `(∂T_{i+1}/∂T_i)^T λ_{i+1}` on exit; `t` is `T_i`.
+    ///
+    /// Cell `j` receives `(1 - 2λ - 3γ T_j²) μ_j` if it is interior (the
+    /// boundary cells are held: `μ_j`), plus `λ μ_k` from each interior
+    /// neighbour `k`.
     pub fn adjoint_step(&mut self, t: &[f64], mu: &mut Vec<f64>) {
         let (l, g, n) = (self.lambda, self.reaction, self.cells);
-        let out = &mut self.scratch;
-        out[0] = mu[0] + l * mu[1];
-        for j in 1..n - 1 {
-            let mut v = (1.0 - 2.0 * l - 3.0 * g * t[j] * t[j]) * mu[j];
-            if j > 1 {
-                v += l * mu[j - 1];
+        let out = &mut self.scratch[..n];
+        let (t, m) = (&t[..n], &mu[..n]);
+        let own = |j: usize| (1.0 - 2.0 * l - 3.0 * g * t[j] * t[j]) * m[j];
+        out[0] = m[0] + l * m[1];
+        out[n - 1] = m[n - 1] + l * m[n - 2];
+        if n == 3 {
+            out[1] = own(1);
+        } else {
+            out[1] = own(1) + l * m[2];
+            for j in 2..n - 2 {
+                out[j] = own(j) + l * m[j - 1] + l * m[j + 1];
             }
-            if j < n - 2 {
-                v += l * mu[j + 1];
-            }
-            out[j] = v;
+            out[n - 2] = own(n - 2) + l * m[n - 3];
         }
-        out[n - 1] = mu[n - 1] + l * mu[n - 2];
-        std::mem::swap(mu, out);
+        std::mem::swap(mu, &mut self.scratch);
     }
 
     /// The final field after `steps` steps from `initial`.
@@ -125,7 +132,12 @@ impl Problem for HeatEquation {
         Ok(())
     }
 
-    fn adjoint(&mut self, _step: Step, state: &Vec<f64>, mu: &mut Vec<f64>) -> Result<(), UserError> {
+    fn adjoint(
+        &mut self,
+        _step: Step,
+        state: &Vec<f64>,
+        mu: &mut Vec<f64>,
+    ) -> Result<(), UserError> {
         self.adjoint_step(state, mu);
         Ok(())
     }

@@ -2,5 +2,8 @@
 //!
 //! * [`heat`]: the explicit 1D heat equation of Checkpointing.jl's example,
 //!   with a hand-written adjoint.
+//! * [`demo`]: the `checkpointing demo heat` run: a checkpointed gradient
+//!   checked against store-all, with measurements.
 
+pub mod demo;
 pub mod heat;

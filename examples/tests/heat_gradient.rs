@@ -12,7 +12,8 @@ use checkpointing_examples::heat::HeatEquation;
 const STEPS: Step = 500;
 const CELLS: usize = 100;
 
-type Exec<'a> = Executor<'a, Vec<f64>, MemoryStore<Checkpoint<Vec<f64>>>, DiskStore<Checkpoint<Vec<f64>>>>;
+type Exec<'a> =
+    Executor<'a, Vec<f64>, MemoryStore<Checkpoint<Vec<f64>>>, DiskStore<Checkpoint<Vec<f64>>>>;
 
 fn executor() -> Exec<'static> {
     Executor::new(MemoryStore::new(), DiskStore::temporary().unwrap())
@@ -22,25 +23,59 @@ fn executor() -> Exec<'static> {
 fn specs(steps: Step) -> Vec<ScheduleSpec> {
     let mut specs = vec![
         ScheduleSpec::SingleMemory { steps },
-        ScheduleSpec::SingleDisk { steps, move_data: false },
-        ScheduleSpec::SingleDisk { steps, move_data: true },
-        ScheduleSpec::Periodic { max_n: steps, period: 7 },
-        ScheduleSpec::Periodic { max_n: steps, period: steps + 3 },
+        ScheduleSpec::SingleDisk {
+            steps,
+            move_data: false,
+        },
+        ScheduleSpec::SingleDisk {
+            steps,
+            move_data: true,
+        },
+        ScheduleSpec::Periodic {
+            max_n: steps,
+            period: 7,
+        },
+        ScheduleSpec::Periodic {
+            max_n: steps,
+            period: steps + 3,
+        },
     ];
     for s in [1, 2, 4, 10, 40] {
-        specs.push(ScheduleSpec::Revolve { max_n: steps, snapshots_in_ram: s, uf: 1.0, ub: 1.0, wd: 2.0, rd: 2.0 });
+        specs.push(ScheduleSpec::Revolve {
+            max_n: steps,
+            snapshots_in_ram: s,
+            uf: 1.0,
+            ub: 1.0,
+            wd: 2.0,
+            rd: 2.0,
+        });
     }
-    for (ram, disk, trajectory) in [(4, 0, Trajectory::Maximum), (0, 4, Trajectory::Revolve), (2, 3, Trajectory::Maximum), (1, 9, Trajectory::Revolve)] {
-        specs.push(ScheduleSpec::Multistage { max_n: steps, snapshots_in_ram: ram, snapshots_on_disk: disk, trajectory });
+    for (ram, disk, trajectory) in [
+        (4, 0, Trajectory::Maximum),
+        (0, 4, Trajectory::Revolve),
+        (2, 3, Trajectory::Maximum),
+        (1, 9, Trajectory::Revolve),
+    ] {
+        specs.push(ScheduleSpec::Multistage {
+            max_n: steps,
+            snapshots_in_ram: ram,
+            snapshots_on_disk: disk,
+            trajectory,
+        });
     }
     specs
 }
 
 /// Runs `spec` on `problem`; online schedules stop after `steps`.
-fn gradient(problem: &mut HeatEquation, spec: &ScheduleSpec, initial: Vec<f64>) -> (Vec<f64>, checkpointing::ExecutionStats) {
+fn gradient(
+    problem: &mut HeatEquation,
+    spec: &ScheduleSpec,
+    initial: Vec<f64>,
+) -> (Vec<f64>, checkpointing::ExecutionStats) {
     let steps = spec.steps();
     let mut exec = executor();
-    let terminal = |t: &Vec<f64>| -> Result<Vec<f64>, UserError> { Ok(HeatEquation::objective_gradient(t)) };
+    let terminal =
+        |t: &Vec<f64>| -> Result<Vec<f64>, UserError> { Ok(HeatEquation::objective_gradient(t)) };
     let schedule = spec.build().unwrap();
     let out = if schedule.max_n().is_some() {
         exec.run(problem, schedule, initial, terminal)
@@ -57,13 +92,24 @@ fn check_every_schedule(mut problem: HeatEquation) {
     assert!(reference.iter().any(|&g| g != 0.0));
     for spec in specs(STEPS) {
         let (grad, stats) = gradient(&mut problem, &spec, initial.clone());
-        let same = grad.iter().zip(&reference).all(|(a, b)| a.to_bits() == b.to_bits());
+        let same = grad
+            .iter()
+            .zip(&reference)
+            .all(|(a, b)| a.to_bits() == b.to_bits());
         assert!(same, "{spec:?}: gradient differs from store-all");
         // The executor did exactly what the cost model counts.
         let cost = spec.cost().unwrap();
         assert_eq!(stats.steps, STEPS, "{spec:?}");
-        assert_eq!((stats.forward_steps, stats.adjoint_steps), (cost.forward_steps, cost.adjoint_steps), "{spec:?}");
-        assert_eq!(stats.ram.writes + stats.disk.writes, cost.ram.writes + cost.disk.writes, "{spec:?}");
+        assert_eq!(
+            (stats.forward_steps, stats.adjoint_steps),
+            (cost.forward_steps, cost.adjoint_steps),
+            "{spec:?}"
+        );
+        assert_eq!(
+            stats.ram.writes + stats.disk.writes,
+            cost.ram.writes + cost.disk.writes,
+            "{spec:?}"
+        );
         assert_eq!(stats.ram.peak_snapshots, cost.ram.peak, "{spec:?}");
         assert_eq!(stats.disk.peak_snapshots, cost.disk.peak, "{spec:?}");
     }
@@ -93,8 +139,16 @@ impl Problem for Recording {
     fn forward(&mut self, step: Step, state: &mut Vec<f64>) -> Result<(), UserError> {
         self.heat.forward(step, state)
     }
-    fn adjoint(&mut self, step: Step, state: &Vec<f64>, mu: &mut Vec<f64>) -> Result<(), UserError> {
-        assert!(self.seen[step as usize].replace(state.clone()).is_none(), "step {step} reversed twice");
+    fn adjoint(
+        &mut self,
+        step: Step,
+        state: &Vec<f64>,
+        mu: &mut Vec<f64>,
+    ) -> Result<(), UserError> {
+        assert!(
+            self.seen[step as usize].replace(state.clone()).is_none(),
+            "step {step} reversed twice"
+        );
         self.heat.adjoint(step, state, mu)
     }
 }
@@ -109,15 +163,21 @@ fn each_adjoint_step_receives_its_own_forward_state() {
         states.push(t);
     }
     for spec in specs(STEPS) {
-        let mut problem = Recording { heat: heat.clone(), seen: vec![None; STEPS as usize] };
+        let mut problem = Recording {
+            heat: heat.clone(),
+            seen: vec![None; STEPS as usize],
+        };
         let mut exec = executor();
         let schedule = spec.build().unwrap();
         let initial = states[0].clone();
-        let terminal = |t: &Vec<f64>| -> Result<Vec<f64>, UserError> { Ok(HeatEquation::objective_gradient(t)) };
+        let terminal = |t: &Vec<f64>| -> Result<Vec<f64>, UserError> {
+            Ok(HeatEquation::objective_gradient(t))
+        };
         if schedule.max_n().is_some() {
             exec.run(&mut problem, schedule, initial, terminal).unwrap();
         } else {
-            exec.run_online(&mut problem, schedule, initial, |n, _| n == STEPS, terminal).unwrap();
+            exec.run_online(&mut problem, schedule, initial, |n, _| n == STEPS, terminal)
+                .unwrap();
         }
         for (i, seen) in problem.seen.iter().enumerate() {
             assert_eq!(seen.as_ref(), Some(&states[i]), "{spec:?}: step {i}");
@@ -127,9 +187,19 @@ fn each_adjoint_step_receives_its_own_forward_state() {
 
 #[test]
 fn matches_central_finite_differences() {
-    for mut heat in [HeatEquation::new(CELLS), HeatEquation::with_reaction(CELLS, 0.45, 1e-4)] {
+    for mut heat in [
+        HeatEquation::new(CELLS),
+        HeatEquation::with_reaction(CELLS, 0.45, 1e-4),
+    ] {
         let initial = heat.initial_state();
-        let spec = ScheduleSpec::Revolve { max_n: STEPS, snapshots_in_ram: 4, uf: 1.0, ub: 1.0, wd: 2.0, rd: 2.0 };
+        let spec = ScheduleSpec::Revolve {
+            max_n: STEPS,
+            snapshots_in_ram: 4,
+            uf: 1.0,
+            ub: 1.0,
+            wd: 2.0,
+            rd: 2.0,
+        };
         let (grad, _) = gradient(&mut heat, &spec, initial.clone());
         for j in [0, 1, 2, 5, 10, 25, 50] {
             let h = 1e-4 * initial[j].abs().max(1.0);
@@ -141,7 +211,11 @@ fn matches_central_finite_differences() {
             let jm = HeatEquation::objective(&heat.run_forward(minus, STEPS));
             let fd = (jp - jm) / (2.0 * h);
             let rel = (fd - grad[j]).abs() / grad[j].abs();
-            assert!(rel <= 1e-6, "component {j}: adjoint {} vs finite differences {fd} (rel {rel:e})", grad[j]);
+            assert!(
+                rel <= 1e-6,
+                "component {j}: adjoint {} vs finite differences {fd} (rel {rel:e})",
+                grad[j]
+            );
         }
     }
 }
@@ -152,10 +226,21 @@ fn snapshot_memory_stays_within_snapshots_plus_two_states() {
     let mut heat = HeatEquation::new(cells);
     let initial = heat.initial_state();
     let state_bytes = (initial.footprint_bytes()) as u64;
-    let spec = ScheduleSpec::Revolve { max_n: steps, snapshots_in_ram: s, uf: 1.0, ub: 1.0, wd: 2.0, rd: 2.0 };
+    let spec = ScheduleSpec::Revolve {
+        max_n: steps,
+        snapshots_in_ram: s,
+        uf: 1.0,
+        ub: 1.0,
+        wd: 2.0,
+        rd: 2.0,
+    };
     let (_, stats) = gradient(&mut heat, &spec, initial);
     let bound = (s + 2) * state_bytes + 4096;
-    assert!(stats.peak_snapshot_bytes <= bound, "{} > {bound}", stats.peak_snapshot_bytes);
+    assert!(
+        stats.peak_snapshot_bytes <= bound,
+        "{} > {bound}",
+        stats.peak_snapshot_bytes
+    );
     // And far below store-all.
     assert!(stats.peak_snapshot_bytes * 50 < steps * state_bytes);
 }
@@ -177,9 +262,13 @@ fn online_run_stops_where_the_loop_says() {
     // Stop when the heat front reaches cell 10.
     let mut exec = executor();
     let out = exec
-        .run_online(&mut heat, SingleDiskStorageSchedule::new(true), initial.clone(), |_, t| t[10] > 1.0, |t| {
-            Ok(HeatEquation::objective_gradient(t))
-        })
+        .run_online(
+            &mut heat,
+            SingleDiskStorageSchedule::new(true),
+            initial.clone(),
+            |_, t| t[10] > 1.0,
+            |t| Ok(HeatEquation::objective_gradient(t)),
+        )
         .unwrap();
     let n = out.stats.steps;
     assert!(n > 10 && n < 1000, "{n}");
@@ -187,9 +276,13 @@ fn online_run_stops_where_the_loop_says() {
     assert_eq!(out.adjoint, reference);
     // The same with the memory schedule.
     let out = executor()
-        .run_online(&mut heat, SingleMemoryStorageSchedule::new(), initial, |_, t| t[10] > 1.0, |t| {
-            Ok(HeatEquation::objective_gradient(t))
-        })
+        .run_online(
+            &mut heat,
+            SingleMemoryStorageSchedule::new(),
+            initial,
+            |_, t| t[10] > 1.0,
+            |t| Ok(HeatEquation::objective_gradient(t)),
+        )
         .unwrap();
     assert_eq!((out.stats.steps, out.adjoint), (n, reference));
 }
@@ -199,12 +292,27 @@ fn typed_schedules_run_directly() {
     let mut heat = HeatEquation::new(CELLS);
     let initial = heat.initial_state();
     let (_, reference) = heat.gradient_store_all(initial.clone(), 50);
-    let terminal = |t: &Vec<f64>| -> Result<Vec<f64>, UserError> { Ok(HeatEquation::objective_gradient(t)) };
-    let a = executor().run(&mut heat, Revolve::new(50, 3).unwrap(), initial.clone(), terminal).unwrap();
-    let b = executor()
-        .run(&mut heat, MultistageCheckpointSchedule::new(50, 1, 2, Trajectory::Maximum).unwrap(), initial.clone(), terminal)
+    let terminal =
+        |t: &Vec<f64>| -> Result<Vec<f64>, UserError> { Ok(HeatEquation::objective_gradient(t)) };
+    let a = executor()
+        .run(
+            &mut heat,
+            Revolve::new(50, 3).unwrap(),
+            initial.clone(),
+            terminal,
+        )
         .unwrap();
-    let c = executor().run(&mut heat, Periodic::new(50, 10).unwrap(), initial, terminal).unwrap();
+    let b = executor()
+        .run(
+            &mut heat,
+            MultistageCheckpointSchedule::new(50, 1, 2, Trajectory::Maximum).unwrap(),
+            initial.clone(),
+            terminal,
+        )
+        .unwrap();
+    let c = executor()
+        .run(&mut heat, Periodic::new(50, 10).unwrap(), initial, terminal)
+        .unwrap();
     assert_eq!(a.adjoint, reference);
     assert_eq!(b.adjoint, reference);
     assert_eq!(c.adjoint, reference);

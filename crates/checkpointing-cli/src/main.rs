@@ -6,12 +6,17 @@
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
+mod demo;
+
 use checkpointing::{Cost, ScheduleSpec, Step, Trajectory};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::{json, Value};
 
 const EXAMPLES: &str = "\
 Examples:
+  checkpointing demo heat
+  checkpointing demo heat --steps 10000 --cells 100000 --schedule revolve --snapshots 20
+  checkpointing demo heat --schedule multistage --snapshots 2 --disk-snapshots 6 --disk /tmp/snaps
   checkpointing schedule revolve --max-n 4 --snapshots-in-ram 2
   checkpointing schedule multistage --max-n 100 --snapshots-in-ram 3 --snapshots-on-disk 5 --format jsonl
   checkpointing schedule single-disk --steps 5 --move-data
@@ -54,6 +59,35 @@ enum Command {
         #[command(flatten)]
         spec: SpecArgs,
     },
+    /// Run a demo problem: a checkpointed gradient checked against
+    /// store-all, with measurements.
+    #[command(after_help = EXAMPLES)]
+    Demo(DemoArgs),
+}
+
+/// `checkpointing demo heat ...`
+#[derive(Args, Debug)]
+struct DemoArgs {
+    /// The problem: heat (the 1D heat equation of Checkpointing.jl).
+    problem: String,
+    /// Time steps.
+    #[arg(long, default_value_t = 500)]
+    steps: Step,
+    /// Cells.
+    #[arg(long, default_value_t = 100)]
+    cells: usize,
+    /// Schedule: revolve, multistage, periodic, single-memory, single-disk.
+    #[arg(long, default_value = "revolve")]
+    schedule: String,
+    /// Snapshots in RAM (periodic: period = ceil(steps / (snapshots + 1))).
+    #[arg(long, default_value_t = 4)]
+    snapshots: u64,
+    /// Snapshots on disk (multistage).
+    #[arg(long, default_value_t = 0)]
+    disk_snapshots: u64,
+    /// Directory for disk snapshots (default: a temporary directory).
+    #[arg(long)]
+    disk: Option<std::path::PathBuf>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -241,6 +275,7 @@ fn cost_report(spec: &ScheduleSpec, cost: &Cost) -> Value {
 
 fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
+        Command::Demo(args) => demo::run(args),
         Command::Schedule { spec, format } => print_schedule(&spec.spec()?, format),
         Command::Cost { spec } => {
             let spec = spec.spec()?;

@@ -175,3 +175,57 @@ fn bad_input_is_a_one_line_error_with_status_2() {
     );
     usage_error(&["frobnicate"], "frobnicate");
 }
+
+#[test]
+fn demo_heat_matches_store_all() {
+    let text = stdout(&["demo", "heat"]);
+    assert!(
+        text.contains("max |difference| = 0e0 (bitwise equal)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("forward steps                 3713 done"),
+        "{text}"
+    );
+    for schedule in ["multistage", "periodic", "single-memory", "single-disk"] {
+        let text = stdout(&[
+            "demo",
+            "heat",
+            "--steps",
+            "120",
+            "--cells",
+            "30",
+            "--schedule",
+            schedule,
+            "--snapshots",
+            "3",
+            "--disk-snapshots",
+            "2",
+        ]);
+        assert!(text.contains("(bitwise equal)"), "{schedule}: {text}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let disk = dir.path().join("snaps");
+    let text = stdout(&[
+        "demo",
+        "heat",
+        "--schedule",
+        "multistage",
+        "--snapshots",
+        "1",
+        "--disk-snapshots",
+        "4",
+        "--disk",
+        disk.to_str().unwrap(),
+    ]);
+    assert!(text.contains("(bitwise equal)"), "{text}");
+    assert!(disk.is_dir());
+}
+
+#[test]
+fn demo_bad_input() {
+    usage_error(&["demo", "wave"], "unknown demo problem 'wave'");
+    let out = run(&["demo", "heat", "--schedule", "none"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot run the demo"));
+}

@@ -222,7 +222,9 @@ pub struct Executor<'p, S, R, D> {
     _state: PhantomData<fn(S) -> S>,
 }
 
-impl<'p, S: Clone + Footprint> Executor<'p, S, MemoryStore<Checkpoint<S>>, MemoryStore<Checkpoint<S>>> {
+impl<'p, S: Clone + Footprint>
+    Executor<'p, S, MemoryStore<Checkpoint<S>>, MemoryStore<Checkpoint<S>>>
+{
     /// An executor whose RAM and DISK levels both live in unlimited memory
     /// stores.
     pub fn in_memory() -> Self {
@@ -247,6 +249,30 @@ struct Work<S, A> {
     deps_bytes: u64,
     adjoint: Option<A>,
     stats: ExecutionStats,
+    /// States no longer needed, whose buffers are reused for copies.
+    spare: Vec<S>,
+}
+
+/// Most spare state buffers kept for reuse.
+const SPARE_STATES: usize = 4;
+
+impl<S: Clone, A> Work<S, A> {
+    /// A copy of `state`, in a recycled buffer when one is spare.
+    fn duplicate(&mut self, state: &S) -> S {
+        match self.spare.pop() {
+            Some(mut copy) => {
+                copy.clone_from(state);
+                copy
+            }
+            None => state.clone(),
+        }
+    }
+
+    fn recycle(&mut self, state: S) {
+        if self.spare.len() < SPARE_STATES {
+            self.spare.push(state);
+        }
+    }
 }
 
 impl<'p, S, R, D> Executor<'p, S, R, D>
@@ -354,6 +380,7 @@ where
             deps_bytes: 0,
             adjoint: None,
             stats: ExecutionStats::default(),
+            spare: Vec::new(),
         };
         let mut terminal = Some(terminal);
         let mut index = 0;
@@ -399,8 +426,12 @@ where
                     n0,
                     clear_adj_deps,
                 } => self.reverse(problem, &mut work, n1, n0, clear_adj_deps, inconsistent)?,
-                Action::Copy { n, from, to } => self.transfer(&mut work, n, from, to, false, inconsistent)?,
-                Action::Move { n, from, to } => self.transfer(&mut work, n, from, to, true, inconsistent)?,
+                Action::Copy { n, from, to } => {
+                    self.transfer(&mut work, n, from, to, false, inconsistent)?
+                }
+                Action::Move { n, from, to } => {
+                    self.transfer(&mut work, n, from, to, true, inconsistent)?
+                }
                 Action::EndReverse => {
                     let adjoint = work
                         .adjoint
@@ -448,14 +479,22 @@ where
         let store: &mut dyn SnapshotStore<Checkpoint<S>> = match level {
             StorageLevel::Ram => &mut self.ram,
             StorageLevel::Disk => &mut self.disk,
-            _ => return Err(inconsistent(format!("cannot store a checkpoint in {level}"))),
+            _ => {
+                return Err(inconsistent(format!(
+                    "cannot store a checkpoint in {level}"
+                )))
+            }
         };
         // A level may already hold the other kind of data for this step.
         let checkpoint = if store.contains(n) {
             let old = store.take(n).map_err(storage)?;
             Checkpoint {
                 ics: checkpoint.ics.or(old.ics),
-                deps: if checkpoint.deps.is_empty() { old.deps } else { checkpoint.deps },
+                deps: if checkpoint.deps.is_empty() {
+                    old.deps
+                } else {
+                    checkpoint.deps
+                },
             }
         } else {
             checkpoint
@@ -477,14 +516,16 @@ where
             Some((n, state)) if n == n0 => (n, state),
             Some((n, state)) => {
                 work.live = Some((n, state));
-                return Err(inconsistent(format!("the forward state is at step {n}, not {n0}")));
+                return Err(inconsistent(format!(
+                    "the forward state is at step {n}, not {n0}"
+                )));
             }
             None => return Err(inconsistent("no live forward state".into())),
         };
         debug_assert_eq!(live_n, n0);
         if write_ics {
             let checkpoint = Checkpoint {
-                ics: Some(state.clone()),
+                ics: Some(work.duplicate(&state)),
                 deps: Vec::new(),
             };
             self.store(storage, n0, checkpoint, &inconsistent)?;
@@ -495,11 +536,14 @@ where
         while n < n1 {
             if keep_in_work {
                 work.deps_bytes += state.footprint() as u64;
-                if work.deps.insert(n, state.clone()).is_some() {
-                    return Err(inconsistent(format!("adjoint dependencies of step {n} already held")));
+                let copy = work.duplicate(&state);
+                if work.deps.insert(n, copy).is_some() {
+                    return Err(inconsistent(format!(
+                        "adjoint dependencies of step {n} already held"
+                    )));
                 }
             } else if write_adj_deps {
-                stored_deps.push(state.clone());
+                stored_deps.push(work.duplicate(&state));
             }
             problem
                 .forward(n, &mut state)
@@ -543,10 +587,9 @@ where
             .as_mut()
             .ok_or_else(|| inconsistent("reverse before EndForward".into()))?;
         for n in (n0..n1).rev() {
-            let state = work
-                .deps
-                .get(&n)
-                .ok_or_else(|| inconsistent(format!("adjoint dependencies of step {n} are not in WORK")))?;
+            let state = work.deps.get(&n).ok_or_else(|| {
+                inconsistent(format!("adjoint dependencies of step {n} are not in WORK"))
+            })?;
             problem
                 .adjoint(n, state, adjoint)
                 .map_err(|source| ExecutorError::User {
@@ -557,6 +600,9 @@ where
             if clear {
                 let state = work.deps.remove(&n).expect("just read");
                 work.deps_bytes -= state.footprint() as u64;
+                if work.spare.len() < SPARE_STATES {
+                    work.spare.push(state);
+                }
             }
             work.stats.adjoint_steps += 1;
             if let Some(report) = self.progress.as_mut() {
@@ -578,11 +624,18 @@ where
         is_move: bool,
         inconsistent: impl Fn(String) -> ExecutorError,
     ) -> Result<(), ExecutorError> {
-        let storage = |source| ExecutorError::Storage { level: from, source };
+        let storage = |source| ExecutorError::Storage {
+            level: from,
+            source,
+        };
         let store: &mut dyn SnapshotStore<Checkpoint<S>> = match from {
             StorageLevel::Ram => &mut self.ram,
             StorageLevel::Disk => &mut self.disk,
-            _ => return Err(inconsistent(format!("cannot read a checkpoint from {from}"))),
+            _ => {
+                return Err(inconsistent(format!(
+                    "cannot read a checkpoint from {from}"
+                )))
+            }
         };
         if to == StorageLevel::None {
             return if is_move {
@@ -591,11 +644,22 @@ where
                 Err(inconsistent("copy to NONE".into()))
             };
         }
-        let checkpoint = if is_move { store.take(n) } else { store.load(n) }.map_err(storage)?;
+        let checkpoint = if is_move {
+            store.take(n)
+        } else {
+            let mut copy = Checkpoint {
+                ics: work.spare.pop(),
+                deps: Vec::new(),
+            };
+            store.load_into(n, &mut copy).map(|()| copy)
+        }
+        .map_err(storage)?;
         match to {
             StorageLevel::Work => {
                 if let Some(state) = checkpoint.ics {
-                    work.live = Some((n, state));
+                    if let Some((_, old)) = work.live.replace((n, state)) {
+                        work.recycle(old);
+                    }
                 }
                 for (k, state) in (n..).zip(checkpoint.deps) {
                     work.deps_bytes += state.footprint() as u64;

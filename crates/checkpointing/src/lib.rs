@@ -34,11 +34,15 @@ pub mod schedule;
 pub mod storage;
 
 pub use action::{Action, ParseActionError, Step, StorageLevel, MAXSIZE};
-pub use storage::{Checkpoint, DiskStore, Footprint, MemoryStore, SnapshotStore, StorageError, StoreStats};
-pub use executor::{ExecutionStats, Executor, ExecutorError, FnProblem, Outcome, Problem, Progress, UserError};
+pub use executor::{
+    ExecutionStats, Executor, ExecutorError, FnProblem, Outcome, Problem, Progress, UserError,
+};
 pub use replay::{Cost, LevelCost, Replay, ReplayError, ReplayErrorKind};
 pub use schedule::{
     binomial_forward_steps, Cursor, Drive, MultistageCheckpointSchedule, NoneCheckpointSchedule,
     Periodic, Revolve, Schedule, ScheduleError, ScheduleSpec, SingleDiskStorageSchedule,
     SingleMemoryStorageSchedule, SpecError, Trajectory,
+};
+pub use storage::{
+    Checkpoint, DiskStore, Footprint, MemoryStore, SnapshotStore, StorageError, StoreStats,
 };

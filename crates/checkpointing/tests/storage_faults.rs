@@ -29,11 +29,20 @@ fn round_trip_and_layout() {
     assert_eq!(store.len(), 2);
     assert_eq!(store.load(3).unwrap(), v);
     // 28-byte header, 8-byte length, 8 bytes per element: no other overhead.
-    assert_eq!(fs::metadata(store.path_of(3)).unwrap().len(), 28 + 8 + 8 * 1000);
-    assert!(matches!(store.save(3, vec![]), Err(StorageError::AlreadyStored { step: 3 })));
+    assert_eq!(
+        fs::metadata(store.path_of(3)).unwrap().len(),
+        28 + 8 + 8 * 1000
+    );
+    assert!(matches!(
+        store.save(3, vec![]),
+        Err(StorageError::AlreadyStored { step: 3 })
+    ));
     store.remove(9).unwrap();
     assert!(!store.path_of(9).exists());
-    let names: Vec<_> = fs::read_dir(store.dir()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let names: Vec<_> = fs::read_dir(store.dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(names.len(), 1, "{names:?}");
 }
 
@@ -46,8 +55,14 @@ fn flipped_byte_is_detected() {
     bytes[last] ^= 0x01;
     fs::write(&path, bytes).unwrap();
     let err = store.load(5).unwrap_err();
-    assert!(matches!(err, StorageError::Corrupted { step: 5, .. }), "{err}");
-    assert!(err.to_string().contains("step 5") && err.to_string().contains("checksum"), "{err}");
+    assert!(
+        matches!(err, StorageError::Corrupted { step: 5, .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("step 5") && err.to_string().contains("checksum"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -58,7 +73,10 @@ fn truncated_file_is_detected() {
     for keep in [bytes.len() - 1, 40, 10, 0] {
         fs::write(&path, &bytes[..keep]).unwrap();
         let err = store.load(8).unwrap_err();
-        assert!(matches!(err, StorageError::Corrupted { step: 8, .. }), "{keep}: {err}");
+        assert!(
+            matches!(err, StorageError::Corrupted { step: 8, .. }),
+            "{keep}: {err}"
+        );
     }
 }
 
@@ -75,8 +93,20 @@ fn missing_file_is_detected() {
     let mut store = store_with(&[(4, vec![1.0])]);
     fs::remove_file(store.path_of(4)).unwrap();
     let err = store.load(4).unwrap_err();
-    assert!(matches!(err, StorageError::Missing { step: 4, path: Some(_) }), "{err}");
-    assert!(matches!(store.load(99), Err(StorageError::Missing { step: 99, .. })));
+    assert!(
+        matches!(
+            err,
+            StorageError::Missing {
+                step: 4,
+                path: Some(_)
+            }
+        ),
+        "{err}"
+    );
+    assert!(matches!(
+        store.load(99),
+        Err(StorageError::Missing { step: 99, .. })
+    ));
 }
 
 #[test]
@@ -101,9 +131,13 @@ fn temporary_directory_is_removed_on_drop_and_after_panic() {
 fn user_named_directory_is_kept() {
     let parent = tempfile::tempdir().unwrap();
     let dir = parent.path().join("snaps");
-    let mut store = DiskStore::<Vec<f64>>::in_dir(&dir).unwrap().with_prefix("rank0-");
+    let mut store = DiskStore::<Vec<f64>>::in_dir(&dir)
+        .unwrap()
+        .with_prefix("rank0-");
     store.save(12, vec![3.0]).unwrap();
-    assert!(store.path_of(12).ends_with("rank0-00000000000000000012.ckpt"));
+    assert!(store
+        .path_of(12)
+        .ends_with("rank0-00000000000000000012.ckpt"));
     drop(store);
     assert!(dir.join("rank0-00000000000000000012.ckpt").exists());
 }
@@ -132,13 +166,19 @@ fn full_disk_is_an_error_and_leaves_no_partial_snapshot() {
         let mut store = DiskStore::<Vec<f64>>::in_dir(&mount).unwrap();
         store.save(0, vec![1.0; 1000]).unwrap(); // 8 KiB fits
         let err = store.save(1, vec![1.0; 20_000]).unwrap_err(); // 160 KiB does not
-        assert!(matches!(err, StorageError::DiskFull { step: 1, .. }), "{err}");
+        assert!(
+            matches!(err, StorageError::DiskFull { step: 1, .. }),
+            "{err}"
+        );
         assert!(err.to_string().contains("step 1"));
         let names: Vec<String> = fs::read_dir(&mount)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
-        assert_eq!(names, vec!["snapshot-00000000000000000000.ckpt".to_string()]);
+        assert_eq!(
+            names,
+            vec!["snapshot-00000000000000000000.ckpt".to_string()]
+        );
         assert!(!store.contains(1));
         assert_eq!(store.load(0).unwrap(), vec![1.0; 1000]);
     });
@@ -147,7 +187,10 @@ fn full_disk_is_an_error_and_leaves_no_partial_snapshot() {
 }
 
 fn doubling() -> impl checkpointing::Problem<State = Vec<f64>, Adjoint = f64> {
-    FnProblem::new(|_, x: &mut Vec<f64>| x[0] *= 2.0, |_, _: &Vec<f64>, l: &mut f64| *l *= 2.0)
+    FnProblem::new(
+        |_, x: &mut Vec<f64>| x[0] *= 2.0,
+        |_, _: &Vec<f64>, l: &mut f64| *l *= 2.0,
+    )
 }
 
 #[test]
@@ -170,10 +213,19 @@ fn executor_reports_corrupted_disk_snapshot_with_its_step() {
         }
     });
     let err = exec
-        .run_online(&mut problem, SingleDiskStorageSchedule::new(false), vec![1.0], |n, _| n == 5, |_| Ok(1.0))
+        .run_online(
+            &mut problem,
+            SingleDiskStorageSchedule::new(false),
+            vec![1.0],
+            |n, _| n == 5,
+            |_| Ok(1.0),
+        )
         .unwrap_err();
     match err {
-        ExecutorError::Storage { level: StorageLevel::Disk, source: StorageError::Corrupted { step: 3, .. } } => {}
+        ExecutorError::Storage {
+            level: StorageLevel::Disk,
+            source: StorageError::Corrupted { step: 3, .. },
+        } => {}
         other => panic!("unexpected {other}"),
     }
 }
@@ -182,36 +234,89 @@ fn executor_reports_corrupted_disk_snapshot_with_its_step() {
 fn executor_surfaces_budget_and_user_errors() {
     let mut problem = doubling();
     let mut exec = Executor::new(MemoryStore::new().with_max_snapshots(1), MemoryStore::new());
-    let err = exec.run(&mut problem, Revolve::new(10, 3).unwrap(), vec![1.0], |_| Ok(1.0)).unwrap_err();
-    assert!(matches!(err, ExecutorError::Storage { level: StorageLevel::Ram, source: StorageError::BudgetExceeded { .. } }), "{err}");
+    let err = exec
+        .run(
+            &mut problem,
+            Revolve::new(10, 3).unwrap(),
+            vec![1.0],
+            |_| Ok(1.0),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ExecutorError::Storage {
+                level: StorageLevel::Ram,
+                source: StorageError::BudgetExceeded { .. }
+            }
+        ),
+        "{err}"
+    );
 
     struct Failing;
     impl checkpointing::Problem for Failing {
         type State = Vec<f64>;
         type Adjoint = f64;
         fn forward(&mut self, step: u64, _: &mut Vec<f64>) -> Result<(), UserError> {
-            if step == 3 { Err("solver diverged".into()) } else { Ok(()) }
+            if step == 3 {
+                Err("solver diverged".into())
+            } else {
+                Ok(())
+            }
         }
         fn adjoint(&mut self, _: u64, _: &Vec<f64>, _: &mut f64) -> Result<(), UserError> {
             Ok(())
         }
     }
-    let err = Executor::in_memory().run(&mut Failing, Revolve::new(10, 3).unwrap(), vec![1.0], |_| Ok(1.0)).unwrap_err();
+    let err = Executor::in_memory()
+        .run(
+            &mut Failing,
+            Revolve::new(10, 3).unwrap(),
+            vec![1.0],
+            |_| Ok(1.0),
+        )
+        .unwrap_err();
     assert_eq!(err.to_string(), "forward of step 3 failed: solver diverged");
     let err = Executor::in_memory()
-        .run(&mut doubling(), Revolve::new(10, 3).unwrap(), vec![1.0], |_| Err("bad objective".into()))
+        .run(
+            &mut doubling(),
+            Revolve::new(10, 3).unwrap(),
+            vec![1.0],
+            |_| Err("bad objective".into()),
+        )
         .unwrap_err();
-    assert!(matches!(err, ExecutorError::User { phase: "terminal condition", step: 10, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            ExecutorError::User {
+                phase: "terminal condition",
+                step: 10,
+                ..
+            }
+        ),
+        "{err}"
+    );
 }
 
 #[test]
 fn executor_rejects_the_wrong_mode() {
     let err = Executor::in_memory()
-        .run(&mut doubling(), SingleMemoryStorageSchedule::new(), vec![1.0], |_| Ok(1.0))
+        .run(
+            &mut doubling(),
+            SingleMemoryStorageSchedule::new(),
+            vec![1.0],
+            |_| Ok(1.0),
+        )
         .unwrap_err();
     assert!(matches!(err, ExecutorError::WrongMode(_)));
     let err = Executor::in_memory()
-        .run_online(&mut doubling(), Revolve::new(3, 1).unwrap(), vec![1.0], |_, _| true, |_| Ok(1.0))
+        .run_online(
+            &mut doubling(),
+            Revolve::new(3, 1).unwrap(),
+            vec![1.0],
+            |_, _| true,
+            |_| Ok(1.0),
+        )
         .unwrap_err();
     assert!(matches!(err, ExecutorError::WrongMode(_)));
 }

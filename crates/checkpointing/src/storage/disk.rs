@@ -137,9 +137,7 @@ impl<T> DiskStore<T> {
     /// Writes `bytes` to `path` atomically: temp file, fsync, rename, fsync
     /// of the directory. On failure nothing is left under either name.
     fn write_atomically(&self, step: Step, path: &Path, bytes: &[u8]) -> Result<(), StorageError> {
-        let temp = self
-            .dir
-            .join(format!(".{}{step:020}.tmp", self.prefix));
+        let temp = self.dir.join(format!(".{}{step:020}.tmp", self.prefix));
         let result = (|| {
             let mut file = File::create(&temp)?;
             file.write_all(bytes)?;
@@ -173,7 +171,10 @@ impl<T> DiskStore<T> {
             reason,
         };
         if bytes.len() < HEADER {
-            return Err(corrupted(format!("{} bytes, shorter than its header", bytes.len())));
+            return Err(corrupted(format!(
+                "{} bytes, shorter than its header",
+                bytes.len()
+            )));
         }
         if &bytes[..8] != MAGIC {
             return Err(corrupted("not a snapshot file (bad magic)".into()));

@@ -92,8 +92,19 @@ impl<T: Clone + Footprint> SnapshotStore<T> for MemoryStore<T> {
         Ok(value.clone())
     }
 
+    fn load_into(&mut self, step: Step, dest: &mut T) -> Result<(), StorageError> {
+        let (value, size) = self.values.get(&step).ok_or_else(|| Self::missing(step))?;
+        self.stats.reads += 1;
+        self.stats.bytes_read += size;
+        dest.clone_from(value);
+        Ok(())
+    }
+
     fn take(&mut self, step: Step) -> Result<T, StorageError> {
-        let (value, size) = self.values.remove(&step).ok_or_else(|| Self::missing(step))?;
+        let (value, size) = self
+            .values
+            .remove(&step)
+            .ok_or_else(|| Self::missing(step))?;
         self.bytes -= size;
         self.stats.reads += 1;
         self.stats.bytes_read += size;
@@ -101,7 +112,10 @@ impl<T: Clone + Footprint> SnapshotStore<T> for MemoryStore<T> {
     }
 
     fn remove(&mut self, step: Step) -> Result<(), StorageError> {
-        let (_, size) = self.values.remove(&step).ok_or_else(|| Self::missing(step))?;
+        let (_, size) = self
+            .values
+            .remove(&step)
+            .ok_or_else(|| Self::missing(step))?;
         self.bytes -= size;
         Ok(())
     }

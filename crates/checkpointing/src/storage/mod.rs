@@ -124,6 +124,12 @@ pub trait SnapshotStore<T> {
     fn save(&mut self, step: Step, value: T) -> Result<(), StorageError>;
     /// Returns a copy of the snapshot of `step`, keeping it.
     fn load(&mut self, step: Step) -> Result<T, StorageError>;
+    /// Copies the snapshot of `step` into `dest`, keeping it; stores that
+    /// can reuse `dest`'s buffers (via [`Clone::clone_from`]) do.
+    fn load_into(&mut self, step: Step, dest: &mut T) -> Result<(), StorageError> {
+        *dest = self.load(step)?;
+        Ok(())
+    }
     /// Returns the snapshot of `step` and removes it.
     fn take(&mut self, step: Step) -> Result<T, StorageError>;
     /// Removes the snapshot of `step` without reading it.
@@ -182,7 +188,8 @@ impl<A: Footprint, B: Footprint> Footprint for (A, B) {
 
 impl<T: Footprint> Footprint for Option<T> {
     fn footprint(&self) -> usize {
-        self.as_ref().map_or(std::mem::size_of::<Self>(), Footprint::footprint)
+        self.as_ref()
+            .map_or(std::mem::size_of::<Self>(), Footprint::footprint)
     }
 }
 
@@ -190,12 +197,27 @@ impl<T: Footprint> Footprint for Option<T> {
 /// restart data (the state at `n`, "initial conditions") and/or the adjoint
 /// dependencies of steps `n..n + deps.len()` (the states before each of
 /// those steps).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
 pub struct Checkpoint<S> {
     /// The state at step `n`, to restart the forward from.
     pub ics: Option<S>,
     /// The states before steps `n, n + 1, ...`, for the adjoint.
     pub deps: Vec<S>,
+}
+
+impl<S: Clone> Clone for Checkpoint<S> {
+    fn clone(&self) -> Self {
+        Self {
+            ics: self.ics.clone(),
+            deps: self.deps.clone(),
+        }
+    }
+
+    /// Reuses `self`'s buffers (large states are not reallocated).
+    fn clone_from(&mut self, source: &Self) {
+        self.ics.clone_from(&source.ics);
+        self.deps.clone_from(&source.deps);
+    }
 }
 
 impl<S: Footprint> Footprint for Checkpoint<S> {

@@ -1,0 +1,119 @@
+//! `checkpointing demo`: runs a demo problem with a progress bar and prints
+//! its summary.
+
+use std::time::{Duration, Instant};
+
+use checkpointing_examples::demo::{DemoConfig, DemoReport};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::{DemoArgs, Failure};
+
+pub(crate) fn run(args: DemoArgs) -> Result<(), Failure> {
+    if args.problem != "heat" {
+        return Err(Failure(
+            format!("unknown demo problem '{}' (expected: heat)", args.problem),
+            2,
+        ));
+    }
+    let config = DemoConfig {
+        steps: args.steps,
+        cells: args.cells,
+        schedule: args.schedule,
+        snapshots: args.snapshots,
+        disk_snapshots: args.disk_snapshots,
+        disk: args.disk,
+        ..DemoConfig::default()
+    };
+    // The bar appears only on runs longer than a second.
+    let bar = ProgressBar::hidden();
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} steps ({eta})",
+        )
+        .expect("valid template"),
+    );
+    let start = Instant::now();
+    let mut shown = false;
+    let mut last = Instant::now();
+    let report = config.run(|done, total| {
+        if !shown && start.elapsed() > Duration::from_secs(1) {
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+            bar.set_length(total);
+            shown = true;
+        }
+        if shown && last.elapsed() > Duration::from_millis(50) {
+            bar.set_position(done);
+            last = Instant::now();
+        }
+    });
+    bar.finish_and_clear();
+    let report = report.map_err(|e| Failure(e.to_string(), 1))?;
+    print_report(&config, &report);
+    match report.store_all {
+        Some((_, false)) => Err(Failure("gradient differs from store-all".into(), 1)),
+        _ => Ok(()),
+    }
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.3} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+fn print_report(config: &DemoConfig, r: &DemoReport) {
+    let s = &r.stats;
+    println!(
+        "heat equation: {} cells, {} steps, schedule {:?}",
+        config.cells, config.steps, r.spec
+    );
+    println!("objective J = sum(T^2)        {:.12e}", r.objective);
+    println!("gradient norm |dJ/dT0|        {:.12e}", r.gradient_norm);
+    match r.store_all {
+        Some((diff, bitwise)) => println!(
+            "vs store-all                  max |difference| = {diff:e} ({})",
+            if bitwise {
+                "bitwise equal"
+            } else {
+                "NOT EQUAL"
+            }
+        ),
+        None => println!(
+            "vs store-all                  skipped: store-all would need {}",
+            mib(config.steps * r.state_bytes)
+        ),
+    }
+    let minimum = r
+        .minimum_forward_steps
+        .map_or("-".into(), |m| m.to_string());
+    println!(
+        "forward steps                 {} done, {} recomputed; minimum for these snapshots {minimum}",
+        s.forward_steps,
+        s.forward_steps - config.steps
+    );
+    println!("adjoint steps                 {}", s.adjoint_steps);
+    println!(
+        "RAM snapshots                 {} writes, {} reads, peak {}",
+        s.ram.writes, s.ram.reads, s.ram.peak_snapshots
+    );
+    println!(
+        "disk snapshots                {} writes, {} reads, peak {} ({} written)",
+        s.disk.writes,
+        s.disk.reads,
+        s.disk.peak_snapshots,
+        mib(s.disk.bytes_written)
+    );
+    println!(
+        "peak snapshot memory          {} (measured; state {} , {:.2} states; store-all {})",
+        mib(s.peak_snapshot_bytes),
+        mib(r.state_bytes),
+        s.peak_snapshot_bytes as f64 / r.state_bytes as f64,
+        mib(config.steps * r.state_bytes)
+    );
+    let (fwd, grad) = (r.forward_time.as_secs_f64(), r.gradient_time.as_secs_f64());
+    println!(
+        "wall time                     forward {:.4} s, gradient {:.4} s, ratio {:.2} (schedule's step ratio {:.2})",
+        fwd,
+        grad,
+        grad / fwd,
+        (s.forward_steps + s.adjoint_steps) as f64 / config.steps as f64
+    );
+}

@@ -1,0 +1,200 @@
+//! The heat-equation demo behind `checkpointing demo heat`: a checkpointed
+//! gradient under a schedule, checked against store-all, with measurements.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use checkpointing::{
+    binomial_forward_steps, Checkpoint, Cost, DiskStore, ExecutionStats, Executor, ExecutorError,
+    Footprint, MemoryStore, Progress, Schedule, ScheduleSpec, Step, Trajectory, UserError,
+};
+
+use crate::heat::HeatEquation;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct DemoConfig {
+    /// Time steps.
+    pub steps: Step,
+    /// Cells.
+    pub cells: usize,
+    /// Schedule name: revolve, multistage, periodic, single-memory,
+    /// single-disk.
+    pub schedule: String,
+    /// RAM snapshots (revolve, multistage; periodic derives its period).
+    pub snapshots: u64,
+    /// Disk snapshots (multistage).
+    pub disk_snapshots: u64,
+    /// Directory for DISK snapshots (default: a temporary one).
+    pub disk: Option<PathBuf>,
+    /// Compare with store-all when it needs at most this many bytes.
+    pub store_all_limit: u64,
+}
+
+impl Default for DemoConfig {
+    /// Checkpointing.jl's heat example: 100 cells, 500 steps, Revolve with
+    /// 4 snapshots.
+    fn default() -> Self {
+        Self {
+            steps: 500,
+            cells: 100,
+            schedule: "revolve".into(),
+            snapshots: 4,
+            disk_snapshots: 0,
+            disk: None,
+            store_all_limit: 1 << 30,
+        }
+    }
+}
+
+/// Why the demo could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum DemoError {
+    /// Bad configuration.
+    #[error("{0}")]
+    Config(String),
+    /// The execution failed.
+    #[error(transparent)]
+    Executor(#[from] ExecutorError),
+}
+
+/// What the demo measured.
+#[derive(Debug, Clone)]
+pub struct DemoReport {
+    /// The schedule run.
+    pub spec: ScheduleSpec,
+    /// Objective `J = Σ T_N²`.
+    pub objective: f64,
+    /// `‖∂J/∂T_0‖₂`.
+    pub gradient_norm: f64,
+    /// Max |checkpointed − store-all| over the gradient, and whether every
+    /// component is bitwise equal; `None` when store-all would not fit.
+    pub store_all: Option<(f64, bool)>,
+    /// What the executor did.
+    pub stats: ExecutionStats,
+    /// The schedule's cost model (replay).
+    pub cost: Cost,
+    /// The least forward steps any schedule with the same number of
+    /// snapshots needs (binomial bound; `steps` for store-all).
+    pub minimum_forward_steps: Option<u64>,
+    /// Bytes of one state.
+    pub state_bytes: u64,
+    /// Forward-only wall time.
+    pub forward_time: Duration,
+    /// Checkpointed gradient wall time.
+    pub gradient_time: Duration,
+}
+
+impl DemoConfig {
+    /// The schedule the configuration names.
+    pub fn spec(&self) -> Result<ScheduleSpec, DemoError> {
+        let (steps, s) = (self.steps, self.snapshots);
+        Ok(match self.schedule.as_str() {
+            "revolve" => ScheduleSpec::Revolve { max_n: steps, snapshots_in_ram: s, uf: 1.0, ub: 1.0, wd: 2.0, rd: 2.0 },
+            "multistage" => ScheduleSpec::Multistage {
+                max_n: steps,
+                snapshots_in_ram: s,
+                snapshots_on_disk: self.disk_snapshots,
+                trajectory: Trajectory::Maximum,
+            },
+            "periodic" => ScheduleSpec::Periodic { max_n: steps, period: steps.div_ceil(s + 1).max(1) },
+            "single-memory" => ScheduleSpec::SingleMemory { steps },
+            "single-disk" => ScheduleSpec::SingleDisk { steps, move_data: true },
+            other => {
+                return Err(DemoError::Config(format!(
+                    "schedule '{other}' cannot run the demo (expected revolve, multistage, periodic, single-memory or single-disk)"
+                )))
+            }
+        })
+    }
+
+    /// Runs the demo; `progress(done, total)` is called as steps advance.
+    pub fn run(&self, mut progress: impl FnMut(u64, u64)) -> Result<DemoReport, DemoError> {
+        if self.steps == 0 || self.cells < 3 {
+            return Err(DemoError::Config(
+                "the demo needs at least 1 step and 3 cells".into(),
+            ));
+        }
+        let spec = self.spec()?;
+        let cost = spec.cost().map_err(|e| DemoError::Config(e.to_string()))?;
+        let total = cost.forward_steps + cost.adjoint_steps;
+        let mut heat = HeatEquation::new(self.cells);
+        let initial = heat.initial_state();
+        let state_bytes = initial.footprint() as u64;
+
+        let start = Instant::now();
+        let final_state = heat.run_forward(initial.clone(), self.steps);
+        let forward_time = start.elapsed();
+        let objective = HeatEquation::objective(&final_state);
+        drop(final_state);
+
+        let disk = match &self.disk {
+            Some(dir) => DiskStore::in_dir(dir),
+            None => DiskStore::temporary(),
+        }
+        .map_err(|e| {
+            DemoError::Executor(ExecutorError::Storage {
+                level: checkpointing::StorageLevel::Disk,
+                source: e,
+            })
+        })?;
+        let ram: MemoryStore<Checkpoint<Vec<f64>>> = MemoryStore::new();
+        let mut executor = Executor::new(ram, disk)
+            .with_progress(|p: Progress| progress(p.forward_steps + p.adjoint_steps, total));
+        let schedule = spec.build().map_err(|e| DemoError::Config(e.to_string()))?;
+        let terminal = |t: &Vec<f64>| -> Result<Vec<f64>, UserError> {
+            Ok(HeatEquation::objective_gradient(t))
+        };
+        let steps = self.steps;
+        let start = Instant::now();
+        let outcome = if schedule.max_n().is_some() {
+            executor.run(&mut heat, schedule, initial.clone(), terminal)?
+        } else {
+            executor.run_online(
+                &mut heat,
+                schedule,
+                initial.clone(),
+                |n, _| n == steps,
+                terminal,
+            )?
+        };
+        let gradient_time = start.elapsed();
+        drop(executor);
+        let gradient = outcome.adjoint;
+
+        let store_all = (self.steps * state_bytes <= self.store_all_limit).then(|| {
+            let (_, reference) = heat.gradient_store_all(initial, self.steps);
+            let max_diff = gradient
+                .iter()
+                .zip(&reference)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max);
+            let bitwise = gradient
+                .iter()
+                .zip(&reference)
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            (max_diff, bitwise)
+        });
+        let snapshots = match spec {
+            ScheduleSpec::SingleMemory { .. } | ScheduleSpec::SingleDisk { .. } => None,
+            ScheduleSpec::Periodic { .. } => Some(cost.ram.peak.max(1)),
+            _ => Some((cost.ram.peak + cost.disk.peak).max(1)),
+        };
+        let minimum_forward_steps = match snapshots {
+            None => Some(self.steps),
+            Some(s) => binomial_forward_steps(self.steps, s),
+        };
+        Ok(DemoReport {
+            spec,
+            objective,
+            gradient_norm: gradient.iter().map(|g| g * g).sum::<f64>().sqrt(),
+            store_all,
+            stats: outcome.stats,
+            cost,
+            minimum_forward_steps,
+            state_bytes,
+            forward_time,
+            gradient_time,
+        })
+    }
+}
