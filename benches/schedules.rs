@@ -8,10 +8,9 @@
 //! (set `CHECKPOINTING_REFERENCE_PYTHON` to use another interpreter; without
 //! one the Python column is skipped).
 
+mod common;
+
 use std::hint::black_box;
-use std::io::Write;
-use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use checkpointing::{
@@ -68,39 +67,12 @@ fn time_ours(spec: &ScheduleSpec, budget: Duration) -> (u64, f64) {
     (count, best)
 }
 
-fn reference_python() -> Option<String> {
-    if let Ok(p) = std::env::var("CHECKPOINTING_REFERENCE_PYTHON") {
-        return Some(p);
-    }
-    let local = concat!(env!("CARGO_MANIFEST_DIR"), "/../.venv-reference/bin/python");
-    Path::new(local).exists().then(|| local.to_owned())
-}
-
 /// Times the reference on `specs` (one Python process, best of 3 each).
-fn time_reference(python: &str, specs: &[ScheduleSpec]) -> Option<Vec<(u64, f64)>> {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/iterate_reference.py");
-    let mut child = Command::new(python)
-        .arg(script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .ok()?;
-    let input = serde_json_list(specs);
-    child.stdin.take()?.write_all(input.as_bytes()).ok()?;
-    let out = child.wait_with_output().ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    String::from_utf8(out.stdout)
-        .ok()?
-        .lines()
-        .map(|line| {
-            let field = |key: &str| -> Option<f64> {
-                let rest = line.split(&format!("\"{key}\": ")).nth(1)?;
-                rest.split([',', '}']).next()?.trim().parse().ok()
-            };
-            Some((field("actions")? as u64, field("seconds")?))
-        })
+fn time_reference(specs: &[ScheduleSpec]) -> Option<Vec<(u64, f64)>> {
+    let results = common::run_python("iterate_reference.py", &[], &serde_json_list(specs))?;
+    results
+        .iter()
+        .map(|r| Some((r["actions"].as_u64()?, r["seconds"].as_f64()?)))
         .collect()
 }
 
@@ -175,7 +147,7 @@ fn main() {
         multistage(200_000, 0, 30, Trajectory::Revolve),
         multistage(200_000, 5, 10, Trajectory::Maximum),
     ];
-    let reference = reference_python().and_then(|p| time_reference(&p, &shared));
+    let reference = time_reference(&shared);
     if reference.is_none() {
         println!("(no reference Python: run scripts/reference-venv.sh for the comparison)");
     }

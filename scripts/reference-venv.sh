@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv-reference
-.venv-reference/bin/pip install -q --disable-pip-version-check checkpoint-schedules==1.0.4
+.venv-reference/bin/pip install -q --disable-pip-version-check checkpoint-schedules==1.0.4 numpy

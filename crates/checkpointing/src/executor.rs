@@ -11,7 +11,7 @@
 //! Here the adjoint dependencies of step `i` are the state `x_i` before it,
 //! so the adjoint step receives `x_i` and recomputes what it needs.
 
-use std::collections::BTreeMap;
+use std::collections::VecDeque;
 use std::marker::PhantomData;
 
 use serde::Serialize;
@@ -245,12 +245,78 @@ struct Work<S, A> {
     /// The live forward state and its step.
     live: Option<(Step, S)>,
     /// Adjoint dependencies held in WORK: the state before each step.
-    deps: BTreeMap<Step, S>,
+    deps: Window<S>,
     deps_bytes: u64,
     adjoint: Option<A>,
     stats: ExecutionStats,
     /// States no longer needed, whose buffers are reused for copies.
     spare: Vec<S>,
+}
+
+/// Values keyed by step, for keys that stay close together (the adjoint
+/// dependencies in WORK are a few consecutive steps): a deque indexed from
+/// its first key, `O(1)` per insert and remove.
+struct Window<S> {
+    first: Step,
+    slots: VecDeque<Option<S>>,
+    len: usize,
+}
+
+impl<S> Default for Window<S> {
+    fn default() -> Self {
+        Self {
+            first: 0,
+            slots: VecDeque::new(),
+            len: 0,
+        }
+    }
+}
+
+impl<S> Window<S> {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn get(&self, step: Step) -> Option<&S> {
+        let i = step.checked_sub(self.first)?;
+        self.slots.get(usize::try_from(i).ok()?)?.as_ref()
+    }
+
+    /// Inserts; returns `false` (and drops nothing) if `step` is held.
+    fn insert(&mut self, step: Step, value: S) -> bool {
+        if self.len == 0 {
+            self.slots.clear();
+            self.first = step;
+        }
+        while step < self.first {
+            self.slots.push_front(None);
+            self.first -= 1;
+        }
+        let i = (step - self.first) as usize;
+        if i >= self.slots.len() {
+            self.slots.resize_with(i + 1, || None);
+        }
+        if self.slots[i].is_some() {
+            return false;
+        }
+        self.slots[i] = Some(value);
+        self.len += 1;
+        true
+    }
+
+    fn remove(&mut self, step: Step) -> Option<S> {
+        let i = usize::try_from(step.checked_sub(self.first)?).ok()?;
+        let value = self.slots.get_mut(i)?.take()?;
+        self.len -= 1;
+        while matches!(self.slots.front(), Some(None)) {
+            self.slots.pop_front();
+            self.first += 1;
+        }
+        while matches!(self.slots.back(), Some(None)) {
+            self.slots.pop_back();
+        }
+        Some(value)
+    }
 }
 
 /// Most spare state buffers kept for reuse.
@@ -376,7 +442,7 @@ where
     {
         let mut work = Work {
             live: Some((0, initial)),
-            deps: BTreeMap::new(),
+            deps: Window::default(),
             deps_bytes: 0,
             adjoint: None,
             stats: ExecutionStats::default(),
@@ -537,7 +603,7 @@ where
             if keep_in_work {
                 work.deps_bytes += state.footprint() as u64;
                 let copy = work.duplicate(&state);
-                if work.deps.insert(n, copy).is_some() {
+                if !work.deps.insert(n, copy) {
                     return Err(inconsistent(format!(
                         "adjoint dependencies of step {n} already held"
                     )));
@@ -587,7 +653,7 @@ where
             .as_mut()
             .ok_or_else(|| inconsistent("reverse before EndForward".into()))?;
         for n in (n0..n1).rev() {
-            let state = work.deps.get(&n).ok_or_else(|| {
+            let state = work.deps.get(n).ok_or_else(|| {
                 inconsistent(format!("adjoint dependencies of step {n} are not in WORK"))
             })?;
             problem
@@ -598,7 +664,7 @@ where
                     source,
                 })?;
             if clear {
-                let state = work.deps.remove(&n).expect("just read");
+                let state = work.deps.remove(n).expect("just read");
                 work.deps_bytes -= state.footprint() as u64;
                 if work.spare.len() < SPARE_STATES {
                     work.spare.push(state);
@@ -663,7 +729,11 @@ where
                 }
                 for (k, state) in (n..).zip(checkpoint.deps) {
                     work.deps_bytes += state.footprint() as u64;
-                    work.deps.insert(k, state);
+                    if !work.deps.insert(k, state) {
+                        return Err(inconsistent(format!(
+                            "adjoint dependencies of step {k} already held"
+                        )));
+                    }
                 }
                 Ok(())
             }
