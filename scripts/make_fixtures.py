@@ -162,7 +162,36 @@ def multistage(out):
             case(max_n, ram, disk, trajectory, False)
 
 
-FAMILIES = {"basic": basic, "revolve": revolve, "multistage": multistage}
+def two_level(out):
+    storages = [("DISK", "maximum"), ("RAM", "maximum"), ("DISK", "revolve")]
+    for steps in range(1, 31):
+        for period in (1, 2, 3, 4, 7, 12, 31):
+            for snapshots in (0, 1, 2, 4):
+                for storage, trajectory in storages:
+                    write_case(
+                        out, "two-level",
+                        {"steps": steps, "period": period,
+                         "binomial_snapshots": snapshots,
+                         "binomial_storage": storage,
+                         "binomial_trajectory": trajectory, "reverses": 2},
+                        lambda: cs.TwoLevelCheckpointSchedule(
+                            period, snapshots,
+                            binomial_storage=StorageType[storage],
+                            binomial_trajectory=trajectory),
+                        True, steps=steps, reverses=2)
+    for steps, period, snapshots in [(1000, 50, 3), (3000, 100, 5),
+                                     (2500, 7, 1), (3000, 3000, 10)]:
+        write_case(
+            out, "two-level",
+            {"steps": steps, "period": period,
+             "binomial_snapshots": snapshots, "binomial_storage": "DISK",
+             "binomial_trajectory": "maximum", "reverses": 2},
+            lambda: cs.TwoLevelCheckpointSchedule(period, snapshots),
+            False, steps=steps, reverses=2)
+
+
+FAMILIES = {"basic": basic, "revolve": revolve, "multistage": multistage,
+            "two-level": two_level}
 
 
 def main(names):

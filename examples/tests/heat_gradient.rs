@@ -5,7 +5,7 @@
 use checkpointing::{
     Checkpoint, DiskStore, Executor, MemoryStore, MultistageCheckpointSchedule, Periodic, Problem,
     Revolve, Schedule, ScheduleSpec, SingleDiskStorageSchedule, SingleMemoryStorageSchedule, Step,
-    Trajectory, UserError,
+    StorageLevel, Trajectory, UserError,
 };
 use checkpointing_examples::heat::HeatEquation;
 

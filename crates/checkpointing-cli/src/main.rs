@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 mod demo;
 
-use checkpointing::{Cost, ScheduleSpec, Step, Trajectory};
+use checkpointing::{Cost, ScheduleSpec, Step, StorageLevel, Trajectory};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::{json, Value};
 
@@ -30,7 +30,8 @@ Schedules and their parameters:
   revolve                --max-n --snapshots-in-ram [--uf 1 --ub 1 --wd 2 --rd 2]
   multistage             --max-n [--snapshots-in-ram 0] [--snapshots-on-disk 0] [--trajectory maximum|revolve]
   periodic               --max-n --period
-Online schedules (none, single-*) are driven for --steps steps and finalized there.";
+  two-level              --steps --period --binomial-snapshots [--binomial-storage DISK|RAM] [--binomial-trajectory maximum|revolve]
+Online schedules (none, single-*, two-level) are driven for --steps steps and finalized there.";
 
 /// Print, cost and check checkpointing schedules for adjoints of
 /// time-stepping loops.
@@ -102,7 +103,7 @@ enum Format {
 #[derive(Args, Debug)]
 struct SpecArgs {
     /// Schedule: none, single-memory, single-disk, revolve, multistage,
-    /// periodic.
+    /// periodic, two-level.
     name: String,
     /// Number of forward steps (offline schedules).
     #[arg(long)]
@@ -137,6 +138,15 @@ struct SpecArgs {
     /// Move data from disk instead of copying it (single-disk).
     #[arg(long)]
     move_data: bool,
+    /// Extra snapshots within a period (two-level).
+    #[arg(long)]
+    binomial_snapshots: Option<u64>,
+    /// Where the extra snapshots go: RAM or DISK (two-level).
+    #[arg(long)]
+    binomial_storage: Option<String>,
+    /// Trajectory within a period: maximum or revolve (two-level).
+    #[arg(long)]
+    binomial_trajectory: Option<String>,
 }
 
 /// A one-line error and the exit status.
@@ -157,6 +167,9 @@ impl SpecArgs {
             ("--trajectory", self.trajectory.is_some()),
             ("--period", self.period.is_some()),
             ("--move-data", self.move_data),
+            ("--binomial-snapshots", self.binomial_snapshots.is_some()),
+            ("--binomial-storage", self.binomial_storage.is_some()),
+            ("--binomial-trajectory", self.binomial_trajectory.is_some()),
         ];
         flags.iter().filter(|f| f.1).map(|f| f.0).collect()
     }
@@ -181,6 +194,13 @@ impl SpecArgs {
                 "--trajectory",
             ],
             "periodic" => &["--max-n", "--period"],
+            "two-level" => &[
+                "--steps",
+                "--period",
+                "--binomial-snapshots",
+                "--binomial-storage",
+                "--binomial-trajectory",
+            ],
             _ => {
                 return Err(Failure(
                     format!(
@@ -226,16 +246,38 @@ impl SpecArgs {
                 max_n: need(self.max_n, "--max-n")?,
                 snapshots_in_ram: self.snapshots_in_ram.unwrap_or(0),
                 snapshots_on_disk: self.snapshots_on_disk.unwrap_or(0),
-                trajectory: match &self.trajectory {
-                    Some(t) => t.parse().map_err(|e| Failure(format!("{e}"), 2))?,
-                    None => Trajectory::Maximum,
+                trajectory: parse_trajectory(&self.trajectory)?,
+            },
+            "two-level" => ScheduleSpec::TwoLevel {
+                steps: need(self.steps, "--steps")?,
+                period: need(self.period, "--period")?,
+                binomial_snapshots: need(self.binomial_snapshots, "--binomial-snapshots")?,
+                binomial_storage: match &self.binomial_storage {
+                    Some(s) => match s.parse::<StorageLevel>() {
+                        Ok(level @ (StorageLevel::Ram | StorageLevel::Disk)) => level,
+                        _ => {
+                            return Err(Failure(
+                                format!("--binomial-storage must be RAM or DISK, got '{s}'"),
+                                2,
+                            ))
+                        }
+                    },
+                    None => StorageLevel::Disk,
                 },
+                binomial_trajectory: parse_trajectory(&self.binomial_trajectory)?,
             },
             _ => ScheduleSpec::Periodic {
                 max_n: need(self.max_n, "--max-n")?,
                 period: need(self.period, "--period")?,
             },
         })
+    }
+}
+
+fn parse_trajectory(name: &Option<String>) -> Result<Trajectory, Failure> {
+    match name {
+        Some(t) => t.parse().map_err(|e| Failure(format!("{e}"), 2)),
+        None => Ok(Trajectory::Maximum),
     }
 }
 

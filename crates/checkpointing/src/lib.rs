@@ -41,7 +41,7 @@ pub use replay::{Cost, LevelCost, Replay, ReplayError, ReplayErrorKind};
 pub use schedule::{
     binomial_forward_steps, Cursor, Drive, MultistageCheckpointSchedule, NoneCheckpointSchedule,
     Periodic, Revolve, Schedule, ScheduleError, ScheduleSpec, SingleDiskStorageSchedule,
-    SingleMemoryStorageSchedule, SpecError, Trajectory,
+    SingleMemoryStorageSchedule, SpecError, Trajectory, TwoLevelCheckpointSchedule,
 };
 pub use storage::{
     Checkpoint, DiskStore, Footprint, MemoryStore, SnapshotStore, StorageError, StoreStats,

@@ -9,6 +9,7 @@ use std::io::Read;
 use checkpointing::{
     Action, MultistageCheckpointSchedule, NoneCheckpointSchedule, Revolve, Schedule,
     SingleDiskStorageSchedule, SingleMemoryStorageSchedule, StorageLevel, Trajectory,
+    TwoLevelCheckpointSchedule,
 };
 use sha2::{Digest, Sha256};
 
@@ -103,6 +104,15 @@ impl Case {
                     self.get("snapshots_in_ram"),
                     self.get("snapshots_on_disk"),
                     self.get::<Trajectory>("trajectory"),
+                )
+                .unwrap(),
+            ),
+            "two-level" => Box::new(
+                TwoLevelCheckpointSchedule::new(
+                    self.get("period"),
+                    self.get("binomial_snapshots"),
+                    self.get("binomial_storage"),
+                    self.get("binomial_trajectory"),
                 )
                 .unwrap(),
             ),
@@ -215,6 +225,11 @@ fn basic_schedules_match_reference() {
 #[test]
 fn revolve_matches_reference() {
     check_all("revolve");
+}
+
+#[test]
+fn two_level_matches_reference() {
+    check_all("two-level");
 }
 
 #[test]

@@ -63,6 +63,22 @@ proptest! {
     }
 
     #[test]
+    fn two_level_is_valid(steps in 1u64..2000, period in 1u64..300, snapshots in 0u64..8,
+                          ram in any::<bool>(), trajectory in trajectory()) {
+        let binomial_storage = if ram { StorageLevel::Ram } else { StorageLevel::Disk };
+        let spec = ScheduleSpec::TwoLevel { steps, period, binomial_snapshots: snapshots, binomial_storage, binomial_trajectory: trajectory };
+        let c = cost(&spec);
+        prop_assert_eq!(c.adjoint_steps, steps);
+        // One disk checkpoint per period, kept for further adjoints.
+        let periods = steps.div_ceil(period);
+        let extra = if ram { 0 } else { snapshots };
+        prop_assert!(c.disk.peak <= periods + extra);
+        if ram {
+            prop_assert!(c.ram.peak <= snapshots);
+        }
+    }
+
+    #[test]
     fn online_schedules_are_valid(steps in 1u64..3000, move_data in any::<bool>()) {
         let c = cost(&ScheduleSpec::SingleMemory { steps });
         prop_assert_eq!((c.forward_steps, c.adjoint_steps, c.peak_work_steps), (steps, steps, steps));

@@ -15,6 +15,7 @@
 //! | [`Revolve`] | no | one | RAM |
 //! | [`MultistageCheckpointSchedule`] | no | one | RAM and/or DISK |
 //! | [`Periodic`] | no | one | RAM |
+//! | [`TwoLevelCheckpointSchedule`] | yes | unlimited | DISK + RAM or DISK |
 
 use std::collections::VecDeque;
 
@@ -28,6 +29,7 @@ mod multistage;
 mod periodic;
 mod revolve;
 mod spec;
+mod two_level;
 
 pub use basic::{NoneCheckpointSchedule, SingleDiskStorageSchedule, SingleMemoryStorageSchedule};
 pub use binomial::{binomial_forward_steps, Trajectory};
@@ -36,6 +38,7 @@ pub use multistage::MultistageCheckpointSchedule;
 pub use periodic::Periodic;
 pub use revolve::Revolve;
 pub use spec::{ScheduleSpec, SpecError};
+pub use two_level::TwoLevelCheckpointSchedule;
 
 /// Why a schedule cannot be built or finalized.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

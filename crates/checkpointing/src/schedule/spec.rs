@@ -5,9 +5,11 @@ use serde::{Deserialize, Serialize};
 use super::{
     Drive, MultistageCheckpointSchedule, NoneCheckpointSchedule, Periodic, Revolve, Schedule,
     ScheduleError, SingleDiskStorageSchedule, SingleMemoryStorageSchedule, Trajectory,
+    TwoLevelCheckpointSchedule,
 };
 use crate::action::Step;
 use crate::replay::{Cost, Replay, ReplayError};
+use crate::StorageLevel;
 
 /// A schedule and its parameters, by the kebab-case names of the
 /// `checkpointing` command (`revolve`, `multistage`, ...) and the Python
@@ -78,6 +80,21 @@ pub enum ScheduleSpec {
         #[serde(default, with = "trajectory_name")]
         trajectory: Trajectory,
     },
+    /// [`TwoLevelCheckpointSchedule`] driven for `steps` steps.
+    TwoLevel {
+        /// Steps to drive it for.
+        steps: Step,
+        /// Steps between disk checkpoints.
+        period: Step,
+        /// Extra snapshots within a period.
+        binomial_snapshots: u64,
+        /// Where the extra snapshots go (RAM or DISK).
+        #[serde(default = "disk")]
+        binomial_storage: StorageLevel,
+        /// Which optimal advance to take within a period.
+        #[serde(default, with = "trajectory_name")]
+        binomial_trajectory: Trajectory,
+    },
     /// [`Periodic`].
     Periodic {
         /// Steps.
@@ -85,6 +102,10 @@ pub enum ScheduleSpec {
         /// Steps between checkpoints.
         period: Step,
     },
+}
+
+fn disk() -> StorageLevel {
+    StorageLevel::Disk
 }
 
 fn one() -> f64 {
@@ -130,6 +151,7 @@ impl ScheduleSpec {
         "revolve",
         "multistage",
         "periodic",
+        "two-level",
     ];
 
     /// The kebab-case name.
@@ -141,6 +163,7 @@ impl ScheduleSpec {
             Self::Revolve { .. } => "revolve",
             Self::Multistage { .. } => "multistage",
             Self::Periodic { .. } => "periodic",
+            Self::TwoLevel { .. } => "two-level",
         }
     }
 
@@ -150,7 +173,8 @@ impl ScheduleSpec {
         match *self {
             Self::None { steps }
             | Self::SingleMemory { steps }
-            | Self::SingleDisk { steps, .. } => steps,
+            | Self::SingleDisk { steps, .. }
+            | Self::TwoLevel { steps, .. } => steps,
             Self::Revolve { max_n, .. }
             | Self::Multistage { max_n, .. }
             | Self::Periodic { max_n, .. } => max_n,
@@ -192,6 +216,18 @@ impl ScheduleSpec {
                 trajectory,
             )?),
             Self::Periodic { max_n, period } => Box::new(Periodic::new(max_n, period)?),
+            Self::TwoLevel {
+                period,
+                binomial_snapshots,
+                binomial_storage,
+                binomial_trajectory,
+                ..
+            } => Box::new(TwoLevelCheckpointSchedule::new(
+                period,
+                binomial_snapshots,
+                binomial_storage,
+                binomial_trajectory,
+            )?),
         })
     }
 
@@ -224,6 +260,14 @@ impl ScheduleSpec {
                 .ram_budget(snapshots_in_ram)
                 .disk_budget(snapshots_on_disk)
                 .require_freed(true),
+            Self::TwoLevel {
+                binomial_snapshots,
+                binomial_storage,
+                ..
+            } => match binomial_storage {
+                StorageLevel::Ram => replay.ram_budget(binomial_snapshots),
+                _ => replay.ram_budget(0),
+            },
             Self::Periodic { max_n, period } => replay
                 .ram_budget((max_n.max(1) - 1) / period.max(1))
                 .disk_budget(0)
