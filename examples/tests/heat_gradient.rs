@@ -23,6 +23,20 @@ fn executor() -> Exec<'static> {
 fn specs(steps: Step) -> Vec<ScheduleSpec> {
     let mut specs = vec![
         ScheduleSpec::SingleMemory { steps },
+        ScheduleSpec::TwoLevel {
+            steps,
+            period: 60,
+            binomial_snapshots: 3,
+            binomial_storage: StorageLevel::Ram,
+            binomial_trajectory: Trajectory::Maximum,
+        },
+        ScheduleSpec::TwoLevel {
+            steps,
+            period: 11,
+            binomial_snapshots: 1,
+            binomial_storage: StorageLevel::Disk,
+            binomial_trajectory: Trajectory::Revolve,
+        },
         ScheduleSpec::SingleDisk {
             steps,
             move_data: false,
