@@ -28,6 +28,8 @@ import os
 import sys
 import time
 
+import warnings
+
 import checkpoint_schedules as cs
 from checkpoint_schedules import (
     EndForward, EndReverse, Forward, StorageType)
@@ -190,11 +192,30 @@ def two_level(out):
             False, steps=steps, reverses=2)
 
 
-FAMILIES = {"basic": basic, "revolve": revolve, "multistage": multistage,
+def mixed(out):
+    # The reference memoises recursively without numba.
+    sys.setrecursionlimit(1_000_000)
+    for max_n in range(1, SMALL_N + 1):
+        for s in range(0 if max_n == 1 else 1, max_n + 1):
+            for storage in ("DISK", "RAM") if max_n <= 20 else ("DISK",):
+                write_case(out, "mixed",
+                           {"max_n": max_n, "snapshots": s, "storage": storage},
+                           lambda: cs.MixedCheckpointSchedule(
+                               max_n, s, storage=StorageType[storage]), True)
+    for max_n, s in [(200, 3), (500, 6), (1000, 10), (1500, 8), (3000, 2)]:
+        t = time.time()
+        write_case(out, "mixed",
+                   {"max_n": max_n, "snapshots": s, "storage": "DISK"},
+                   lambda: cs.MixedCheckpointSchedule(max_n, s), False)
+        print(f"  mixed({max_n}, {s}) {time.time() - t:.1f}s", file=sys.stderr)
+
+
+FAMILIES = {"basic": basic, "mixed": mixed, "revolve": revolve, "multistage": multistage,
             "two-level": two_level}
 
 
 def main(names):
+    warnings.simplefilter("ignore", RuntimeWarning)  # no numba: memoisation
     os.makedirs(OUT, exist_ok=True)
     for name in names or FAMILIES:
         t = time.time()

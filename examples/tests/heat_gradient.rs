@@ -54,6 +54,17 @@ fn specs(steps: Step) -> Vec<ScheduleSpec> {
             period: steps + 3,
         },
     ];
+    for (s, storage) in [
+        (1, StorageLevel::Disk),
+        (3, StorageLevel::Ram),
+        (12, StorageLevel::Disk),
+    ] {
+        specs.push(ScheduleSpec::Mixed {
+            max_n: steps,
+            snapshots: s,
+            storage,
+        });
+    }
     for s in [1, 2, 4, 10, 40] {
         specs.push(ScheduleSpec::Revolve {
             max_n: steps,

@@ -29,6 +29,7 @@ Schedules and their parameters:
   single-disk            --steps [--move-data]
   revolve                --max-n --snapshots-in-ram [--uf 1 --ub 1 --wd 2 --rd 2]
   multistage             --max-n [--snapshots-in-ram 0] [--snapshots-on-disk 0] [--trajectory maximum|revolve]
+  mixed                  --max-n --snapshots [--storage DISK|RAM]
   periodic               --max-n --period
   two-level              --steps --period --binomial-snapshots [--binomial-storage DISK|RAM] [--binomial-trajectory maximum|revolve]
 Online schedules (none, single-*, two-level) are driven for --steps steps and finalized there.";
@@ -103,7 +104,7 @@ enum Format {
 #[derive(Args, Debug)]
 struct SpecArgs {
     /// Schedule: none, single-memory, single-disk, revolve, multistage,
-    /// periodic, two-level.
+    /// mixed, periodic, two-level.
     name: String,
     /// Number of forward steps (offline schedules).
     #[arg(long)]
@@ -129,6 +130,12 @@ struct SpecArgs {
     /// Cost of a disk read.
     #[arg(long)]
     rd: Option<f64>,
+    /// Checkpoint units (mixed).
+    #[arg(long)]
+    snapshots: Option<u64>,
+    /// Where mixed stores its units: RAM or DISK.
+    #[arg(long)]
+    storage: Option<String>,
     /// Multistage trajectory: maximum or revolve.
     #[arg(long)]
     trajectory: Option<String>,
@@ -167,6 +174,8 @@ impl SpecArgs {
             ("--trajectory", self.trajectory.is_some()),
             ("--period", self.period.is_some()),
             ("--move-data", self.move_data),
+            ("--snapshots", self.snapshots.is_some()),
+            ("--storage", self.storage.is_some()),
             ("--binomial-snapshots", self.binomial_snapshots.is_some()),
             ("--binomial-storage", self.binomial_storage.is_some()),
             ("--binomial-trajectory", self.binomial_trajectory.is_some()),
@@ -194,6 +203,7 @@ impl SpecArgs {
                 "--trajectory",
             ],
             "periodic" => &["--max-n", "--period"],
+            "mixed" => &["--max-n", "--snapshots", "--storage"],
             "two-level" => &[
                 "--steps",
                 "--period",
@@ -252,25 +262,34 @@ impl SpecArgs {
                 steps: need(self.steps, "--steps")?,
                 period: need(self.period, "--period")?,
                 binomial_snapshots: need(self.binomial_snapshots, "--binomial-snapshots")?,
-                binomial_storage: match &self.binomial_storage {
-                    Some(s) => match s.parse::<StorageLevel>() {
-                        Ok(level @ (StorageLevel::Ram | StorageLevel::Disk)) => level,
-                        _ => {
-                            return Err(Failure(
-                                format!("--binomial-storage must be RAM or DISK, got '{s}'"),
-                                2,
-                            ))
-                        }
-                    },
-                    None => StorageLevel::Disk,
-                },
+                binomial_storage: parse_storage(&self.binomial_storage, "--binomial-storage")?,
                 binomial_trajectory: parse_trajectory(&self.binomial_trajectory)?,
+            },
+            "mixed" => ScheduleSpec::Mixed {
+                max_n: need(self.max_n, "--max-n")?,
+                snapshots: need(self.snapshots, "--snapshots")?,
+                storage: parse_storage(&self.storage, "--storage")?,
             },
             _ => ScheduleSpec::Periodic {
                 max_n: need(self.max_n, "--max-n")?,
                 period: need(self.period, "--period")?,
             },
         })
+    }
+}
+
+/// RAM or DISK (default DISK).
+fn parse_storage(name: &Option<String>, flag: &str) -> Result<StorageLevel, Failure> {
+    match name.as_deref().map(str::parse::<StorageLevel>) {
+        None => Ok(StorageLevel::Disk),
+        Some(Ok(level @ (StorageLevel::Ram | StorageLevel::Disk))) => Ok(level),
+        Some(_) => Err(Failure(
+            format!(
+                "{flag} must be RAM or DISK, got '{}'",
+                name.as_deref().unwrap_or_default()
+            ),
+            2,
+        )),
     }
 }
 

@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::io::Read;
 
 use checkpointing::{
-    Action, MultistageCheckpointSchedule, NoneCheckpointSchedule, Revolve, Schedule,
-    SingleDiskStorageSchedule, SingleMemoryStorageSchedule, StorageLevel, Trajectory,
+    Action, MixedCheckpointSchedule, MultistageCheckpointSchedule, NoneCheckpointSchedule, Revolve,
+    Schedule, SingleDiskStorageSchedule, SingleMemoryStorageSchedule, StorageLevel, Trajectory,
     TwoLevelCheckpointSchedule,
 };
 use sha2::{Digest, Sha256};
@@ -113,6 +113,14 @@ impl Case {
                     self.get("binomial_snapshots"),
                     self.get("binomial_storage"),
                     self.get("binomial_trajectory"),
+                )
+                .unwrap(),
+            ),
+            "mixed" => Box::new(
+                MixedCheckpointSchedule::new(
+                    self.get("max_n"),
+                    self.get("snapshots"),
+                    self.get("storage"),
                 )
                 .unwrap(),
             ),
@@ -225,6 +233,11 @@ fn basic_schedules_match_reference() {
 #[test]
 fn revolve_matches_reference() {
     check_all("revolve");
+}
+
+#[test]
+fn mixed_matches_reference() {
+    check_all("mixed");
 }
 
 #[test]

@@ -53,6 +53,17 @@ proptest! {
     }
 
     #[test]
+    fn mixed_is_valid(max_n in 1u64..400, s in 1u64..30, ram in any::<bool>()) {
+        let storage = if ram { StorageLevel::Ram } else { StorageLevel::Disk };
+        let c = cost(&ScheduleSpec::Mixed { max_n, snapshots: s, storage });
+        prop_assert_eq!(c.adjoint_steps, max_n);
+        prop_assert!(c.ram.peak + c.disk.peak <= s);
+        // Storing adjoint dependencies too can only beat binomial.
+        let binomial = binomial_forward_steps(max_n, s.min(max_n.saturating_sub(1)).max(1)).unwrap();
+        prop_assert!(c.forward_steps <= binomial);
+    }
+
+    #[test]
     fn periodic_is_valid(max_n in 1u64..5000, period in 1u64..200) {
         let c = cost(&ScheduleSpec::Periodic { max_n, period });
         let last = max_n - (max_n - 1) / period * period;

@@ -15,6 +15,7 @@
 //! | [`Revolve`] | no | one | RAM |
 //! | [`MultistageCheckpointSchedule`] | no | one | RAM and/or DISK |
 //! | [`Periodic`] | no | one | RAM |
+//! | [`MixedCheckpointSchedule`] | no | one | RAM or DISK |
 //! | [`TwoLevelCheckpointSchedule`] | yes | unlimited | DISK + RAM or DISK |
 
 use std::collections::VecDeque;
@@ -25,6 +26,7 @@ use crate::StorageLevel;
 mod basic;
 mod binomial;
 mod drive;
+mod mixed;
 mod multistage;
 mod periodic;
 mod revolve;
@@ -34,6 +36,7 @@ mod two_level;
 pub use basic::{NoneCheckpointSchedule, SingleDiskStorageSchedule, SingleMemoryStorageSchedule};
 pub use binomial::{binomial_forward_steps, Trajectory};
 pub use drive::Drive;
+pub use mixed::MixedCheckpointSchedule;
 pub use multistage::MultistageCheckpointSchedule;
 pub use periodic::Periodic;
 pub use revolve::Revolve;

@@ -3,9 +3,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Drive, MultistageCheckpointSchedule, NoneCheckpointSchedule, Periodic, Revolve, Schedule,
-    ScheduleError, SingleDiskStorageSchedule, SingleMemoryStorageSchedule, Trajectory,
-    TwoLevelCheckpointSchedule,
+    Drive, MixedCheckpointSchedule, MultistageCheckpointSchedule, NoneCheckpointSchedule, Periodic,
+    Revolve, Schedule, ScheduleError, SingleDiskStorageSchedule, SingleMemoryStorageSchedule,
+    Trajectory, TwoLevelCheckpointSchedule,
 };
 use crate::action::Step;
 use crate::replay::{Cost, Replay, ReplayError};
@@ -95,6 +95,16 @@ pub enum ScheduleSpec {
         #[serde(default, with = "trajectory_name")]
         binomial_trajectory: Trajectory,
     },
+    /// [`MixedCheckpointSchedule`].
+    Mixed {
+        /// Steps.
+        max_n: Step,
+        /// Checkpoint units.
+        snapshots: u64,
+        /// Where they are stored (RAM or DISK).
+        #[serde(default = "disk")]
+        storage: StorageLevel,
+    },
     /// [`Periodic`].
     Periodic {
         /// Steps.
@@ -150,6 +160,7 @@ impl ScheduleSpec {
         "single-disk",
         "revolve",
         "multistage",
+        "mixed",
         "periodic",
         "two-level",
     ];
@@ -162,6 +173,7 @@ impl ScheduleSpec {
             Self::SingleDisk { .. } => "single-disk",
             Self::Revolve { .. } => "revolve",
             Self::Multistage { .. } => "multistage",
+            Self::Mixed { .. } => "mixed",
             Self::Periodic { .. } => "periodic",
             Self::TwoLevel { .. } => "two-level",
         }
@@ -177,6 +189,7 @@ impl ScheduleSpec {
             | Self::TwoLevel { steps, .. } => steps,
             Self::Revolve { max_n, .. }
             | Self::Multistage { max_n, .. }
+            | Self::Mixed { max_n, .. }
             | Self::Periodic { max_n, .. } => max_n,
         }
     }
@@ -215,6 +228,11 @@ impl ScheduleSpec {
                 snapshots_on_disk,
                 trajectory,
             )?),
+            Self::Mixed {
+                max_n,
+                snapshots,
+                storage,
+            } => Box::new(MixedCheckpointSchedule::new(max_n, snapshots, storage)?),
             Self::Periodic { max_n, period } => Box::new(Periodic::new(max_n, period)?),
             Self::TwoLevel {
                 period,
@@ -260,6 +278,16 @@ impl ScheduleSpec {
                 .ram_budget(snapshots_in_ram)
                 .disk_budget(snapshots_on_disk)
                 .require_freed(true),
+            Self::Mixed {
+                snapshots, storage, ..
+            } => {
+                let replay = replay.require_freed(true);
+                if storage == StorageLevel::Ram {
+                    replay.ram_budget(snapshots).disk_budget(0)
+                } else {
+                    replay.disk_budget(snapshots).ram_budget(0)
+                }
+            }
             Self::TwoLevel {
                 binomial_snapshots,
                 binomial_storage,

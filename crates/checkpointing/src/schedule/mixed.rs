@@ -1,0 +1,335 @@
+//! Checkpointing that stores either forward restart data or adjoint
+//! dependencies, `checkpoint_schedules.MixedCheckpointSchedule`.
+
+use super::{impl_schedule_position, Cursor, Pending, Schedule, ScheduleError};
+use crate::action::{Action, Step};
+use crate::StorageLevel;
+
+/// What the optimal mixed schedule does first with `n` steps left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StepKind {
+    /// Advance `k - 1` steps, then tape one step and reverse it.
+    ForwardReverse,
+    /// Advance one step storing its adjoint dependencies.
+    WriteAdjDeps,
+    /// Store forward restart data and advance `k` steps.
+    WriteIcs,
+}
+
+/// The dynamic program of Maddison (2024): for `n` steps and `s` free
+/// checkpoint units, the cheapest first action, how far it advances, and
+/// the total number of steps advanced (forward and adjoint).
+#[derive(Debug, Clone)]
+struct MixedTable {
+    snapshots: usize,
+    /// `kind`, `advance` and `cost` of `(n, s)` at `n * (snapshots + 1) + s`.
+    kind: Vec<StepKind>,
+    advance: Vec<u32>,
+    cost: Vec<u64>,
+}
+
+impl MixedTable {
+    /// Tabulates `(n, s)` for `n <= max_n`, `s <= snapshots`, with the
+    /// reference's tie-breaking: among restart positions the last
+    /// minimiser; adjoint dependencies only when strictly cheaper.
+    fn new(max_n: usize, snapshots: usize) -> Self {
+        let width = snapshots + 1;
+        let size = (max_n + 1) * width;
+        let mut table = Self {
+            snapshots,
+            kind: vec![StepKind::ForwardReverse; size],
+            advance: vec![1; size],
+            cost: vec![1; size],
+        };
+        // `row[m]` is C(m, s) (clamped to s <= m - 1) for the row being
+        // built, `prev[m]` is C(m, s - 1).
+        let mut row = vec![0u64; max_n + 1];
+        let mut prev = vec![0u64; max_n + 1];
+        // Whether `prev` is nondecreasing, which makes block lower bounds
+        // valid (checked, not assumed).
+        let mut prev_monotone = false;
+        for s in 0..=snapshots {
+            let mut row_monotone = true;
+            for n in 1..=max_n {
+                let (kind, advance, cost) = if n == 1 {
+                    (StepKind::ForwardReverse, 1, 1)
+                } else if s == 0 {
+                    // Never used: a schedule with n >= 2 steps has s >= 1.
+                    (StepKind::ForwardReverse, 1, u64::MAX / 4)
+                } else if n <= s + 1 {
+                    (StepKind::WriteAdjDeps, 1, n as u64)
+                } else if s == 1 {
+                    let n = n as u64;
+                    (StepKind::WriteIcs, (n - 1) as u32, n * (n + 1) / 2 - 1)
+                } else {
+                    let hint = table.advance[(n - 1) * width + s] as usize;
+                    let monotone = row_monotone && prev_monotone;
+                    let (arg, best) = last_minimiser(&row, &prev, n, hint, monotone);
+                    let adj = 1 + prev[n - 1];
+                    if adj < best {
+                        (StepKind::WriteAdjDeps, 1, adj)
+                    } else {
+                        (StepKind::WriteIcs, arg as u32, best)
+                    }
+                };
+                let at = n * width + s;
+                table.kind[at] = kind;
+                table.advance[at] = advance;
+                table.cost[at] = cost;
+                row_monotone &= cost >= row[n - 1];
+                row[n] = cost;
+            }
+            std::mem::swap(&mut row, &mut prev);
+            prev_monotone = row_monotone;
+        }
+        table
+    }
+
+    /// `(kind, advance)` for `n >= 1` steps and `s` free units (clamped to
+    /// `n - 1`, as the reference does).
+    fn get(&self, n: Step, s: u64) -> (StepKind, Step) {
+        let s = s.min(n - 1).min(self.snapshots as u64) as usize;
+        let at = n as usize * (self.snapshots + 1) + s;
+        (self.kind[at], self.advance[at] as Step)
+    }
+}
+
+/// The last minimiser over `i in 2..n` of `f(i) = i + row[i] + prev[n -
+/// i]`, and the minimum.
+///
+/// When both rows are nondecreasing, `lo + row[lo] + prev[n - hi]` bounds
+/// `f` from below on a block `lo..=hi`. Blocks are scanned from the top,
+/// seeded with `hint` (the previous `n`'s minimiser): a block above the best
+/// position so far is skipped when its bound exceeds the best value (it can
+/// neither beat nor tie it), a block below when its bound reaches it (a tie
+/// there would not be the last).
+fn last_minimiser(
+    row: &[u64],
+    prev: &[u64],
+    n: usize,
+    hint: usize,
+    monotone: bool,
+) -> (usize, u64) {
+    let f = |i: usize| i as u64 + row[i] + prev[n - i];
+    const BLOCK: usize = 32;
+    let (mut arg, mut best) = if monotone {
+        let hint = hint.clamp(2, n - 1);
+        (hint, f(hint))
+    } else {
+        (0, u64::MAX)
+    };
+    let mut hi = n - 1;
+    loop {
+        let lo = hi.saturating_sub(BLOCK - 1).max(2);
+        let bound = lo as u64 + row[lo] + prev[n - hi];
+        let skip = monotone && (bound > best || (hi < arg && bound >= best));
+        if !skip {
+            for i in (lo..=hi).rev() {
+                let v = f(i);
+                if v < best || (v == best && i > arg) {
+                    best = v;
+                    arg = i;
+                }
+            }
+        }
+        if lo == 2 {
+            return (arg, best);
+        }
+        hi = lo - 1;
+    }
+}
+
+/// Mixed checkpointing (Maddison, "Step-based checkpointing with high-level
+/// algorithmic differentiation", J. Comput. Sci. 82, 102405, 2024, doi
+/// 10.1016/j.jocs.2024.102405): each of `snapshots` units stores either the
+/// forward restart data of a step or the adjoint dependencies of one step
+/// (assumed of the same size), chosen by a dynamic program that minimises
+/// the total number of steps advanced.
+///
+/// Produces exactly the actions of
+/// `checkpoint_schedules.MixedCheckpointSchedule(max_n, snapshots,
+/// storage=...)` 1.0.4. The table is `O(max_n · snapshots)` memory and
+/// `O(max_n² · snapshots)` simple integer operations, built once.
+///
+/// ```
+/// use checkpointing::{MixedCheckpointSchedule, Replay, StorageLevel};
+/// let schedule = MixedCheckpointSchedule::new(50, 4, StorageLevel::Disk).unwrap();
+/// let cost = Replay::new(50).disk_budget(4).require_freed(true).run(schedule).unwrap();
+/// assert_eq!(cost.adjoint_steps, 50);
+/// ```
+#[derive(Debug, Clone)]
+pub struct MixedCheckpointSchedule {
+    cursor: Cursor,
+    snapshots: u64,
+    storage: StorageLevel,
+    table: MixedTable,
+    /// Stored units: kind and step.
+    stack: Vec<(StepKind, Step)>,
+    pending: Pending,
+    exhausted: bool,
+    done: bool,
+}
+
+/// Largest table built: `max_n² · snapshots / 2` cell updates.
+const TABLE_LIMIT: f64 = 2e10;
+
+impl MixedCheckpointSchedule {
+    /// `MixedCheckpointSchedule(max_n, snapshots, storage=...)`.
+    ///
+    /// Errors: [`ScheduleError::ZeroSteps`]; [`ScheduleError::TooFewSnapshots`]
+    /// for no snapshot with `max_n > 1`; [`ScheduleError::InvalidParameter`]
+    /// for a storage other than RAM or DISK. Snapshots above `max_n - 1` are
+    /// clamped, as in the reference.
+    pub fn new(max_n: Step, snapshots: u64, storage: StorageLevel) -> Result<Self, ScheduleError> {
+        let cursor = Cursor::offline(max_n)?;
+        if snapshots < 1.min(max_n - 1) {
+            return Err(ScheduleError::TooFewSnapshots {
+                schedule: "MixedCheckpointSchedule",
+                got: snapshots,
+                need: 1,
+                context: "when max_n > 1",
+            });
+        }
+        if !matches!(storage, StorageLevel::Ram | StorageLevel::Disk) {
+            return Err(ScheduleError::InvalidParameter {
+                name: "storage",
+                reason: format!("must be RAM or DISK, got {}", storage.name()),
+            });
+        }
+        let snapshots = snapshots.min(max_n - 1);
+        let work = (max_n as f64).powi(2) * snapshots as f64 / 2.0;
+        if work > TABLE_LIMIT || max_n > u32::MAX as u64 {
+            return Err(ScheduleError::TooLarge {
+                what: "MixedCheckpointSchedule table",
+                reason: format!("{max_n}^2 x {snapshots} / 2 cell updates"),
+            });
+        }
+        Ok(Self {
+            cursor,
+            snapshots,
+            storage,
+            table: MixedTable::new(max_n as usize, snapshots as usize),
+            stack: Vec::new(),
+            pending: Pending::default(),
+            exhausted: false,
+            done: false,
+        })
+    }
+
+    /// One block of actions: a forward advance, or the end of the forward
+    /// to the target, its reverse step and the next restore.
+    fn refill(&mut self) {
+        let max_n = self.cursor.steps();
+        let (mut n, mut r) = (self.cursor.n(), self.cursor.r());
+        let target = max_n - r;
+        if n < target {
+            let n0 = n;
+            let reuse = self.stack.last().is_some_and(|&(_, at)| at == n0);
+            let free = self.snapshots - self.stack.len() as u64 + u64::from(reuse);
+            let (kind, advance) = self.table.get(target - n0, free);
+            let n1 = n0 + advance;
+            let (f0, write_ics, write_adj_deps, storage) = match kind {
+                StepKind::ForwardReverse => {
+                    if n1 > n0 + 1 {
+                        let advance = forward(n0, n1 - 1, false, false, StorageLevel::Work);
+                        self.pending.push(advance, n1 - 1, r);
+                    }
+                    (n1 - 1, false, true, StorageLevel::Work)
+                }
+                StepKind::WriteAdjDeps => {
+                    self.stack.push((kind, n0));
+                    (n0, false, true, self.storage)
+                }
+                StepKind::WriteIcs if reuse => (n0, false, false, StorageLevel::Work),
+                StepKind::WriteIcs => {
+                    self.stack.push((kind, n0));
+                    (n0, true, false, self.storage)
+                }
+            };
+            let action = forward(f0, n1, write_ics, write_adj_deps, storage);
+            self.pending.push(action, n1, r);
+            return;
+        }
+        if r == 0 {
+            self.pending.push(Action::EndForward, n, r);
+        }
+        r += 1;
+        self.pending.push(
+            Action::Reverse {
+                n1: max_n - r + 1,
+                n0: max_n - r,
+                clear_adj_deps: true,
+            },
+            n,
+            r,
+        );
+        if r == max_n {
+            self.exhausted = true;
+            self.done = true;
+            self.pending.push(Action::EndReverse, n, r);
+            return;
+        }
+        let (kind, cp_n) = *self.stack.last().expect("a stored unit remains");
+        let free = self.snapshots - self.stack.len() as u64 + 1;
+        let (next_kind, _) = self.table.get(max_n - r - cp_n, free);
+        let delete = kind != next_kind;
+        if delete {
+            self.stack.pop();
+        }
+        n = match kind {
+            StepKind::WriteAdjDeps => cp_n + 1,
+            _ => cp_n,
+        };
+        let (from, to) = (self.storage, StorageLevel::Work);
+        let action = if delete {
+            Action::Move { n: cp_n, from, to }
+        } else {
+            Action::Copy { n: cp_n, from, to }
+        };
+        self.pending.push(action, n, r);
+    }
+}
+
+fn forward(
+    n0: Step,
+    n1: Step,
+    write_ics: bool,
+    write_adj_deps: bool,
+    storage: StorageLevel,
+) -> Action {
+    Action::Forward {
+        n0,
+        n1,
+        write_ics,
+        write_adj_deps,
+        storage,
+    }
+}
+
+impl Iterator for MixedCheckpointSchedule {
+    type Item = Action;
+
+    fn next(&mut self) -> Option<Action> {
+        loop {
+            if let Some(action) = self.pending.pop(&mut self.cursor) {
+                return Some(action);
+            }
+            if self.done {
+                return None;
+            }
+            self.refill();
+        }
+    }
+}
+
+impl Schedule for MixedCheckpointSchedule {
+    impl_schedule_position!();
+
+    fn is_exhausted(&self) -> bool {
+        self.exhausted
+    }
+
+    fn uses_storage(&self, level: StorageLevel) -> bool {
+        level == self.storage
+    }
+}
