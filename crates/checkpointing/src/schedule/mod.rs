@@ -28,6 +28,7 @@ mod binomial;
 mod drive;
 mod mixed;
 mod multistage;
+mod ops;
 mod periodic;
 mod revolve;
 mod spec;

@@ -2,11 +2,10 @@
 //! revolve", ACM TOMS 26(1), 2000, doi 10.1145/347837.347846), as a lazy
 //! state machine producing the actions of `checkpoint_schedules.Revolve`.
 
-use std::collections::VecDeque;
-
 use super::binomial::revolve_last_split;
-use super::{check_cost, impl_schedule_position, Cursor, Pending, Schedule, ScheduleError};
-use crate::action::{Action, Step};
+use super::ops::{sequence_schedule, Machine, Op, Program, SequenceSchedule};
+use super::{check_cost, Cursor, ScheduleError};
+use crate::action::Step;
 use crate::StorageLevel;
 
 /// Optimal binomial checkpointing with `snapshots_in_ram` snapshots in RAM
@@ -36,53 +35,45 @@ use crate::StorageLevel;
 /// assert_eq!(text.len(), 16);
 /// ```
 #[derive(Debug, Clone)]
-pub struct Revolve {
-    cursor: Cursor,
-    max_n: Step,
+pub struct Revolve(SequenceSchedule<RevolveProgram>);
+
+sequence_schedule!(Revolve, |_| false);
+
+/// The reference's `revolve(l, cm)` sequence for `max_n = l + 1` steps.
+#[derive(Debug, Clone)]
+pub(crate) struct RevolveProgram {
+    l: Step,
+    snapshots: u64,
     splits: Splits,
-    frames: Vec<Frame>,
-    ops: VecDeque<Op>,
-    prev: Option<Op>,
-    pending: Pending,
-    n: Step,
-    r: Step,
-    exhausted: bool,
-    done: bool,
 }
 
-/// One operation of the H-Revolve sequence language that the reference
-/// builds its Revolve schedule from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Op {
-    WriteMemory(Step),
-    Forward(Step, Step),
-    WriteForwardMemory(Step),
-    Backward(Step, Step),
-    DiscardForwardMemory(Step),
-    ReadMemory(Step),
-    DiscardMemory(Step),
-}
-
-/// A sub-schedule in progress.
+/// A Revolve sub-sequence in progress.
 #[derive(Debug, Clone, Copy)]
-enum Frame {
-    /// `l >= 2` steps with `cm >= 2` snapshots split at `j`: after the
-    /// first child (`l - j` steps, `cm - 1` snapshots), `phase` is 1; after
-    /// the second (`j - 1` steps, `cm` snapshots), 2.
-    Split {
-        j: Step,
-        cm: u64,
-        shift: Step,
-        phase: u8,
-    },
+pub(crate) enum RevolveFrame {
+    /// `l >= 2` steps with `cm >= 2` snapshots split at `j`: the first child
+    /// (`l - j` steps, `cm - 1` snapshots) is running; the second (`j - 1`
+    /// steps, `cm` snapshots) follows.
+    Split { j: Step, cm: u64, shift: Step },
     /// `l >= 2` steps with one snapshot: reverse step `k` (counting down to
     /// 1) is recomputed from the snapshot at `shift`.
     Single { l: Step, k: Step, shift: Step },
 }
 
+impl Program for RevolveProgram {
+    type Frame = RevolveFrame;
+
+    fn start(&self, m: &mut Machine<RevolveFrame>) {
+        self.splits.enter(m, self.l, self.snapshots, 0, false);
+    }
+
+    fn resume(&self, frame: RevolveFrame, m: &mut Machine<RevolveFrame>) {
+        self.splits.resume(frame, m);
+    }
+}
+
 /// How split points are found.
 #[derive(Debug, Clone)]
-enum Splits {
+pub(crate) enum Splits {
     /// Closed form (costs are dyadic, so the reference's table is exact).
     ClosedForm,
     /// The reference's floating-point cost table, `opt[m][l]`.
@@ -90,7 +81,7 @@ enum Splits {
 }
 
 /// Whether every cost sum the reference forms with `x` is exact in `f64`.
-fn is_dyadic(x: f64) -> bool {
+pub(crate) fn is_dyadic(x: f64) -> bool {
     let scaled = x * 2f64.powi(32);
     scaled.fract() == 0.0 && scaled < 2f64.powi(52)
 }
@@ -146,189 +137,109 @@ impl Revolve {
             });
         }
         let l = max_n - 1;
-        let splits = if uf > 0.0 && is_dyadic(uf) && is_dyadic(ub) {
-            Splits::ClosedForm
-        } else {
-            Splits::table(l, snapshots_in_ram, uf, ub)?
+        let program = RevolveProgram {
+            l,
+            snapshots: snapshots_in_ram,
+            splits: Splits::new(l, snapshots_in_ram, uf, ub)?,
         };
-        let mut revolve = Self {
-            cursor,
-            max_n,
-            splits,
-            frames: Vec::new(),
-            ops: VecDeque::new(),
-            prev: None,
-            pending: Pending::default(),
-            n: 0,
-            r: 0,
-            exhausted: false,
-            done: false,
-        };
-        revolve.enter(l, snapshots_in_ram, 0, false);
-        Ok(revolve)
-    }
-
-    /// Starts the sub-schedule for `l + 1` steps from `shift` with `cm`
-    /// snapshots; `skip_wm` drops its leading write of `shift` (the caller
-    /// already holds that snapshot).
-    fn enter(&mut self, l: Step, cm: u64, shift: Step, skip_wm: bool) {
-        use Op::*;
-        let s = shift;
-        if l == 0 {
-            self.ops.extend([
-                WriteForwardMemory(s + 1),
-                Forward(s, s + 1),
-                Backward(s + 1, s),
-                DiscardForwardMemory(s + 1),
-                DiscardMemory(s),
-            ]);
-            return;
-        }
-        if !skip_wm {
-            self.ops.push_back(WriteMemory(s));
-        }
-        if l == 1 {
-            self.ops.extend([
-                Forward(s, s + 1),
-                WriteForwardMemory(s + 2),
-                Forward(s + 1, s + 2),
-                Backward(s + 2, s + 1),
-                DiscardForwardMemory(s + 2),
-            ]);
-            self.tail(s);
-        } else if cm == 1 {
-            self.frames.push(Frame::Single { l, k: l, shift: s });
-        } else {
-            let j = self.splits.split(l, cm);
-            self.ops.push_back(Forward(s, s + j));
-            self.frames.push(Frame::Split {
-                j,
-                cm,
-                shift: s,
-                phase: 1,
-            });
-            self.enter(l - j, cm - 1, s + j, false);
-        }
-    }
-
-    /// The last steps of a one-snapshot reversal: restore the snapshot at
-    /// `s` and reverse step `s`.
-    fn tail(&mut self, s: Step) {
-        use Op::*;
-        self.ops.extend([
-            ReadMemory(s),
-            WriteForwardMemory(s + 1),
-            Forward(s, s + 1),
-            Backward(s + 1, s),
-            DiscardForwardMemory(s + 1),
-            DiscardMemory(s),
-        ]);
-    }
-
-    /// Advances the innermost sub-schedule; `false` when none is left.
-    fn advance(&mut self) -> bool {
-        use Op::*;
-        let Some(frame) = self.frames.last_mut() else {
-            return false;
-        };
-        match frame {
-            Frame::Split {
-                j,
-                cm,
-                shift,
-                phase,
-            } => {
-                let (j, cm, s) = (*j, *cm, *shift);
-                if *phase == 1 {
-                    *phase = 2;
-                    self.ops.push_back(ReadMemory(s));
-                    self.enter(j - 1, cm, s, true);
-                } else {
-                    self.frames.pop();
-                }
-            }
-            Frame::Single { l, k, shift } => {
-                let (l, kk, s) = (*l, *k, *shift);
-                if kk == 0 {
-                    self.frames.pop();
-                    self.tail(s);
-                } else {
-                    *k -= 1;
-                    if kk != l {
-                        self.ops.push_back(ReadMemory(s));
-                    }
-                    self.ops.extend([
-                        Forward(s, s + kk),
-                        WriteForwardMemory(s + kk + 1),
-                        Forward(s + kk, s + kk + 1),
-                        Backward(s + kk + 1, s + kk),
-                        DiscardForwardMemory(s + kk + 1),
-                    ]);
-                }
-            }
-        }
-        true
-    }
-
-    /// Turns one operation into actions, as the reference's
-    /// `RevolveCheckpointSchedule._iterator` does.
-    #[inline]
-    fn convert(&mut self, op: Op) {
-        match op {
-            Op::Forward(n0, n1) => {
-                let (write_ics, write_adj_deps, storage) = match self.prev {
-                    Some(Op::WriteMemory(_)) => (true, false, StorageLevel::Ram),
-                    Some(Op::WriteForwardMemory(_)) => (false, true, StorageLevel::Work),
-                    _ => (false, false, StorageLevel::Work),
-                };
-                self.n = n1;
-                self.pending.push(
-                    Action::Forward {
-                        n0,
-                        n1,
-                        write_ics,
-                        write_adj_deps,
-                        storage,
-                    },
-                    self.n,
-                    self.r,
-                );
-                if n1 == self.max_n {
-                    self.pending.push(Action::EndForward, self.n, self.r);
-                }
-            }
-            Op::Backward(n1, n0) => {
-                self.r += 1;
-                self.pending.push(
-                    Action::Reverse {
-                        n1,
-                        n0,
-                        clear_adj_deps: true,
-                    },
-                    self.n,
-                    self.r,
-                );
-            }
-            Op::ReadMemory(n) => {
-                self.n = n;
-                let (from, to) = (StorageLevel::Ram, StorageLevel::Work);
-                let action = if n + self.r + 1 == self.max_n {
-                    Action::Move { n, from, to }
-                } else {
-                    Action::Copy { n, from, to }
-                };
-                self.pending.push(action, self.n, self.r);
-            }
-            Op::WriteMemory(_)
-            | Op::WriteForwardMemory(_)
-            | Op::DiscardForwardMemory(_)
-            | Op::DiscardMemory(_) => {}
-        }
-        self.prev = Some(op);
+        Ok(Self(SequenceSchedule::new(cursor, program)))
     }
 }
 
 impl Splits {
+    /// Closed form for dyadic costs, else the reference's table.
+    pub(crate) fn new(l: Step, cm: u64, uf: f64, ub: f64) -> Result<Self, ScheduleError> {
+        if uf > 0.0 && is_dyadic(uf) && is_dyadic(ub) {
+            Ok(Splits::ClosedForm)
+        } else {
+            Splits::table(l, cm, uf, ub)
+        }
+    }
+
+    /// Emits the reference's `revolve(l, cm)` sequence shifted by `shift`,
+    /// without its leading RAM write if `skip_wm` (the reference's
+    /// `remove_useless_wm`).
+    pub(crate) fn enter<F: From<RevolveFrame>>(
+        &self,
+        m: &mut Machine<F>,
+        l: Step,
+        cm: u64,
+        shift: Step,
+        skip_wm: bool,
+    ) {
+        use Op::*;
+        let ram = StorageLevel::Ram;
+        if l == 0 {
+            m.emit_all(
+                shift,
+                &[
+                    WriteForward(1),
+                    Forward(0, 1),
+                    Backward(1, 0),
+                    DiscardForward(1),
+                    Discard(ram, 0),
+                ],
+            );
+            return;
+        }
+        if !skip_wm {
+            m.emit(Write(ram, shift));
+        }
+        if l == 1 {
+            m.emit_all(
+                shift,
+                &[
+                    Forward(0, 1),
+                    WriteForward(2),
+                    Forward(1, 2),
+                    Backward(2, 1),
+                    DiscardForward(2),
+                ],
+            );
+            single_tail(m, shift);
+        } else if cm == 1 {
+            m.frames
+                .push(RevolveFrame::Single { l, k: l, shift }.into());
+        } else {
+            let j = self.split(l, cm);
+            m.emit(Forward(shift, shift + j));
+            m.frames.push(RevolveFrame::Split { j, cm, shift }.into());
+            self.enter(m, l - j, cm - 1, shift + j, false);
+        }
+    }
+
+    /// Continues a Revolve frame.
+    pub(crate) fn resume<F: From<RevolveFrame>>(&self, frame: RevolveFrame, m: &mut Machine<F>) {
+        use Op::*;
+        match frame {
+            RevolveFrame::Split { j, cm, shift } => {
+                m.emit(Read(StorageLevel::Ram, shift));
+                self.enter(m, j - 1, cm, shift, true);
+            }
+            RevolveFrame::Single { l, k: 0, shift } => {
+                let _ = l;
+                single_tail(m, shift);
+            }
+            RevolveFrame::Single { l, k, shift } => {
+                m.frames
+                    .push(RevolveFrame::Single { l, k: k - 1, shift }.into());
+                if k != l {
+                    m.emit(Read(StorageLevel::Ram, shift));
+                }
+                m.emit_all(
+                    shift,
+                    &[
+                        Forward(0, k),
+                        WriteForward(k + 1),
+                        Forward(k, k + 1),
+                        Backward(k + 1, k),
+                        DiscardForward(k + 1),
+                    ],
+                );
+            }
+        }
+    }
+
     /// The reference's `get_opt_0_table(l, cm, uf, ub)`, in the same
     /// floating-point operation order.
     fn table(l: Step, cm: u64, uf: f64, ub: f64) -> Result<Self, ScheduleError> {
@@ -369,7 +280,7 @@ impl Splits {
 
     /// The first checkpoint position for `l + 1` steps and `cm >= 2`
     /// snapshots, `l >= 2`: the last minimiser of the cost table.
-    fn split(&self, l: Step, cm: u64) -> Step {
+    pub(crate) fn split(&self, l: Step, cm: u64) -> Step {
         match self {
             Self::ClosedForm => revolve_last_split(l + 1, cm),
             Self::Table { uf, opt } => {
@@ -388,40 +299,20 @@ impl Splits {
     }
 }
 
-impl Iterator for Revolve {
-    type Item = Action;
-
-    #[inline]
-    fn next(&mut self) -> Option<Action> {
-        loop {
-            if let Some(action) = self.pending.pop(&mut self.cursor) {
-                return Some(action);
-            }
-            if self.done {
-                return None;
-            }
-            match self.ops.pop_front() {
-                Some(op) => self.convert(op),
-                None => {
-                    if !self.advance() {
-                        self.done = true;
-                        self.exhausted = true;
-                        self.pending.push(Action::EndReverse, self.n, self.r);
-                    }
-                }
-            }
-        }
-    }
-}
-
-impl Schedule for Revolve {
-    impl_schedule_position!();
-
-    fn is_exhausted(&self) -> bool {
-        self.exhausted
-    }
-
-    fn uses_storage(&self, level: StorageLevel) -> bool {
-        level == StorageLevel::Ram
-    }
+/// The last steps of a one-snapshot reversal: restore the snapshot at
+/// `shift` and reverse step `shift`.
+fn single_tail<F>(m: &mut Machine<F>, shift: Step) {
+    use Op::*;
+    let ram = StorageLevel::Ram;
+    m.emit_all(
+        shift,
+        &[
+            Read(ram, 0),
+            WriteForward(1),
+            Forward(0, 1),
+            Backward(1, 0),
+            DiscardForward(1),
+            Discard(ram, 0),
+        ],
+    );
 }

@@ -1,0 +1,251 @@
+//! The operation language of the Revolve family (Revolve, H-Revolve,
+//! Disk-Revolve, Periodic Disk-Revolve) and its translation into actions,
+//! as `checkpoint_schedules`' `RevolveCheckpointSchedule` translates it.
+
+use super::{Cursor, Pending};
+use crate::action::{Action, Step};
+use crate::StorageLevel;
+
+/// One operation of an H-Revolve-style sequence (Herrmann & Pallez 2020).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Op {
+    /// Store the state at `n` in a level (RAM or DISK).
+    Write(StorageLevel, Step),
+    /// Restore the state at `n` from a level.
+    Read(StorageLevel, Step),
+    /// Drop the checkpoint of `n` from a level.
+    Discard(StorageLevel, Step),
+    /// Keep the adjoint dependencies of the step ending at `n`.
+    WriteForward(Step),
+    /// Drop them.
+    DiscardForward(Step),
+    /// Advance from the first step to the second.
+    Forward(Step, Step),
+    /// Reverse from the first step to the second.
+    Backward(Step, Step),
+}
+
+impl Op {
+    /// The operation shifted by `by` steps.
+    pub(crate) fn shifted(self, by: Step) -> Self {
+        match self {
+            Op::Write(l, n) => Op::Write(l, n + by),
+            Op::Read(l, n) => Op::Read(l, n + by),
+            Op::Discard(l, n) => Op::Discard(l, n + by),
+            Op::WriteForward(n) => Op::WriteForward(n + by),
+            Op::DiscardForward(n) => Op::DiscardForward(n + by),
+            Op::Forward(a, b) => Op::Forward(a + by, b + by),
+            Op::Backward(a, b) => Op::Backward(a + by, b + by),
+        }
+    }
+}
+
+/// Turns a stream of operations into actions with the reference's `n` and
+/// `r`: a `Forward` writes restart data when preceded by a `Write` (into that
+/// level) and keeps adjoint dependencies when preceded by a `WriteForward`;
+/// a `Read` is a `Move` when the checkpoint is not needed again (the step
+/// it restores is the next to reverse) and a `Copy` otherwise.
+#[derive(Debug, Clone)]
+pub(crate) struct OpTranslator {
+    max_n: Step,
+    prev: Option<Op>,
+    n: Step,
+    r: Step,
+    pub(crate) pending: Pending,
+}
+
+impl OpTranslator {
+    pub(crate) fn new(max_n: Step) -> Self {
+        Self {
+            max_n,
+            prev: None,
+            n: 0,
+            r: 0,
+            pending: Pending::default(),
+        }
+    }
+
+    /// Translates one operation (queueing 0 to 2 actions).
+    #[inline]
+    pub(crate) fn push(&mut self, op: Op) {
+        match op {
+            Op::Forward(n0, n1) => {
+                let (write_ics, write_adj_deps, storage) = match self.prev {
+                    Some(Op::Write(level, _)) => (true, false, level),
+                    Some(Op::WriteForward(_)) => (false, true, StorageLevel::Work),
+                    _ => (false, false, StorageLevel::Work),
+                };
+                self.n = n1;
+                let action = Action::Forward {
+                    n0,
+                    n1,
+                    write_ics,
+                    write_adj_deps,
+                    storage,
+                };
+                self.pending.push(action, self.n, self.r);
+                if n1 == self.max_n {
+                    self.pending.push(Action::EndForward, self.n, self.r);
+                }
+            }
+            Op::Backward(n1, n0) => {
+                self.r += 1;
+                let action = Action::Reverse {
+                    n1,
+                    n0,
+                    clear_adj_deps: true,
+                };
+                self.pending.push(action, self.n, self.r);
+            }
+            Op::Read(from, n) => {
+                self.n = n;
+                let to = StorageLevel::Work;
+                let action = if n + self.r + 1 == self.max_n {
+                    Action::Move { n, from, to }
+                } else {
+                    Action::Copy { n, from, to }
+                };
+                self.pending.push(action, self.n, self.r);
+            }
+            Op::Write(..) | Op::Discard(..) | Op::WriteForward(_) | Op::DiscardForward(_) => {}
+        }
+        self.prev = Some(op);
+    }
+
+    /// Queues the final `EndReverse`.
+    pub(crate) fn finish(&mut self) {
+        self.pending.push(Action::EndReverse, self.n, self.r);
+    }
+
+    /// Pops the next queued action into `cursor`.
+    #[inline]
+    pub(crate) fn pop(&mut self, cursor: &mut Cursor) -> Option<Action> {
+        self.pending.pop(cursor)
+    }
+}
+
+/// Where a program emits operations and parks the sub-sequences still to
+/// finish.
+#[derive(Debug, Clone)]
+pub(crate) struct Machine<F> {
+    pub(crate) ops: std::collections::VecDeque<Op>,
+    pub(crate) frames: Vec<F>,
+}
+
+impl<F> Default for Machine<F> {
+    fn default() -> Self {
+        Self {
+            ops: std::collections::VecDeque::new(),
+            frames: Vec::new(),
+        }
+    }
+}
+
+impl<F> Machine<F> {
+    pub(crate) fn emit(&mut self, op: Op) {
+        self.ops.push_back(op);
+    }
+
+    /// Emits `ops` shifted by `by`.
+    pub(crate) fn emit_all(&mut self, by: Step, ops: &[Op]) {
+        self.ops.extend(ops.iter().map(|op| op.shifted(by)));
+    }
+}
+
+/// A recursive sequence of the Revolve family, generated lazily: `start`
+/// emits the beginning of the root sequence, pushing frames for the parts
+/// that follow nested sub-sequences; `resume` continues the innermost frame
+/// once the operations before it are consumed.
+pub(crate) trait Program {
+    /// A sub-sequence in progress.
+    type Frame: Copy;
+    fn start(&self, m: &mut Machine<Self::Frame>);
+    fn resume(&self, frame: Self::Frame, m: &mut Machine<Self::Frame>);
+}
+
+/// A schedule that runs a [`Program`] and translates its operations.
+#[derive(Debug, Clone)]
+pub(crate) struct SequenceSchedule<P: Program> {
+    pub(crate) cursor: Cursor,
+    pub(crate) program: P,
+    machine: Machine<P::Frame>,
+    translator: OpTranslator,
+    exhausted: bool,
+    done: bool,
+}
+
+impl<P: Program> SequenceSchedule<P> {
+    pub(crate) fn new(cursor: Cursor, program: P) -> Self {
+        let max_n = cursor.steps();
+        let mut machine = Machine::default();
+        program.start(&mut machine);
+        Self {
+            cursor,
+            program,
+            machine,
+            translator: OpTranslator::new(max_n),
+            exhausted: false,
+            done: false,
+        }
+    }
+
+    pub(crate) fn is_exhausted(&self) -> bool {
+        self.exhausted
+    }
+
+    #[inline]
+    pub(crate) fn next_action(&mut self) -> Option<Action> {
+        loop {
+            if let Some(action) = self.translator.pop(&mut self.cursor) {
+                return Some(action);
+            }
+            if self.done {
+                return None;
+            }
+            if let Some(op) = self.machine.ops.pop_front() {
+                self.translator.push(op);
+            } else if let Some(frame) = self.machine.frames.pop() {
+                self.program.resume(frame, &mut self.machine);
+            } else {
+                self.done = true;
+                self.exhausted = true;
+                self.translator.finish();
+            }
+        }
+    }
+}
+
+/// Implements `Iterator` and `Schedule` for a newtype around a
+/// `SequenceSchedule`, storing in RAM and, if `$disk`, on disk.
+macro_rules! sequence_schedule {
+    ($ty:ty, $disk:expr) => {
+        impl Iterator for $ty {
+            type Item = $crate::Action;
+            #[inline]
+            fn next(&mut self) -> Option<$crate::Action> {
+                self.0.next_action()
+            }
+        }
+
+        impl $crate::Schedule for $ty {
+            fn cursor(&self) -> &$crate::schedule::Cursor {
+                &self.0.cursor
+            }
+            fn cursor_mut(&mut self) -> &mut $crate::schedule::Cursor {
+                &mut self.0.cursor
+            }
+            fn is_exhausted(&self) -> bool {
+                self.0.is_exhausted()
+            }
+            fn uses_storage(&self, level: $crate::StorageLevel) -> bool {
+                let disk: fn(&Self) -> bool = $disk;
+                match level {
+                    $crate::StorageLevel::Ram => true,
+                    $crate::StorageLevel::Disk => disk(self),
+                    _ => false,
+                }
+            }
+        }
+    };
+}
+pub(crate) use sequence_schedule;
