@@ -164,6 +164,32 @@ def multistage(out):
             case(max_n, ram, disk, trajectory, False)
 
 
+def hrevolve(out):
+    costs = [(1, 1, 2, 2), (1, 1, 0.5, 0.5), (2, 1, 5, 1), (1, 3, 0.1, 7)]
+    # max_n = 1 raises IndexError in the reference (its table needs l >= 1).
+    for max_n in range(2, 41):
+        for ram in range(1, 5):
+            for disk in range(0, 5):
+                for uf, ub, wd, rd in costs:
+                    write_case(out, "hrevolve",
+                               {"max_n": max_n, "snapshots_in_ram": ram,
+                                "snapshots_on_disk": disk, "uf": uf,
+                                "ub": ub, "wd": wd, "rd": rd},
+                               lambda: cs.HRevolve(max_n, ram, disk, uf=uf,
+                                                   ub=ub, wd=wd, rd=rd),
+                               True)
+    for max_n, ram, disk in [(200, 2, 10), (500, 4, 8), (1000, 3, 20),
+                             (1500, 2, 3)]:
+        t = time.time()
+        write_case(out, "hrevolve",
+                   {"max_n": max_n, "snapshots_in_ram": ram,
+                    "snapshots_on_disk": disk, "uf": 1, "ub": 1, "wd": 2,
+                    "rd": 2},
+                   lambda: cs.HRevolve(max_n, ram, disk), False)
+        print(f"  hrevolve({max_n}, {ram}, {disk}) {time.time() - t:.1f}s",
+              file=sys.stderr)
+
+
 def two_level(out):
     storages = [("DISK", "maximum"), ("RAM", "maximum"), ("DISK", "revolve")]
     for steps in range(1, 31):
@@ -210,7 +236,7 @@ def mixed(out):
         print(f"  mixed({max_n}, {s}) {time.time() - t:.1f}s", file=sys.stderr)
 
 
-FAMILIES = {"basic": basic, "mixed": mixed, "revolve": revolve, "multistage": multistage,
+FAMILIES = {"basic": basic, "mixed": mixed, "hrevolve": hrevolve, "revolve": revolve, "multistage": multistage,
             "two-level": two_level}
 
 

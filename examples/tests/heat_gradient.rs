@@ -65,6 +65,17 @@ fn specs(steps: Step) -> Vec<ScheduleSpec> {
             storage,
         });
     }
+    for (ram, disk) in [(1, 0), (2, 5), (3, 30)] {
+        specs.push(ScheduleSpec::Hrevolve {
+            max_n: steps,
+            snapshots_in_ram: ram,
+            snapshots_on_disk: disk,
+            uf: 1.0,
+            ub: 1.0,
+            wd: 0.5,
+            rd: 0.5,
+        });
+    }
     for s in [1, 2, 4, 10, 40] {
         specs.push(ScheduleSpec::Revolve {
             max_n: steps,

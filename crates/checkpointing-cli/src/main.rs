@@ -28,6 +28,7 @@ Schedules and their parameters:
   single-memory          --steps
   single-disk            --steps [--move-data]
   revolve                --max-n --snapshots-in-ram [--uf 1 --ub 1 --wd 2 --rd 2]
+  hrevolve               --max-n --snapshots-in-ram --snapshots-on-disk [--uf 1 --ub 1 --wd 2 --rd 2]
   multistage             --max-n [--snapshots-in-ram 0] [--snapshots-on-disk 0] [--trajectory maximum|revolve]
   mixed                  --max-n --snapshots [--storage DISK|RAM]
   periodic               --max-n --period
@@ -103,8 +104,8 @@ enum Format {
 /// A schedule name and every parameter any schedule takes.
 #[derive(Args, Debug)]
 struct SpecArgs {
-    /// Schedule: none, single-memory, single-disk, revolve, multistage,
-    /// mixed, periodic, two-level.
+    /// Schedule: none, single-memory, single-disk, revolve, hrevolve,
+    /// multistage, mixed, periodic, two-level.
     name: String,
     /// Number of forward steps (offline schedules).
     #[arg(long)]
@@ -196,6 +197,15 @@ impl SpecArgs {
                 "--wd",
                 "--rd",
             ],
+            "hrevolve" => &[
+                "--max-n",
+                "--snapshots-in-ram",
+                "--snapshots-on-disk",
+                "--uf",
+                "--ub",
+                "--wd",
+                "--rd",
+            ],
             "multistage" => &[
                 "--max-n",
                 "--snapshots-in-ram",
@@ -247,6 +257,15 @@ impl SpecArgs {
             "revolve" => ScheduleSpec::Revolve {
                 max_n: need(self.max_n, "--max-n")?,
                 snapshots_in_ram: need(self.snapshots_in_ram, "--snapshots-in-ram")?,
+                uf: self.uf.unwrap_or(1.0),
+                ub: self.ub.unwrap_or(1.0),
+                wd: self.wd.unwrap_or(2.0),
+                rd: self.rd.unwrap_or(2.0),
+            },
+            "hrevolve" => ScheduleSpec::Hrevolve {
+                max_n: need(self.max_n, "--max-n")?,
+                snapshots_in_ram: need(self.snapshots_in_ram, "--snapshots-in-ram")?,
+                snapshots_on_disk: need(self.snapshots_on_disk, "--snapshots-on-disk")?,
                 uf: self.uf.unwrap_or(1.0),
                 ub: self.ub.unwrap_or(1.0),
                 wd: self.wd.unwrap_or(2.0),

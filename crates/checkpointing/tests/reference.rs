@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use std::io::Read;
 
 use checkpointing::{
-    Action, MixedCheckpointSchedule, MultistageCheckpointSchedule, NoneCheckpointSchedule, Revolve,
-    Schedule, SingleDiskStorageSchedule, SingleMemoryStorageSchedule, StorageLevel, Trajectory,
-    TwoLevelCheckpointSchedule,
+    Action, HRevolve, MixedCheckpointSchedule, MultistageCheckpointSchedule,
+    NoneCheckpointSchedule, Revolve, Schedule, SingleDiskStorageSchedule,
+    SingleMemoryStorageSchedule, StorageLevel, Trajectory, TwoLevelCheckpointSchedule,
 };
 use sha2::{Digest, Sha256};
 
@@ -113,6 +113,18 @@ impl Case {
                     self.get("binomial_snapshots"),
                     self.get("binomial_storage"),
                     self.get("binomial_trajectory"),
+                )
+                .unwrap(),
+            ),
+            "hrevolve" => Box::new(
+                HRevolve::new(
+                    self.get("max_n"),
+                    self.get("snapshots_in_ram"),
+                    self.get("snapshots_on_disk"),
+                    self.get("uf"),
+                    self.get("ub"),
+                    self.get("wd"),
+                    self.get("rd"),
                 )
                 .unwrap(),
             ),
@@ -233,6 +245,11 @@ fn basic_schedules_match_reference() {
 #[test]
 fn revolve_matches_reference() {
     check_all("revolve");
+}
+
+#[test]
+fn hrevolve_matches_reference() {
+    check_all("hrevolve");
 }
 
 #[test]

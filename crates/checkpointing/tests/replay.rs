@@ -3,8 +3,8 @@
 //! action streams at the offending action.
 
 use checkpointing::{
-    binomial_forward_steps, Action, Cost, Replay, ReplayErrorKind, ScheduleSpec, StorageLevel,
-    Trajectory,
+    binomial_forward_steps, Action, Cost, HRevolve, Replay, ReplayErrorKind, ScheduleSpec,
+    StorageLevel, Trajectory,
 };
 use proptest::prelude::*;
 
@@ -50,6 +50,26 @@ proptest! {
         // Binomial: as few forward steps as Revolve with the same total.
         let total = (ram + disk).min(max_n.saturating_sub(1)).max(1);
         prop_assert_eq!(Some(c.forward_steps), binomial_forward_steps(max_n, total));
+    }
+
+    #[test]
+    fn hrevolve_is_valid_and_attains_its_optimum(max_n in 1u64..300, ram in 1u64..6, disk in 0u64..12,
+                                                 uf in 1u32..4, wd in 0u32..8, rd in 0u32..8) {
+        let (uf, wd, rd) = (f64::from(uf), f64::from(wd) / 2.0, f64::from(rd) / 2.0);
+        let spec = ScheduleSpec::Hrevolve { max_n, snapshots_in_ram: ram, snapshots_on_disk: disk, uf, ub: uf, wd, rd };
+        let c = cost(&spec);
+        prop_assert_eq!(c.adjoint_steps, max_n);
+        prop_assert!(c.ram.peak <= ram);
+        if disk == 0 {
+            prop_assert_eq!(c.disk.writes, 0);
+        }
+        if max_n >= 3 {
+            // The DP counts each adjoint step with the forward step taped
+            // before it, hence one uf per step less.
+            let schedule = HRevolve::new(max_n, ram, disk, uf, uf, wd, rd).unwrap();
+            let modelled = c.weighted(uf, uf, wd, rd) - uf * max_n as f64;
+            prop_assert_eq!(modelled, schedule.optimal_cost());
+        }
     }
 
     #[test]

@@ -299,6 +299,36 @@ impl Splits {
     }
 }
 
+/// One step of a one-snapshot reversal of `l` steps from the RAM snapshot
+/// at `shift`: reverse step `k` (after recomputing from the snapshot), or,
+/// when `k = 0`, the last steps.
+pub(crate) fn single_step<F: From<RevolveFrame>>(
+    m: &mut Machine<F>,
+    l: Step,
+    k: Step,
+    shift: Step,
+) {
+    use Op::*;
+    if k == 0 {
+        return single_tail(m, shift);
+    }
+    m.frames
+        .push(RevolveFrame::Single { l, k: k - 1, shift }.into());
+    if k != l {
+        m.emit(Read(StorageLevel::Ram, shift));
+    }
+    m.emit_all(
+        shift,
+        &[
+            Forward(0, k),
+            WriteForward(k + 1),
+            Forward(k, k + 1),
+            Backward(k + 1, k),
+            DiscardForward(k + 1),
+        ],
+    );
+}
+
 /// The last steps of a one-snapshot reversal: restore the snapshot at
 /// `shift` and reverse step `shift`.
 fn single_tail<F>(m: &mut Machine<F>, shift: Step) {

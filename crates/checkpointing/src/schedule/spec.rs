@@ -3,9 +3,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Drive, MixedCheckpointSchedule, MultistageCheckpointSchedule, NoneCheckpointSchedule, Periodic,
-    Revolve, Schedule, ScheduleError, SingleDiskStorageSchedule, SingleMemoryStorageSchedule,
-    Trajectory, TwoLevelCheckpointSchedule,
+    Drive, HRevolve, MixedCheckpointSchedule, MultistageCheckpointSchedule, NoneCheckpointSchedule,
+    Periodic, Revolve, Schedule, ScheduleError, SingleDiskStorageSchedule,
+    SingleMemoryStorageSchedule, Trajectory, TwoLevelCheckpointSchedule,
 };
 use crate::action::Step;
 use crate::replay::{Cost, Replay, ReplayError};
@@ -53,6 +53,27 @@ pub enum ScheduleSpec {
         max_n: Step,
         /// RAM snapshots.
         snapshots_in_ram: u64,
+        /// Forward step cost.
+        #[serde(default = "one")]
+        uf: f64,
+        /// Adjoint step cost.
+        #[serde(default = "one")]
+        ub: f64,
+        /// Disk write cost.
+        #[serde(default = "two")]
+        wd: f64,
+        /// Disk read cost.
+        #[serde(default = "two")]
+        rd: f64,
+    },
+    /// [`HRevolve`].
+    Hrevolve {
+        /// Steps.
+        max_n: Step,
+        /// RAM snapshots.
+        snapshots_in_ram: u64,
+        /// Disk snapshots.
+        snapshots_on_disk: u64,
         /// Forward step cost.
         #[serde(default = "one")]
         uf: f64,
@@ -159,6 +180,7 @@ impl ScheduleSpec {
         "single-memory",
         "single-disk",
         "revolve",
+        "hrevolve",
         "multistage",
         "mixed",
         "periodic",
@@ -172,6 +194,7 @@ impl ScheduleSpec {
             Self::SingleMemory { .. } => "single-memory",
             Self::SingleDisk { .. } => "single-disk",
             Self::Revolve { .. } => "revolve",
+            Self::Hrevolve { .. } => "hrevolve",
             Self::Multistage { .. } => "multistage",
             Self::Mixed { .. } => "mixed",
             Self::Periodic { .. } => "periodic",
@@ -188,6 +211,7 @@ impl ScheduleSpec {
             | Self::SingleDisk { steps, .. }
             | Self::TwoLevel { steps, .. } => steps,
             Self::Revolve { max_n, .. }
+            | Self::Hrevolve { max_n, .. }
             | Self::Multistage { max_n, .. }
             | Self::Mixed { max_n, .. }
             | Self::Periodic { max_n, .. } => max_n,
@@ -212,6 +236,23 @@ impl ScheduleSpec {
             } => Box::new(Revolve::with_costs(
                 max_n,
                 snapshots_in_ram,
+                uf,
+                ub,
+                wd,
+                rd,
+            )?),
+            Self::Hrevolve {
+                max_n,
+                snapshots_in_ram,
+                snapshots_on_disk,
+                uf,
+                ub,
+                wd,
+                rd,
+            } => Box::new(HRevolve::new(
+                max_n,
+                snapshots_in_ram,
+                snapshots_on_disk,
                 uf,
                 ub,
                 wd,
@@ -270,6 +311,13 @@ impl ScheduleSpec {
                 .ram_budget(snapshots_in_ram)
                 .disk_budget(0)
                 .require_freed(true),
+            // The reference's H-Revolve action stream never deletes the
+            // disk checkpoints its sequence discards (see `HRevolve`): disk
+            // occupancy is not bounded by `snapshots_on_disk` and files
+            // remain at the end.
+            Self::Hrevolve {
+                snapshots_in_ram, ..
+            } => replay.ram_budget(snapshots_in_ram),
             Self::Multistage {
                 snapshots_in_ram,
                 snapshots_on_disk,
