@@ -65,8 +65,13 @@ def record(schedule, steps=None, reverses=1, forward_only=False):
 
 
 def uses(schedule):
+    def flag(st):
+        try:
+            return str(int(bool(schedule.uses_storage_type(st))))
+        except Exception:  # e.g. DiskRevolve: None > 0 raises TypeError
+            return "E"
     return " ".join(
-        f"{st.name}={int(bool(schedule.uses_storage_type(st)))}"
+        f"{st.name}={flag(st)}"
         for st in (StorageType.RAM, StorageType.DISK, StorageType.WORK,
                    StorageType.NONE))
 
@@ -190,6 +195,35 @@ def hrevolve(out):
               file=sys.stderr)
 
 
+def disk_revolve(out):
+    costs = [(1, 1, 2, 2), (1, 1, 0.5, 0.5), (2, 1, 5, 1), (1, 3, 0.1, 7),
+             (0.5, 1, 3, 3)]
+    for name, make in (("disk-revolve", cs.DiskRevolve),
+                       ("periodic-disk-revolve", cs.PeriodicDiskRevolve)):
+        for max_n in range(1, SMALL_N + 1):
+            for ram in range(1, 7):
+                for uf, ub, wd, rd in costs:
+                    write_case(out, name,
+                               {"max_n": max_n, "snapshots_in_ram": ram,
+                                "uf": uf, "ub": ub, "wd": wd, "rd": rd},
+                               lambda: make(max_n, ram, uf=uf, ub=ub, wd=wd,
+                                            rd=rd), True)
+    for max_n, ram in [(300, 2), (800, 4), (1500, 3)]:
+        t = time.time()
+        write_case(out, "disk-revolve",
+                   {"max_n": max_n, "snapshots_in_ram": ram, "uf": 1,
+                    "ub": 1, "wd": 2, "rd": 2},
+                   lambda: cs.DiskRevolve(max_n, ram), False)
+        print(f"  disk-revolve({max_n}, {ram}) {time.time() - t:.1f}s",
+              file=sys.stderr)
+    for max_n, ram, wd in [(3000, 3, 2), (2000, 2, 10), (3000, 5, 0.5)]:
+        write_case(out, "periodic-disk-revolve",
+                   {"max_n": max_n, "snapshots_in_ram": ram, "uf": 1,
+                    "ub": 1, "wd": wd, "rd": wd},
+                   lambda: cs.PeriodicDiskRevolve(max_n, ram, wd=wd, rd=wd),
+                   False)
+
+
 def two_level(out):
     storages = [("DISK", "maximum"), ("RAM", "maximum"), ("DISK", "revolve")]
     for steps in range(1, 31):
@@ -236,7 +270,8 @@ def mixed(out):
         print(f"  mixed({max_n}, {s}) {time.time() - t:.1f}s", file=sys.stderr)
 
 
-FAMILIES = {"basic": basic, "mixed": mixed, "hrevolve": hrevolve, "revolve": revolve, "multistage": multistage,
+FAMILIES = {"basic": basic, "mixed": mixed, "hrevolve": hrevolve,
+            "disk-revolve": disk_revolve, "revolve": revolve, "multistage": multistage,
             "two-level": two_level}
 
 

@@ -76,6 +76,24 @@ fn specs(steps: Step) -> Vec<ScheduleSpec> {
             rd: 0.5,
         });
     }
+    for ram in [1, 3] {
+        specs.push(ScheduleSpec::DiskRevolve {
+            max_n: steps,
+            snapshots_in_ram: ram,
+            uf: 1.0,
+            ub: 1.0,
+            wd: 2.0,
+            rd: 2.0,
+        });
+        specs.push(ScheduleSpec::PeriodicDiskRevolve {
+            max_n: steps,
+            snapshots_in_ram: ram,
+            uf: 1.0,
+            ub: 1.0,
+            wd: 2.0,
+            rd: 2.0,
+        });
+    }
     for s in [1, 2, 4, 10, 40] {
         specs.push(ScheduleSpec::Revolve {
             max_n: steps,

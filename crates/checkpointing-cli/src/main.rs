@@ -28,6 +28,8 @@ Schedules and their parameters:
   single-memory          --steps
   single-disk            --steps [--move-data]
   revolve                --max-n --snapshots-in-ram [--uf 1 --ub 1 --wd 2 --rd 2]
+  disk-revolve           --max-n --snapshots-in-ram [--uf 1 --ub 1 --wd 2 --rd 2]
+  periodic-disk-revolve  --max-n --snapshots-in-ram [--uf 1 --ub 1 --wd 2 --rd 2]
   hrevolve               --max-n --snapshots-in-ram --snapshots-on-disk [--uf 1 --ub 1 --wd 2 --rd 2]
   multistage             --max-n [--snapshots-in-ram 0] [--snapshots-on-disk 0] [--trajectory maximum|revolve]
   mixed                  --max-n --snapshots [--storage DISK|RAM]
@@ -105,7 +107,8 @@ enum Format {
 #[derive(Args, Debug)]
 struct SpecArgs {
     /// Schedule: none, single-memory, single-disk, revolve, hrevolve,
-    /// multistage, mixed, periodic, two-level.
+    /// disk-revolve, periodic-disk-revolve, multistage, mixed, periodic,
+    /// two-level.
     name: String,
     /// Number of forward steps (offline schedules).
     #[arg(long)]
@@ -197,6 +200,14 @@ impl SpecArgs {
                 "--wd",
                 "--rd",
             ],
+            "disk-revolve" | "periodic-disk-revolve" => &[
+                "--max-n",
+                "--snapshots-in-ram",
+                "--uf",
+                "--ub",
+                "--wd",
+                "--rd",
+            ],
             "hrevolve" => &[
                 "--max-n",
                 "--snapshots-in-ram",
@@ -255,6 +266,22 @@ impl SpecArgs {
                 move_data: self.move_data,
             },
             "revolve" => ScheduleSpec::Revolve {
+                max_n: need(self.max_n, "--max-n")?,
+                snapshots_in_ram: need(self.snapshots_in_ram, "--snapshots-in-ram")?,
+                uf: self.uf.unwrap_or(1.0),
+                ub: self.ub.unwrap_or(1.0),
+                wd: self.wd.unwrap_or(2.0),
+                rd: self.rd.unwrap_or(2.0),
+            },
+            "disk-revolve" => ScheduleSpec::DiskRevolve {
+                max_n: need(self.max_n, "--max-n")?,
+                snapshots_in_ram: need(self.snapshots_in_ram, "--snapshots-in-ram")?,
+                uf: self.uf.unwrap_or(1.0),
+                ub: self.ub.unwrap_or(1.0),
+                wd: self.wd.unwrap_or(2.0),
+                rd: self.rd.unwrap_or(2.0),
+            },
+            "periodic-disk-revolve" => ScheduleSpec::PeriodicDiskRevolve {
                 max_n: need(self.max_n, "--max-n")?,
                 snapshots_in_ram: need(self.snapshots_in_ram, "--snapshots-in-ram")?,
                 uf: self.uf.unwrap_or(1.0),

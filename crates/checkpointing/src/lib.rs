@@ -39,10 +39,10 @@ pub use executor::{
 };
 pub use replay::{Cost, LevelCost, Replay, ReplayError, ReplayErrorKind};
 pub use schedule::{
-    binomial_forward_steps, Cursor, Drive, HRevolve, MixedCheckpointSchedule,
-    MultistageCheckpointSchedule, NoneCheckpointSchedule, Periodic, Revolve, Schedule,
-    ScheduleError, ScheduleSpec, SingleDiskStorageSchedule, SingleMemoryStorageSchedule, SpecError,
-    Trajectory, TwoLevelCheckpointSchedule,
+    binomial_forward_steps, Cursor, DiskRevolve, Drive, HRevolve, MixedCheckpointSchedule,
+    MultistageCheckpointSchedule, NoneCheckpointSchedule, Periodic, PeriodicDiskRevolve, Revolve,
+    Schedule, ScheduleError, ScheduleSpec, SingleDiskStorageSchedule, SingleMemoryStorageSchedule,
+    SpecError, Trajectory, TwoLevelCheckpointSchedule,
 };
 pub use storage::{
     Checkpoint, DiskStore, Footprint, MemoryStore, SnapshotStore, StorageError, StoreStats,

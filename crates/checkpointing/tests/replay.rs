@@ -73,6 +73,21 @@ proptest! {
     }
 
     #[test]
+    fn disk_revolves_are_valid(max_n in 1u64..400, ram in 1u64..6, wd in 0u32..12, rd in 0u32..12) {
+        let (wd, rd) = (f64::from(wd) / 2.0, f64::from(rd) / 2.0);
+        for spec in [
+            ScheduleSpec::DiskRevolve { max_n, snapshots_in_ram: ram, uf: 1.0, ub: 1.0, wd, rd },
+            ScheduleSpec::PeriodicDiskRevolve { max_n, snapshots_in_ram: ram, uf: 1.0, ub: 1.0, wd, rd },
+        ] {
+            let c = cost(&spec);
+            prop_assert_eq!(c.adjoint_steps, max_n);
+            prop_assert!(c.ram.peak <= ram);
+            // A disk checkpoint is written at most once per step.
+            prop_assert!(c.disk.writes < max_n.max(1));
+        }
+    }
+
+    #[test]
     fn mixed_is_valid(max_n in 1u64..400, s in 1u64..30, ram in any::<bool>()) {
         let storage = if ram { StorageLevel::Ram } else { StorageLevel::Disk };
         let c = cost(&ScheduleSpec::Mixed { max_n, snapshots: s, storage });

@@ -25,6 +25,7 @@ use crate::StorageLevel;
 
 mod basic;
 mod binomial;
+mod disk_revolve;
 mod drive;
 mod hrevolve;
 mod mixed;
@@ -37,6 +38,7 @@ mod two_level;
 
 pub use basic::{NoneCheckpointSchedule, SingleDiskStorageSchedule, SingleMemoryStorageSchedule};
 pub use binomial::{binomial_forward_steps, Trajectory};
+pub use disk_revolve::{DiskRevolve, PeriodicDiskRevolve};
 pub use drive::Drive;
 pub use hrevolve::HRevolve;
 pub use mixed::MixedCheckpointSchedule;

@@ -240,9 +240,17 @@ impl Splits {
         }
     }
 
+    /// The cost table `opt[m][l]`, when one was built.
+    pub(crate) fn values(&self) -> Option<&[Vec<f64>]> {
+        match self {
+            Splits::ClosedForm => None,
+            Splits::Table { opt, .. } => Some(opt),
+        }
+    }
+
     /// The reference's `get_opt_0_table(l, cm, uf, ub)`, in the same
     /// floating-point operation order.
-    fn table(l: Step, cm: u64, uf: f64, ub: f64) -> Result<Self, ScheduleError> {
+    pub(crate) fn table(l: Step, cm: u64, uf: f64, ub: f64) -> Result<Self, ScheduleError> {
         let work = cm as f64 * (l as f64) * (l as f64) / 2.0;
         if work > TABLE_LIMIT {
             return Err(ScheduleError::TooLarge {

@@ -3,9 +3,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Drive, HRevolve, MixedCheckpointSchedule, MultistageCheckpointSchedule, NoneCheckpointSchedule,
-    Periodic, Revolve, Schedule, ScheduleError, SingleDiskStorageSchedule,
-    SingleMemoryStorageSchedule, Trajectory, TwoLevelCheckpointSchedule,
+    DiskRevolve, Drive, HRevolve, MixedCheckpointSchedule, MultistageCheckpointSchedule,
+    NoneCheckpointSchedule, Periodic, PeriodicDiskRevolve, Revolve, Schedule, ScheduleError,
+    SingleDiskStorageSchedule, SingleMemoryStorageSchedule, Trajectory, TwoLevelCheckpointSchedule,
 };
 use crate::action::Step;
 use crate::replay::{Cost, Replay, ReplayError};
@@ -74,6 +74,44 @@ pub enum ScheduleSpec {
         snapshots_in_ram: u64,
         /// Disk snapshots.
         snapshots_on_disk: u64,
+        /// Forward step cost.
+        #[serde(default = "one")]
+        uf: f64,
+        /// Adjoint step cost.
+        #[serde(default = "one")]
+        ub: f64,
+        /// Disk write cost.
+        #[serde(default = "two")]
+        wd: f64,
+        /// Disk read cost.
+        #[serde(default = "two")]
+        rd: f64,
+    },
+    /// [`DiskRevolve`].
+    DiskRevolve {
+        /// Steps.
+        max_n: Step,
+        /// RAM snapshots.
+        snapshots_in_ram: u64,
+        /// Forward step cost.
+        #[serde(default = "one")]
+        uf: f64,
+        /// Adjoint step cost.
+        #[serde(default = "one")]
+        ub: f64,
+        /// Disk write cost.
+        #[serde(default = "two")]
+        wd: f64,
+        /// Disk read cost.
+        #[serde(default = "two")]
+        rd: f64,
+    },
+    /// [`PeriodicDiskRevolve`].
+    PeriodicDiskRevolve {
+        /// Steps.
+        max_n: Step,
+        /// RAM snapshots.
+        snapshots_in_ram: u64,
         /// Forward step cost.
         #[serde(default = "one")]
         uf: f64,
@@ -181,6 +219,8 @@ impl ScheduleSpec {
         "single-disk",
         "revolve",
         "hrevolve",
+        "disk-revolve",
+        "periodic-disk-revolve",
         "multistage",
         "mixed",
         "periodic",
@@ -195,6 +235,8 @@ impl ScheduleSpec {
             Self::SingleDisk { .. } => "single-disk",
             Self::Revolve { .. } => "revolve",
             Self::Hrevolve { .. } => "hrevolve",
+            Self::DiskRevolve { .. } => "disk-revolve",
+            Self::PeriodicDiskRevolve { .. } => "periodic-disk-revolve",
             Self::Multistage { .. } => "multistage",
             Self::Mixed { .. } => "mixed",
             Self::Periodic { .. } => "periodic",
@@ -212,6 +254,8 @@ impl ScheduleSpec {
             | Self::TwoLevel { steps, .. } => steps,
             Self::Revolve { max_n, .. }
             | Self::Hrevolve { max_n, .. }
+            | Self::DiskRevolve { max_n, .. }
+            | Self::PeriodicDiskRevolve { max_n, .. }
             | Self::Multistage { max_n, .. }
             | Self::Mixed { max_n, .. }
             | Self::Periodic { max_n, .. } => max_n,
@@ -253,6 +297,29 @@ impl ScheduleSpec {
                 max_n,
                 snapshots_in_ram,
                 snapshots_on_disk,
+                uf,
+                ub,
+                wd,
+                rd,
+            )?),
+            Self::DiskRevolve {
+                max_n,
+                snapshots_in_ram,
+                uf,
+                ub,
+                wd,
+                rd,
+            } => Box::new(DiskRevolve::new(max_n, snapshots_in_ram, uf, ub, wd, rd)?),
+            Self::PeriodicDiskRevolve {
+                max_n,
+                snapshots_in_ram,
+                uf,
+                ub,
+                wd,
+                rd,
+            } => Box::new(PeriodicDiskRevolve::new(
+                max_n,
+                snapshots_in_ram,
                 uf,
                 ub,
                 wd,
@@ -315,7 +382,15 @@ impl ScheduleSpec {
             // disk checkpoints its sequence discards (see `HRevolve`): disk
             // occupancy is not bounded by `snapshots_on_disk` and files
             // remain at the end.
+            // The disk variants keep every disk checkpoint they write (as
+            // the reference does): disk is unbounded by design.
             Self::Hrevolve {
+                snapshots_in_ram, ..
+            }
+            | Self::DiskRevolve {
+                snapshots_in_ram, ..
+            }
+            | Self::PeriodicDiskRevolve {
                 snapshots_in_ram, ..
             } => replay.ram_budget(snapshots_in_ram),
             Self::Multistage {

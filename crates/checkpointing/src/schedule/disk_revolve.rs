@@ -1,0 +1,374 @@
+//! Revolve with an unlimited disk level: `checkpoint_schedules.DiskRevolve`
+//! and `checkpoint_schedules.PeriodicDiskRevolve`.
+
+use super::ops::{sequence_schedule, Machine, Op, Program, SequenceSchedule};
+use super::revolve::{RevolveFrame, Splits};
+use super::{check_cost, Cursor, ScheduleError};
+use crate::action::Step;
+use crate::StorageLevel;
+
+/// Checks the common parameters; returns `(cursor, uf, ub, wd, rd)`.
+fn validate(
+    name: &'static str,
+    max_n: Step,
+    snapshots_in_ram: u64,
+    costs: [f64; 4],
+) -> Result<(Cursor, [f64; 4]), ScheduleError> {
+    let [uf, ub, wd, rd] = costs;
+    let costs = [
+        check_cost("uf", uf)?,
+        check_cost("ub", ub)?,
+        check_cost("wd", wd)?,
+        check_cost("rd", rd)?,
+    ];
+    let cursor = Cursor::offline(max_n)?;
+    if snapshots_in_ram == 0 {
+        return Err(ScheduleError::TooFewSnapshots {
+            schedule: name,
+            got: 0,
+            need: 1,
+            context: "in RAM",
+        });
+    }
+    Ok((cursor, costs))
+}
+
+/// Disk-Revolve (Aupy, Herrmann, Hovland & Robert, "Optimal multistage
+/// algorithm for adjoint computation", SIAM J. Sci. Comput. 38(3), 2016):
+/// optimal checkpointing with `snapshots_in_ram` RAM snapshots and an
+/// unlimited number of disk snapshots, each written once at cost `wd` and
+/// read once at cost `rd`.
+///
+/// Produces exactly the actions of `checkpoint_schedules.DiskRevolve(max_n,
+/// snapshots_in_ram, uf, ub, wd, rd)` 1.0.4, including that disk
+/// checkpoints are copied, never moved or deleted, when read (they remain
+/// on disk at the end). Tables: `O(snapshots · max_n)` memory,
+/// `O(snapshots · max_n²)` time.
+///
+/// ```
+/// use checkpointing::{DiskRevolve, Replay};
+/// let s = DiskRevolve::new(200, 2, 1.0, 1.0, 2.0, 2.0).unwrap();
+/// let cost = Replay::new(200).ram_budget(2).run(s).unwrap();
+/// assert!(cost.disk.writes > 0);
+/// ```
+#[derive(Debug, Clone)]
+pub struct DiskRevolve(SequenceSchedule<DiskRevolveProgram>);
+
+sequence_schedule!(DiskRevolve, |_| true);
+
+/// The reference's `disk_revolve(l, cm, ...)` (with one read per disk
+/// checkpoint, its default).
+#[derive(Debug, Clone)]
+pub(crate) struct DiskRevolveProgram {
+    l: Step,
+    cm: u64,
+    uf: f64,
+    /// The reference's `wd` and `rd` as `disk_revolve` names them (it
+    /// receives the schedule's `rd` as `wd` and `wd` as `rd`).
+    wd: f64,
+    rd: f64,
+    splits: Splits,
+    opt_inf: Vec<f64>,
+}
+
+/// A Disk-Revolve sub-sequence in progress.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum DiskFrame {
+    Revolve(RevolveFrame),
+    /// Split at `jmin` with the disk checkpoint at `shift`: the right part
+    /// is running; then read it and reverse the left part with Revolve.
+    Split {
+        jmin: Step,
+        shift: Step,
+    },
+}
+
+impl From<RevolveFrame> for DiskFrame {
+    fn from(f: RevolveFrame) -> Self {
+        DiskFrame::Revolve(f)
+    }
+}
+
+/// Largest table built: `snapshots · max_n² / 2` cell updates.
+const TABLE_LIMIT: f64 = 2e10;
+
+impl DiskRevolve {
+    /// `DiskRevolve(max_n, snapshots_in_ram, uf, ub, wd, rd)`.
+    ///
+    /// Errors: [`ScheduleError::ZeroSteps`], [`ScheduleError::TooFewSnapshots`]
+    /// without a RAM snapshot, [`ScheduleError::InvalidCost`],
+    /// [`ScheduleError::TooLarge`].
+    pub fn new(
+        max_n: Step,
+        snapshots_in_ram: u64,
+        uf: f64,
+        ub: f64,
+        wd: f64,
+        rd: f64,
+    ) -> Result<Self, ScheduleError> {
+        let (cursor, [uf, ub, wd, rd]) =
+            validate("DiskRevolve", max_n, snapshots_in_ram, [uf, ub, wd, rd])?;
+        let (l, cm) = (max_n - 1, snapshots_in_ram);
+        if cm as f64 * (l as f64).powi(2) / 2.0 > TABLE_LIMIT {
+            return Err(ScheduleError::TooLarge {
+                what: "Disk-Revolve cost table",
+                reason: format!("{cm} snapshots x {l}^2 / 2 cell updates"),
+            });
+        }
+        let splits = Splits::table(l, cm, uf, ub)?;
+        // disk_revolve(l, cm, rd, wd, ...) is called with (wd, rd).
+        let (wd, rd) = (rd, wd);
+        let opt_0 = &splits.values().expect("a table")[cm as usize];
+        let mut opt_inf = vec![ub, uf + 2.0 * ub];
+        for ll in 2..=l as usize {
+            let best = (1..ll)
+                .map(|j| wd + j as f64 * uf + opt_inf[ll - j] + rd + opt_0[j - 1])
+                .fold(f64::INFINITY, f64::min);
+            opt_inf.push(opt_0[ll].min(best));
+        }
+        opt_inf.truncate(l as usize + 1);
+        let program = DiskRevolveProgram {
+            l,
+            cm,
+            uf,
+            wd,
+            rd,
+            splits,
+            opt_inf,
+        };
+        Ok(Self(SequenceSchedule::new(cursor, program)))
+    }
+}
+
+impl DiskRevolveProgram {
+    fn opt_0(&self, l: Step) -> f64 {
+        self.splits.values().expect("a table")[self.cm as usize][l as usize]
+    }
+
+    fn enter(&self, m: &mut Machine<DiskFrame>, l: Step, s: Step) {
+        use Op::*;
+        let ram = StorageLevel::Ram;
+        if l == 0 {
+            m.emit_all(
+                s,
+                &[
+                    WriteForward(1),
+                    Forward(0, 1),
+                    Backward(1, 0),
+                    DiscardForward(1),
+                ],
+            );
+            return;
+        }
+        if l == 1 {
+            m.emit_all(
+                s,
+                &[
+                    Write(ram, 0),
+                    Forward(0, 1),
+                    WriteForward(2),
+                    Forward(1, 2),
+                    Backward(2, 1),
+                    DiscardForward(2),
+                    Read(ram, 0),
+                    WriteForward(1),
+                    Forward(0, 1),
+                    Backward(1, 0),
+                    DiscardForward(1),
+                    Discard(ram, 0),
+                ],
+            );
+            return;
+        }
+        let (mut best, mut jmin) = (f64::INFINITY, 1);
+        for j in 1..l {
+            let v = self.wd
+                + j as f64 * self.uf
+                + self.opt_inf[(l - j) as usize]
+                + self.rd
+                + self.opt_0(j - 1);
+            if v <= best {
+                best = v;
+                jmin = j;
+            }
+        }
+        if best < self.opt_0(l) {
+            m.emit(Write(StorageLevel::Disk, s));
+            m.emit(Forward(s, s + jmin));
+            m.frames.push(DiskFrame::Split { jmin, shift: s });
+            self.enter(m, l - jmin, s + jmin);
+        } else {
+            self.splits.enter(m, l, self.cm, s, false);
+        }
+    }
+}
+
+impl Program for DiskRevolveProgram {
+    type Frame = DiskFrame;
+
+    fn start(&self, m: &mut Machine<DiskFrame>) {
+        self.enter(m, self.l, 0);
+    }
+
+    fn resume(&self, frame: DiskFrame, m: &mut Machine<DiskFrame>) {
+        match frame {
+            DiskFrame::Revolve(f) => self.splits.resume(f, m),
+            DiskFrame::Split { jmin, shift } => {
+                m.emit(Op::Read(StorageLevel::Disk, shift));
+                self.splits.enter(m, jmin - 1, self.cm, shift, false);
+            }
+        }
+    }
+}
+
+/// Periodic Disk-Revolve (Aupy & Herrmann, "Periodicity in optimal
+/// hierarchical checkpointing schemes for adjoint computations",
+/// Optimization Methods and Software 32(3), 2017, doi
+/// 10.1080/10556788.2016.1230612): the forward writes a disk checkpoint
+/// every `mx` steps, with the period `mx = β(s, t)` for the least `t` with
+/// `β(s + 1, t) > (wd + rd) / uf`; each period is reversed with Revolve and
+/// `snapshots_in_ram` RAM snapshots.
+///
+/// Produces exactly the actions of
+/// `checkpoint_schedules.PeriodicDiskRevolve(max_n, snapshots_in_ram, uf,
+/// ub, wd, rd)` 1.0.4 (which also prints the period to standard output;
+/// this does not). As there, disk checkpoints are copied, not deleted, when
+/// read. Needs `uf > 0`.
+///
+/// ```
+/// use checkpointing::{PeriodicDiskRevolve, Replay};
+/// let s = PeriodicDiskRevolve::new(100, 2, 1.0, 1.0, 2.0, 2.0).unwrap();
+/// assert_eq!(s.period(), 6);
+/// let cost = Replay::new(100).ram_budget(2).run(s).unwrap();
+/// assert_eq!(cost.disk.writes, 16);
+/// ```
+#[derive(Debug, Clone)]
+pub struct PeriodicDiskRevolve(SequenceSchedule<PeriodicProgram>);
+
+sequence_schedule!(PeriodicDiskRevolve, |_| true);
+
+/// The reference's `periodic_disk_revolve(l, cm, ...)`.
+#[derive(Debug, Clone)]
+pub(crate) struct PeriodicProgram {
+    l: Step,
+    cm: u64,
+    mx: Step,
+    splits: Splits,
+}
+
+/// A Periodic Disk-Revolve phase in progress.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum PeriodicFrame {
+    Revolve(RevolveFrame),
+    /// The forward, writing a disk checkpoint at `at` next.
+    Sweep {
+        at: Step,
+    },
+    /// The reverse of the periods before `at`.
+    Back {
+        at: Step,
+    },
+}
+
+impl From<RevolveFrame> for PeriodicFrame {
+    fn from(f: RevolveFrame) -> Self {
+        PeriodicFrame::Revolve(f)
+    }
+}
+
+/// `β(x, y) = (x + y)! / (x! y!)` in floating point, as the reference
+/// computes it.
+fn beta_f64(x: u64, y: u64) -> f64 {
+    let mut b = 1.0f64;
+    for k in 1..=y {
+        b = b * (x + k) as f64 / k as f64;
+    }
+    b
+}
+
+impl PeriodicDiskRevolve {
+    /// `PeriodicDiskRevolve(max_n, snapshots_in_ram, uf, ub, wd, rd)`.
+    ///
+    /// Errors: as [`DiskRevolve::new`], and [`ScheduleError::InvalidCost`]
+    /// for `uf = 0` (the period is undefined; the reference divides by
+    /// zero).
+    pub fn new(
+        max_n: Step,
+        snapshots_in_ram: u64,
+        uf: f64,
+        ub: f64,
+        wd: f64,
+        rd: f64,
+    ) -> Result<Self, ScheduleError> {
+        let (cursor, [uf, ub, wd, rd]) = validate(
+            "PeriodicDiskRevolve",
+            max_n,
+            snapshots_in_ram,
+            [uf, ub, wd, rd],
+        )?;
+        if uf == 0.0 {
+            return Err(ScheduleError::InvalidCost {
+                name: "uf",
+                value: uf,
+            });
+        }
+        let cm = snapshots_in_ram;
+        // mxrr_close_formula(cm, uf, rd, wd), called with wd and rd swapped.
+        let (wd_, rd_) = (rd, wd);
+        let limit = (wd_ + rd_) / uf;
+        let mut t = 0;
+        while beta_f64(cm + 1, t) <= limit {
+            t += 1;
+        }
+        let mx = beta_f64(cm, t) as Step;
+        if mx == 0 || mx > u32::MAX as Step {
+            return Err(ScheduleError::TooLarge {
+                what: "Periodic Disk-Revolve period",
+                reason: format!("period {mx} for costs wd = {wd}, rd = {rd}, uf = {uf}"),
+            });
+        }
+        let splits = Splits::new(mx + 1, cm, uf, ub)?;
+        let program = PeriodicProgram {
+            l: max_n - 1,
+            cm,
+            mx,
+            splits,
+        };
+        Ok(Self(SequenceSchedule::new(cursor, program)))
+    }
+
+    /// The number of steps between disk checkpoints.
+    pub fn period(&self) -> Step {
+        self.0.program.mx
+    }
+}
+
+impl Program for PeriodicProgram {
+    type Frame = PeriodicFrame;
+
+    fn start(&self, m: &mut Machine<PeriodicFrame>) {
+        self.resume(PeriodicFrame::Sweep { at: 0 }, m);
+    }
+
+    fn resume(&self, frame: PeriodicFrame, m: &mut Machine<PeriodicFrame>) {
+        match frame {
+            PeriodicFrame::Revolve(f) => self.splits.resume(f, m),
+            PeriodicFrame::Sweep { at } if self.l - at > self.mx => {
+                m.emit(Op::Write(StorageLevel::Disk, at));
+                m.emit(Op::Forward(at, at + self.mx));
+                m.frames.push(PeriodicFrame::Sweep { at: at + self.mx });
+            }
+            PeriodicFrame::Sweep { at } => {
+                m.frames.push(PeriodicFrame::Back { at });
+                self.splits.enter(m, self.l - at, self.cm, at, false);
+            }
+            PeriodicFrame::Back { at: 0 } => {}
+            PeriodicFrame::Back { at } => {
+                let at = at - self.mx;
+                m.frames.push(PeriodicFrame::Back { at });
+                m.emit(Op::Read(StorageLevel::Disk, at));
+                self.splits.enter(m, self.mx - 1, self.cm, at, false);
+            }
+        }
+    }
+}
