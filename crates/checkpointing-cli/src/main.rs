@@ -22,6 +22,7 @@ Examples:
   checkpointing schedule single-disk --steps 5 --move-data
   checkpointing cost revolve --max-n 1000000 --snapshots-in-ram 100
   checkpointing cost periodic --max-n 1000 --period 50
+  checkpointing compare --max-n 1000 --snapshots 10 --disk-snapshots 20
 
 Schedules and their parameters:
   none                   --steps
@@ -64,10 +65,40 @@ enum Command {
         #[command(flatten)]
         spec: SpecArgs,
     },
+    /// Compare the cost model of every schedule that fits a memory budget.
+    #[command(after_help = EXAMPLES)]
+    Compare(CompareArgs),
     /// Run a demo problem: a checkpointed gradient checked against
     /// store-all, with measurements.
     #[command(after_help = EXAMPLES)]
     Demo(DemoArgs),
+}
+
+/// `checkpointing compare ...`
+#[derive(Args, Debug)]
+struct CompareArgs {
+    /// Number of forward steps.
+    #[arg(long)]
+    max_n: Step,
+    /// States that may be held in RAM (snapshots plus adjoint data beyond
+    /// one step).
+    #[arg(long)]
+    snapshots: u64,
+    /// Snapshots that may be held on disk.
+    #[arg(long, default_value_t = 0)]
+    disk_snapshots: u64,
+    /// Cost of a forward step.
+    #[arg(long, default_value_t = 1.0)]
+    uf: f64,
+    /// Cost of an adjoint step.
+    #[arg(long, default_value_t = 1.0)]
+    ub: f64,
+    /// Cost of a disk write.
+    #[arg(long, default_value_t = 2.0)]
+    wd: f64,
+    /// Cost of a disk read.
+    #[arg(long, default_value_t = 2.0)]
+    rd: f64,
 }
 
 /// `checkpointing demo heat ...`
@@ -367,6 +398,75 @@ fn print_schedule(spec: &ScheduleSpec, format: Format) -> Result<(), Failure> {
     }
 }
 
+/// A short form of a spec's parameters, e.g. `max_n=100 period=20`.
+fn parameters(spec: &ScheduleSpec) -> String {
+    let Ok(Value::Object(map)) = serde_json::to_value(spec) else {
+        return String::new();
+    };
+    map.iter()
+        .filter(|(k, _)| {
+            !matches!(
+                k.as_str(),
+                "schedule" | "max_n" | "steps" | "uf" | "ub" | "wd" | "rd"
+            )
+        })
+        .map(|(k, v)| format!("{k}={}", v.to_string().trim_matches('"')))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn compare(args: &CompareArgs) -> Result<(), Failure> {
+    let costs = [args.uf, args.ub, args.wd, args.rd];
+    if args.max_n == 0 {
+        return Err(Failure("--max-n must be positive".into(), 2));
+    }
+    let mut rows = Vec::new();
+    let mut excluded = Vec::new();
+    for spec in ScheduleSpec::candidates(args.max_n, args.snapshots, args.disk_snapshots, costs) {
+        match spec.cost() {
+            Ok(cost) if cost.fits(args.snapshots, args.disk_snapshots) => rows.push((spec, cost)),
+            Ok(_) => excluded.push(format!("{} (over budget)", spec.name())),
+            Err(e) => excluded.push(format!("{} ({e})", spec.name())),
+        }
+    }
+    let modelled = |c: &Cost| c.weighted(args.uf, args.ub, args.wd, args.rd);
+    rows.sort_by(|a, b| modelled(&a.1).total_cmp(&modelled(&b.1)));
+    println!(
+        "{} steps, {} RAM and {} disk snapshots; cost = {}·forward + {}·adjoint + {}·disk writes + {}·disk reads",
+        args.max_n, args.snapshots, args.disk_snapshots, args.uf, args.ub, args.wd, args.rd
+    );
+    println!(
+        "{:<22} {:<60} {:>10} {:>10} {:>5} {:>5} {:>13} {:>5} {:>12}",
+        "schedule",
+        "parameters",
+        "forward",
+        "recomputed",
+        "RAM",
+        "disk",
+        "disk w/r",
+        "WORK",
+        "cost"
+    );
+    for (spec, c) in &rows {
+        println!(
+            "{:<22} {:<60} {:>10} {:>10} {:>5} {:>5} {:>13} {:>5} {:>12}",
+            spec.name(),
+            parameters(spec),
+            c.forward_steps,
+            c.recomputed_steps,
+            c.ram.peak,
+            c.disk.peak,
+            format!("{}/{}", c.disk.writes, c.disk.reads),
+            c.peak_work_steps,
+            modelled(c)
+        );
+    }
+    if !excluded.is_empty() {
+        println!("not fitting: {}", excluded.join(", "));
+    }
+    Ok(())
+}
+
 fn cost_report(spec: &ScheduleSpec, cost: &Cost) -> Value {
     let mut parameters = serde_json::to_value(spec).expect("specs serialize");
     if let Value::Object(map) = &mut parameters {
@@ -383,6 +483,7 @@ fn cost_report(spec: &ScheduleSpec, cost: &Cost) -> Value {
 fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Demo(args) => demo::run(args),
+        Command::Compare(args) => compare(&args),
         Command::Schedule { spec, format } => print_schedule(&spec.spec()?, format),
         Command::Cost { spec } => {
             let spec = spec.spec()?;

@@ -229,3 +229,34 @@ fn demo_bad_input() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot run the demo"));
 }
+
+#[test]
+fn compare_lists_fitting_schedules_by_cost() {
+    let text = stdout(&[
+        "compare",
+        "--max-n",
+        "500",
+        "--snapshots",
+        "5",
+        "--disk-snapshots",
+        "10",
+    ]);
+    let rows: Vec<&str> = text
+        .lines()
+        .skip(2)
+        .take_while(|l| !l.starts_with("not fitting"))
+        .collect();
+    assert!(rows.iter().any(|r| r.starts_with("revolve ")), "{text}");
+    assert!(rows.iter().any(|r| r.starts_with("hrevolve ")), "{text}");
+    // Sorted by modelled cost, every row within the budget.
+    let costs: Vec<f64> = rows
+        .iter()
+        .map(|r| r.split_whitespace().last().unwrap().parse().unwrap())
+        .collect();
+    assert!(costs.windows(2).all(|w| w[0] <= w[1]), "{text}");
+    assert!(
+        text.contains("not fitting: single-memory (over budget)"),
+        "{text}"
+    );
+    usage_error(&["compare", "--snapshots", "3"], "--max-n");
+}

@@ -61,6 +61,19 @@ pub struct Cost {
 }
 
 impl Cost {
+    /// Whether the replayed schedule stayed within `ram` RAM snapshots and
+    /// `disk` disk snapshots, counting the adjoint dependencies held in WORK
+    /// beyond one step as RAM.
+    ///
+    /// ```
+    /// use checkpointing::{Replay, Revolve};
+    /// let cost = Replay::new(50).run(Revolve::new(50, 3).unwrap()).unwrap();
+    /// assert!(cost.fits(3, 0) && !cost.fits(2, 0));
+    /// ```
+    pub fn fits(&self, ram: u64, disk: u64) -> bool {
+        self.ram.peak + self.peak_work_steps.saturating_sub(1) <= ram && self.disk.peak <= disk
+    }
+
     /// `uf·forward + ub·adjoint + wd·disk writes + rd·disk reads`: the
     /// H-Revolve cost model (Herrmann & Pallez, ACM TOMS 46(2), 2020), with
     /// RAM traffic free.

@@ -426,6 +426,97 @@ impl ScheduleSpec {
         }
     }
 
+    /// Every schedule configured to run `max_n` steps with at most `ram`
+    /// snapshots in RAM and `disk` on disk (where a schedule has a free
+    /// parameter, such as a period, one natural choice for that budget),
+    /// with costs `[uf, ub, wd, rd]`. Whether each really fits is for its
+    /// replay to show ([`Cost::fits`]).
+    ///
+    /// ```
+    /// use checkpointing::ScheduleSpec;
+    /// let names: Vec<_> = ScheduleSpec::candidates(100, 4, 0, [1.0, 1.0, 2.0, 2.0])
+    ///     .iter().map(|s| s.name()).collect();
+    /// assert!(names.contains(&"revolve") && names.contains(&"mixed"));
+    /// ```
+    pub fn candidates(max_n: Step, ram: u64, disk: u64, costs: [f64; 4]) -> Vec<ScheduleSpec> {
+        let [uf, ub, wd, rd] = costs;
+        let period = max_n.div_ceil(ram + 1).max(1);
+        let mut specs = vec![
+            Self::SingleMemory { steps: max_n },
+            Self::Periodic { max_n, period },
+            Self::Mixed {
+                max_n,
+                snapshots: ram,
+                storage: StorageLevel::Ram,
+            },
+        ];
+        if ram > 0 {
+            specs.push(Self::Revolve {
+                max_n,
+                snapshots_in_ram: ram,
+                uf,
+                ub,
+                wd,
+                rd,
+            });
+        }
+        for trajectory in [Trajectory::Maximum, Trajectory::Revolve] {
+            specs.push(Self::Multistage {
+                max_n,
+                snapshots_in_ram: ram,
+                snapshots_on_disk: disk,
+                trajectory,
+            });
+        }
+        if disk > 0 {
+            specs.push(Self::SingleDisk {
+                steps: max_n,
+                move_data: true,
+            });
+            specs.push(Self::Mixed {
+                max_n,
+                snapshots: disk,
+                storage: StorageLevel::Disk,
+            });
+            let periods = disk.min(max_n);
+            specs.push(Self::TwoLevel {
+                steps: max_n,
+                period: max_n.div_ceil(periods),
+                binomial_snapshots: ram,
+                binomial_storage: StorageLevel::Ram,
+                binomial_trajectory: Trajectory::Maximum,
+            });
+            if ram > 0 {
+                specs.push(Self::Hrevolve {
+                    max_n,
+                    snapshots_in_ram: ram,
+                    snapshots_on_disk: disk,
+                    uf,
+                    ub,
+                    wd,
+                    rd,
+                });
+                specs.push(Self::DiskRevolve {
+                    max_n,
+                    snapshots_in_ram: ram,
+                    uf,
+                    ub,
+                    wd,
+                    rd,
+                });
+                specs.push(Self::PeriodicDiskRevolve {
+                    max_n,
+                    snapshots_in_ram: ram,
+                    uf,
+                    ub,
+                    wd,
+                    rd,
+                });
+            }
+        }
+        specs
+    }
+
     /// Drives the schedule and replays its actions, streaming: validity and
     /// costs.
     pub fn cost(&self) -> Result<Cost, SpecError> {
