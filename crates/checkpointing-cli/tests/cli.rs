@@ -247,7 +247,8 @@ fn compare_lists_fitting_schedules_by_cost() {
         .take_while(|l| !l.starts_with("not fitting"))
         .collect();
     assert!(rows.iter().any(|r| r.starts_with("revolve ")), "{text}");
-    assert!(rows.iter().any(|r| r.starts_with("hrevolve ")), "{text}");
+    assert!(rows.iter().any(|r| r.starts_with("mixed ")), "{text}");
+    assert!(rows.iter().any(|r| r.starts_with("two-level ")), "{text}");
     // Sorted by modelled cost, every row within the budget.
     let costs: Vec<f64> = rows
         .iter()
