@@ -506,9 +506,15 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) => {
+            // clap's message up to its first blank line (before tips and
+            // usage), on one line.
             let text = e.render().to_string();
-            let line = text.lines().next().unwrap_or("error: invalid arguments");
-            eprintln!("{line}");
+            let line: Vec<&str> = text
+                .lines()
+                .take_while(|l| !l.trim().is_empty())
+                .map(str::trim)
+                .collect();
+            eprintln!("{}", line.join(" "));
             return ExitCode::from(2);
         }
     };
