@@ -22,6 +22,7 @@ Examples:
   checkpointing schedule single-disk --steps 5 --move-data
   checkpointing cost revolve --max-n 1000000 --snapshots-in-ram 100
   checkpointing cost periodic --max-n 1000 --period 50
+  checkpointing plot revolve --max-n 40 --snapshots-in-ram 3 --out revolve.svg
   checkpointing compare --max-n 1000 --snapshots 10 --disk-snapshots 20
 
 Schedules and their parameters:
@@ -64,6 +65,15 @@ enum Command {
     Cost {
         #[command(flatten)]
         spec: SpecArgs,
+    },
+    /// Draw a schedule as SVG: steps across, actions down.
+    #[command(after_help = EXAMPLES)]
+    Plot {
+        #[command(flatten)]
+        spec: SpecArgs,
+        /// The SVG file to write.
+        #[arg(long)]
+        out: std::path::PathBuf,
     },
     /// Compare the cost model of every schedule that fits a memory budget.
     #[command(after_help = EXAMPLES)]
@@ -415,6 +425,17 @@ fn parameters(spec: &ScheduleSpec) -> String {
         .join(" ")
 }
 
+fn plot(spec: &ScheduleSpec, out: &std::path::Path) -> Result<(), Failure> {
+    let cost = spec.cost().map_err(|e| Failure(e.to_string(), 2))?;
+    let actions = spec
+        .drive()
+        .map_err(|e| Failure(e.to_string(), 2))?
+        .map_while(Result::ok);
+    let title = format!("{} {}", spec.name(), parameters(spec));
+    let svg = checkpointing::plot::svg_stream(actions, cost.actions as usize, spec.steps(), &title);
+    std::fs::write(out, svg).map_err(|e| Failure(format!("cannot write {}: {e}", out.display()), 1))
+}
+
 fn compare(args: &CompareArgs) -> Result<(), Failure> {
     let costs = [args.uf, args.ub, args.wd, args.rd];
     if args.max_n == 0 {
@@ -484,6 +505,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Demo(args) => demo::run(args),
         Command::Compare(args) => compare(&args),
+        Command::Plot { spec, out } => plot(&spec.spec()?, &out),
         Command::Schedule { spec, format } => print_schedule(&spec.spec()?, format),
         Command::Cost { spec } => {
             let spec = spec.spec()?;

@@ -261,3 +261,48 @@ fn compare_lists_fitting_schedules_by_cost() {
     );
     usage_error(&["compare", "--snapshots", "3"], "--max-n");
 }
+
+#[test]
+fn plot_writes_an_svg() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("revolve.svg");
+    stdout(&[
+        "plot",
+        "revolve",
+        "--max-n",
+        "30",
+        "--snapshots-in-ram",
+        "3",
+        "--out",
+        small.to_str().unwrap(),
+    ]);
+    let svg = std::fs::read_to_string(&small).unwrap();
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    // One red line per Reverse action (30 one-step reverses) plus the legend's.
+    assert_eq!(svg.matches(r##"stroke="#d62728""##).count(), 30 + 1);
+    assert!(svg.contains("RAM snapshot written") && svg.contains("restored by move (RAM)"));
+    let big = dir.path().join("big.svg");
+    stdout(&[
+        "plot",
+        "multistage",
+        "--max-n",
+        "5000",
+        "--snapshots-in-ram",
+        "4",
+        "--out",
+        big.to_str().unwrap(),
+    ]);
+    let svg = std::fs::read_to_string(&big).unwrap();
+    assert!(svg.contains("20000 actions, summarised"), "{}", &svg[..300]);
+    let out = run(&[
+        "plot",
+        "revolve",
+        "--max-n",
+        "30",
+        "--snapshots-in-ram",
+        "3",
+        "--out",
+        "/nonexistent/dir/x.svg",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+}

@@ -29,6 +29,7 @@
 
 pub mod action;
 pub mod executor;
+pub mod plot;
 pub mod replay;
 pub mod schedule;
 pub mod storage;
