@@ -112,15 +112,17 @@ impl HTable {
             opt[0][at(0, l, 1)] = w[0] + optp[0][at(0, l, 1)];
         }
         for m in 2..=c[0] {
+            // The bound is valid while both rows it reads are nondecreasing.
+            let mut monotone = nondecreasing((0..=lmax).map(|l| opt[0][at(0, l, m - 1)]));
             for l in 2..=lmax {
-                let mut best = optp[0][at(0, l, 1)];
-                for j in 1..l {
-                    let v = j as f64 * uf
-                        + opt[0][at(0, l - j, m - 1)]
-                        + r[0]
-                        + optp[0][at(0, j - 1, m)];
-                    best = best.min(v);
-                }
+                let (o, p) = (&opt[0], &optp[0]);
+                monotone &= p[at(0, l - 1, m)] >= p[at(0, l - 2, m)];
+                let term =
+                    |j: usize| j as f64 * uf + o[at(0, l - j, m - 1)] + r[0] + p[at(0, j - 1, m)];
+                let bound = |lo: usize, hi: usize| {
+                    lo as f64 * uf + o[at(0, l - hi, m - 1)] + r[0] + p[at(0, lo - 1, m)]
+                };
+                let best = block_min(l, optp[0][at(0, l, 1)], term, bound, monotone);
                 optp[0][at(0, l, m)] = best;
                 opt[0][at(0, l, m)] = w[0] + best;
             }
@@ -130,16 +132,19 @@ impl HTable {
             opt[1][at(1, l, 0)] = top(&opt, l);
         }
         for m in 1..=c[1] {
+            let mut monotone = nondecreasing((0..=lmax).map(|l| opt[1][at(1, l, m - 1)]));
             for l in 1..=lmax {
                 let lower = top(&opt, l);
-                let mut best = lower;
-                for j in 1..l {
-                    let v = j as f64 * uf
-                        + opt[1][at(1, l - j, m - 1)]
-                        + r[1]
-                        + optp[1][at(1, j - 1, m)];
-                    best = best.min(v);
+                let (o, p) = (&opt[1], &optp[1]);
+                if l >= 2 {
+                    monotone &= p[at(1, l - 1, m)] >= p[at(1, l - 2, m)];
                 }
+                let term =
+                    |j: usize| j as f64 * uf + o[at(1, l - j, m - 1)] + r[1] + p[at(1, j - 1, m)];
+                let bound = |lo: usize, hi: usize| {
+                    lo as f64 * uf + o[at(1, l - hi, m - 1)] + r[1] + p[at(1, lo - 1, m)]
+                };
+                let best = block_min(l, lower, term, bound, monotone);
                 optp[1][at(1, l, m)] = best;
                 opt[1][at(1, l, m)] = lower.min(w[1] + best);
             }
@@ -154,6 +159,43 @@ impl HTable {
     fn optp(&self, k: usize, l: Step, m: usize) -> f64 {
         self.optp[k][l as usize * self.width[k] + m]
     }
+}
+
+/// `min(start, min over j in 1..l of term(j))`. With `monotone` (the
+/// table rows `term` reads are nondecreasing), blocks of `j` whose lower
+/// bound `bound(lo, hi)` (the same floating-point operations on no larger
+/// values; addition is monotone) is not below the best so far are skipped:
+/// they cannot hold a smaller value, so the minimum is exactly the
+/// reference's.
+fn block_min(
+    l: usize,
+    start: f64,
+    term: impl Fn(usize) -> f64,
+    bound: impl Fn(usize, usize) -> f64,
+    monotone: bool,
+) -> f64 {
+    const BLOCK: usize = 32;
+    let mut best = start;
+    let mut lo = 1;
+    while lo < l {
+        let hi = (lo + BLOCK).min(l) - 1;
+        if !monotone || bound(lo, hi) < best {
+            for j in lo..=hi {
+                best = best.min(term(j));
+            }
+        }
+        lo = hi + 1;
+    }
+    best
+}
+
+fn nondecreasing(values: impl Iterator<Item = f64>) -> bool {
+    let mut last = f64::NEG_INFINITY;
+    values.into_iter().all(|v| {
+        let ok = v >= last;
+        last = v;
+        ok
+    })
 }
 
 fn level(k: usize) -> StorageLevel {
