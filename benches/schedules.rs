@@ -1,8 +1,8 @@
 //! Schedule throughput against the reference package, measured in the same
 //! run: actions per second for `checkpointing` and for `checkpoint_schedules`
-//! 1.0.4 iterating the same whole schedules (construction included), and
-//! the ratio; then the time to stream Revolve(10^6, 100) and
-//! Revolve(10^8, 100).
+//! 1.0.4 iterating the same whole schedules (construction, including the
+//! dynamic programs' tables, included), and the ratio; then the time to
+//! stream Revolve(10^6, 100) and Revolve(10^8, 100).
 //!
 //! Run: `bash scripts/reference-venv.sh && cargo bench -p checkpointing-benches --bench schedules`
 //! (set `CHECKPOINTING_REFERENCE_PYTHON` to use another interpreter; without
@@ -87,6 +87,18 @@ fn serde_json_list(specs: &[ScheduleSpec]) -> String {
                 r#"{{"schedule":"multistage","max_n":{max_n},"snapshots_in_ram":{snapshots_in_ram},"snapshots_on_disk":{snapshots_on_disk},"trajectory":"{}"}}"#,
                 trajectory.name()
             ),
+            ScheduleSpec::Hrevolve { max_n, snapshots_in_ram, snapshots_on_disk, .. } => format!(
+                r#"{{"schedule":"hrevolve","max_n":{max_n},"snapshots_in_ram":{snapshots_in_ram},"snapshots_on_disk":{snapshots_on_disk},"repeat":1}}"#
+            ),
+            ScheduleSpec::DiskRevolve { max_n, snapshots_in_ram, .. } => format!(
+                r#"{{"schedule":"disk-revolve","max_n":{max_n},"snapshots_in_ram":{snapshots_in_ram},"repeat":1}}"#
+            ),
+            ScheduleSpec::PeriodicDiskRevolve { max_n, snapshots_in_ram, .. } => format!(
+                r#"{{"schedule":"periodic-disk-revolve","max_n":{max_n},"snapshots_in_ram":{snapshots_in_ram}}}"#
+            ),
+            ScheduleSpec::Mixed { max_n, snapshots, .. } => format!(
+                r#"{{"schedule":"mixed","max_n":{max_n},"snapshots":{snapshots},"repeat":1}}"#
+            ),
             _ => unreachable!("only shared schedules are compared"),
         })
         .collect();
@@ -131,6 +143,29 @@ fn label(spec: &ScheduleSpec) -> String {
                 trajectory.name()
             )
         }
+        ScheduleSpec::Hrevolve {
+            max_n,
+            snapshots_in_ram,
+            snapshots_on_disk,
+            ..
+        } => {
+            format!("HRevolve({max_n}, {snapshots_in_ram}, {snapshots_on_disk})")
+        }
+        ScheduleSpec::DiskRevolve {
+            max_n,
+            snapshots_in_ram,
+            ..
+        } => format!("DiskRevolve({max_n}, {snapshots_in_ram})"),
+        ScheduleSpec::PeriodicDiskRevolve {
+            max_n,
+            snapshots_in_ram,
+            ..
+        } => {
+            format!("PeriodicDiskRevolve({max_n}, {snapshots_in_ram})")
+        }
+        ScheduleSpec::Mixed {
+            max_n, snapshots, ..
+        } => format!("Mixed({max_n}, {snapshots})"),
         _ => spec.name().to_owned(),
     }
 }
@@ -146,6 +181,36 @@ fn main() {
         multistage(200_000, 20, 0, Trajectory::Maximum),
         multistage(200_000, 0, 30, Trajectory::Revolve),
         multistage(200_000, 5, 10, Trajectory::Maximum),
+        ScheduleSpec::Hrevolve {
+            max_n: 1000,
+            snapshots_in_ram: 3,
+            snapshots_on_disk: 20,
+            uf: 1.0,
+            ub: 1.0,
+            wd: 2.0,
+            rd: 2.0,
+        },
+        ScheduleSpec::DiskRevolve {
+            max_n: 1000,
+            snapshots_in_ram: 4,
+            uf: 1.0,
+            ub: 1.0,
+            wd: 2.0,
+            rd: 2.0,
+        },
+        ScheduleSpec::PeriodicDiskRevolve {
+            max_n: 100_000,
+            snapshots_in_ram: 4,
+            uf: 1.0,
+            ub: 1.0,
+            wd: 2.0,
+            rd: 2.0,
+        },
+        ScheduleSpec::Mixed {
+            max_n: 1000,
+            snapshots: 10,
+            storage: checkpointing::StorageLevel::Disk,
+        },
     ];
     let reference = time_reference(&shared);
     if reference.is_none() {

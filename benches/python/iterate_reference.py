@@ -7,9 +7,12 @@ Reads a JSON list of cases, e.g.
 on stdin and prints one JSON object per case on stdout:
   {"actions": N, "seconds": S}   (best of `repeat` runs, construction included)
 """
+import contextlib
+import io
 import json
 import sys
 import time
+import warnings
 
 import checkpoint_schedules as cs
 
@@ -23,6 +26,15 @@ def build(case):
             case["max_n"], case.get("snapshots_in_ram", 0),
             case.get("snapshots_on_disk", 0),
             trajectory=case.get("trajectory", "maximum"))
+    if name == "hrevolve":
+        return cs.HRevolve(case["max_n"], case["snapshots_in_ram"],
+                           case["snapshots_on_disk"])
+    if name == "disk-revolve":
+        return cs.DiskRevolve(case["max_n"], case["snapshots_in_ram"])
+    if name == "periodic-disk-revolve":
+        return cs.PeriodicDiskRevolve(case["max_n"], case["snapshots_in_ram"])
+    if name == "mixed":
+        return cs.MixedCheckpointSchedule(case["max_n"], case["snapshots"])
     raise ValueError(f"unknown schedule {name}")
 
 
@@ -37,11 +49,15 @@ def iterate(case):
 
 
 def main():
+    warnings.simplefilter("ignore", RuntimeWarning)  # mixed: no numba
+    sys.setrecursionlimit(1_000_000)  # mixed memoises recursively
     cases = json.load(sys.stdin)
     for case in cases:
         best = None
         for _ in range(case.get("repeat", 3)):
-            count, seconds = iterate(case)
+            # PeriodicDiskRevolve prints its period.
+            with contextlib.redirect_stdout(io.StringIO()):
+                count, seconds = iterate(case)
             best = seconds if best is None else min(best, seconds)
         print(json.dumps({"actions": count, "seconds": best}), flush=True)
 
