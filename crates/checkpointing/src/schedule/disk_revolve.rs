@@ -1,7 +1,9 @@
 //! Revolve with an unlimited disk level: `checkpoint_schedules.DiskRevolve`
 //! and `checkpoint_schedules.PeriodicDiskRevolve`.
 
-use super::ops::{sequence_schedule, Machine, Op, Program, SequenceSchedule};
+use super::ops::{
+    sequence_schedule, Machine, Op, Program, SequenceSchedule, TAPE_ONE, TWO_STEPS_RAM,
+};
 use super::revolve::{RevolveFrame, Splits};
 use super::{check_cost, Cursor, ScheduleError};
 use crate::action::Step;
@@ -147,37 +149,12 @@ impl DiskRevolveProgram {
 
     fn enter(&self, m: &mut Machine<DiskFrame>, l: Step, s: Step) {
         use Op::*;
-        let ram = StorageLevel::Ram;
         if l == 0 {
-            m.emit_all(
-                s,
-                &[
-                    WriteForward(1),
-                    Forward(0, 1),
-                    Backward(1, 0),
-                    DiscardForward(1),
-                ],
-            );
+            m.emit_all(s, &TAPE_ONE);
             return;
         }
         if l == 1 {
-            m.emit_all(
-                s,
-                &[
-                    Write(ram, 0),
-                    Forward(0, 1),
-                    WriteForward(2),
-                    Forward(1, 2),
-                    Backward(2, 1),
-                    DiscardForward(2),
-                    Read(ram, 0),
-                    WriteForward(1),
-                    Forward(0, 1),
-                    Backward(1, 0),
-                    DiscardForward(1),
-                    Discard(ram, 0),
-                ],
-            );
+            m.emit_all(s, &TWO_STEPS_RAM);
             return;
         }
         let (mut best, mut jmin) = (f64::INFINITY, 1);

@@ -1,7 +1,9 @@
 //! H-Revolve: optimal checkpointing on a two-level (RAM + disk) hierarchy
 //! with write and read costs, `checkpoint_schedules.HRevolve`.
 
-use super::ops::{sequence_schedule, Machine, Op, Program, SequenceSchedule};
+use super::ops::{
+    sequence_schedule, Machine, Op, Program, SequenceSchedule, TAPE_ONE, TWO_STEPS_RAM,
+};
 use super::revolve::{single_step, RevolveFrame};
 use super::{check_cost, Cursor, ScheduleError};
 use crate::action::Step;
@@ -286,33 +288,9 @@ impl HRevolveProgram {
         use Op::*;
         let ram = StorageLevel::Ram;
         if l == 0 {
-            m.emit_all(
-                s,
-                &[
-                    WriteForward(1),
-                    Forward(0, 1),
-                    Backward(1, 0),
-                    DiscardForward(1),
-                ],
-            );
+            m.emit_all(s, &TAPE_ONE);
         } else if l == 1 {
-            m.emit_all(
-                s,
-                &[
-                    Write(ram, 0),
-                    Forward(0, 1),
-                    WriteForward(2),
-                    Forward(1, 2),
-                    Backward(2, 1),
-                    DiscardForward(2),
-                    Read(ram, 0),
-                    WriteForward(1),
-                    Forward(0, 1),
-                    Backward(1, 0),
-                    DiscardForward(1),
-                    Discard(ram, 0),
-                ],
-            );
+            m.emit_all(s, &TWO_STEPS_RAM);
         } else if k == 0 {
             m.emit(Write(ram, s));
             self.aux(m, l, 0, cmem, s);
@@ -346,15 +324,7 @@ impl HRevolveProgram {
         use Op::*;
         let ram = StorageLevel::Ram;
         if l == 0 {
-            m.emit_all(
-                s,
-                &[
-                    WriteForward(1),
-                    Forward(0, 1),
-                    Backward(1, 0),
-                    DiscardForward(1),
-                ],
-            );
+            m.emit_all(s, &TAPE_ONE);
         } else if l == 1 {
             let in_ram = self.w[0] + self.r[0] < self.r[k];
             if in_ram {

@@ -25,6 +25,30 @@ pub(crate) enum Op {
     Backward(Step, Step),
 }
 
+/// One step taped and reversed at once (a sequence of 0 further steps).
+pub(crate) const TAPE_ONE: [Op; 4] = [
+    Op::WriteForward(1),
+    Op::Forward(0, 1),
+    Op::Backward(1, 0),
+    Op::DiscardForward(1),
+];
+
+/// Two steps reversed with one RAM snapshot of the first.
+pub(crate) const TWO_STEPS_RAM: [Op; 12] = [
+    Op::Write(StorageLevel::Ram, 0),
+    Op::Forward(0, 1),
+    Op::WriteForward(2),
+    Op::Forward(1, 2),
+    Op::Backward(2, 1),
+    Op::DiscardForward(2),
+    Op::Read(StorageLevel::Ram, 0),
+    Op::WriteForward(1),
+    Op::Forward(0, 1),
+    Op::Backward(1, 0),
+    Op::DiscardForward(1),
+    Op::Discard(StorageLevel::Ram, 0),
+];
+
 impl Op {
     /// The operation shifted by `by` steps.
     pub(crate) fn shifted(self, by: Step) -> Self {
