@@ -292,6 +292,13 @@ impl SpecArgs {
                 2,
             ));
         }
+        // The reference's default costs.
+        let (uf, ub, wd, rd) = (
+            self.uf.unwrap_or(1.0),
+            self.ub.unwrap_or(1.0),
+            self.wd.unwrap_or(2.0),
+            self.rd.unwrap_or(2.0),
+        );
         let need = |value: Option<u64>, flag: &str| {
             value.ok_or_else(|| Failure(format!("{name} needs {flag}"), 2))
         };
@@ -309,35 +316,35 @@ impl SpecArgs {
             "revolve" => ScheduleSpec::Revolve {
                 max_n: need(self.max_n, "--max-n")?,
                 snapshots_in_ram: need(self.snapshots_in_ram, "--snapshots-in-ram")?,
-                uf: self.uf.unwrap_or(1.0),
-                ub: self.ub.unwrap_or(1.0),
-                wd: self.wd.unwrap_or(2.0),
-                rd: self.rd.unwrap_or(2.0),
+                uf,
+                ub,
+                wd,
+                rd,
             },
             "disk-revolve" => ScheduleSpec::DiskRevolve {
                 max_n: need(self.max_n, "--max-n")?,
                 snapshots_in_ram: need(self.snapshots_in_ram, "--snapshots-in-ram")?,
-                uf: self.uf.unwrap_or(1.0),
-                ub: self.ub.unwrap_or(1.0),
-                wd: self.wd.unwrap_or(2.0),
-                rd: self.rd.unwrap_or(2.0),
+                uf,
+                ub,
+                wd,
+                rd,
             },
             "periodic-disk-revolve" => ScheduleSpec::PeriodicDiskRevolve {
                 max_n: need(self.max_n, "--max-n")?,
                 snapshots_in_ram: need(self.snapshots_in_ram, "--snapshots-in-ram")?,
-                uf: self.uf.unwrap_or(1.0),
-                ub: self.ub.unwrap_or(1.0),
-                wd: self.wd.unwrap_or(2.0),
-                rd: self.rd.unwrap_or(2.0),
+                uf,
+                ub,
+                wd,
+                rd,
             },
             "hrevolve" => ScheduleSpec::Hrevolve {
                 max_n: need(self.max_n, "--max-n")?,
                 snapshots_in_ram: need(self.snapshots_in_ram, "--snapshots-in-ram")?,
                 snapshots_on_disk: need(self.snapshots_on_disk, "--snapshots-on-disk")?,
-                uf: self.uf.unwrap_or(1.0),
-                ub: self.ub.unwrap_or(1.0),
-                wd: self.wd.unwrap_or(2.0),
-                rd: self.rd.unwrap_or(2.0),
+                uf,
+                ub,
+                wd,
+                rd,
             },
             "multistage" => ScheduleSpec::Multistage {
                 max_n: need(self.max_n, "--max-n")?,

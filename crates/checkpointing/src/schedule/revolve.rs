@@ -216,27 +216,7 @@ impl Splits {
                 m.emit(Read(StorageLevel::Ram, shift));
                 self.enter(m, j - 1, cm, shift, true);
             }
-            RevolveFrame::Single { l, k: 0, shift } => {
-                let _ = l;
-                single_tail(m, shift);
-            }
-            RevolveFrame::Single { l, k, shift } => {
-                m.frames
-                    .push(RevolveFrame::Single { l, k: k - 1, shift }.into());
-                if k != l {
-                    m.emit(Read(StorageLevel::Ram, shift));
-                }
-                m.emit_all(
-                    shift,
-                    &[
-                        Forward(0, k),
-                        WriteForward(k + 1),
-                        Forward(k, k + 1),
-                        Backward(k + 1, k),
-                        DiscardForward(k + 1),
-                    ],
-                );
-            }
+            RevolveFrame::Single { l, k, shift } => single_step(m, l, k, shift),
         }
     }
 
