@@ -98,16 +98,16 @@ struct CompareArgs {
     #[arg(long, default_value_t = 0)]
     disk_snapshots: u64,
     /// Cost of a forward step.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     uf: f64,
     /// Cost of an adjoint step.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     ub: f64,
     /// Cost of a disk write.
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(long, default_value_t = 2.0, allow_negative_numbers = true)]
     wd: f64,
     /// Cost of a disk read.
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(long, default_value_t = 2.0, allow_negative_numbers = true)]
     rd: f64,
 }
 
@@ -164,16 +164,16 @@ struct SpecArgs {
     #[arg(long)]
     snapshots_on_disk: Option<u64>,
     /// Cost of a forward step.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     uf: Option<f64>,
     /// Cost of an adjoint step.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     ub: Option<f64>,
     /// Cost of a disk write.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     wd: Option<f64>,
     /// Cost of a disk read.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     rd: Option<f64>,
     /// Checkpoint units (mixed).
     #[arg(long)]

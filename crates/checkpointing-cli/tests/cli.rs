@@ -174,6 +174,32 @@ fn bad_input_is_a_one_line_error_with_status_2() {
         "xml",
     );
     usage_error(&["frobnicate"], "frobnicate");
+    usage_error(
+        &[
+            "cost",
+            "revolve",
+            "--max-n",
+            "9",
+            "--snapshots-in-ram",
+            "2",
+            "--uf",
+            "-1",
+        ],
+        "cost uf must be a finite number >= 0, got -1",
+    );
+    usage_error(
+        &[
+            "cost",
+            "periodic-disk-revolve",
+            "--max-n",
+            "9",
+            "--snapshots-in-ram",
+            "2",
+            "--uf",
+            "0",
+        ],
+        "uf: must be positive",
+    );
 }
 
 #[test]

@@ -266,9 +266,9 @@ fn beta_f64(x: u64, y: u64) -> f64 {
 impl PeriodicDiskRevolve {
     /// `PeriodicDiskRevolve(max_n, snapshots_in_ram, uf, ub, wd, rd)`.
     ///
-    /// Errors: as [`DiskRevolve::new`], and [`ScheduleError::InvalidCost`]
-    /// for `uf = 0` (the period is undefined; the reference divides by
-    /// zero).
+    /// Errors: as [`DiskRevolve::new`], and
+    /// [`ScheduleError::InvalidParameter`] for `uf = 0` (the period is
+    /// undefined; the reference divides by zero).
     pub fn new(
         max_n: Step,
         snapshots_in_ram: u64,
@@ -284,9 +284,10 @@ impl PeriodicDiskRevolve {
             [uf, ub, wd, rd],
         )?;
         if uf == 0.0 {
-            return Err(ScheduleError::InvalidCost {
+            return Err(ScheduleError::InvalidParameter {
                 name: "uf",
-                value: uf,
+                reason: "must be positive: the period is chosen relative to the forward step cost"
+                    .into(),
             });
         }
         let cm = snapshots_in_ram;
