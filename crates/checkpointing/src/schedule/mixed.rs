@@ -1,7 +1,7 @@
 //! Checkpointing that stores either forward restart data or adjoint
 //! dependencies, `checkpoint_schedules.MixedCheckpointSchedule`.
 
-use super::{impl_schedule_position, Cursor, Pending, Schedule, ScheduleError};
+use super::{impl_schedule_position, pending_iterator, Cursor, Pending, Schedule, ScheduleError};
 use crate::action::{Action, Step};
 use crate::StorageLevel;
 
@@ -306,21 +306,7 @@ fn forward(
     }
 }
 
-impl Iterator for MixedCheckpointSchedule {
-    type Item = Action;
-
-    fn next(&mut self) -> Option<Action> {
-        loop {
-            if let Some(action) = self.pending.pop(&mut self.cursor) {
-                return Some(action);
-            }
-            if self.done {
-                return None;
-            }
-            self.refill();
-        }
-    }
-}
+pending_iterator!(MixedCheckpointSchedule, |s| s.done);
 
 impl Schedule for MixedCheckpointSchedule {
     impl_schedule_position!();

@@ -319,6 +319,36 @@ impl Pending {
     }
 }
 
+/// Implements `Iterator` for a schedule that computes its actions in blocks:
+/// a type with `pending: Pending` and `cursor: Cursor` fields and a
+/// `refill(&mut self)` method that queues the next block. `$done` (given the
+/// schedule as `$s`) says when no block is left; without it the schedule
+/// never ends (it allows repeated adjoints).
+macro_rules! pending_iterator {
+    ($ty:ty) => {
+        $crate::schedule::pending_iterator!($ty, |_s| false);
+    };
+    ($ty:ty, |$s:ident| $done:expr) => {
+        impl Iterator for $ty {
+            type Item = $crate::Action;
+
+            fn next(&mut self) -> Option<$crate::Action> {
+                loop {
+                    if let Some(action) = self.pending.pop(&mut self.cursor) {
+                        return Some(action);
+                    }
+                    let $s = &*self;
+                    if $done {
+                        return None;
+                    }
+                    self.refill();
+                }
+            }
+        }
+    };
+}
+pub(crate) use pending_iterator;
+
 pub(crate) fn check_cost(name: &'static str, value: f64) -> Result<f64, ScheduleError> {
     if value.is_finite() && value >= 0.0 {
         Ok(value)

@@ -1,6 +1,6 @@
 //! Periodic checkpointing, the `Periodic` scheme of Checkpointing.jl.
 
-use super::{impl_schedule_position, Cursor, Pending, Schedule, ScheduleError};
+use super::{impl_schedule_position, pending_iterator, Cursor, Pending, Schedule, ScheduleError};
 use crate::action::{Action, Step};
 use crate::StorageLevel;
 
@@ -153,21 +153,7 @@ impl Periodic {
     }
 }
 
-impl Iterator for Periodic {
-    type Item = Action;
-
-    fn next(&mut self) -> Option<Action> {
-        loop {
-            if let Some(action) = self.pending.pop(&mut self.cursor) {
-                return Some(action);
-            }
-            if self.done {
-                return None;
-            }
-            self.refill();
-        }
-    }
-}
+pending_iterator!(Periodic, |s| s.done);
 
 impl Schedule for Periodic {
     impl_schedule_position!();

@@ -2,7 +2,9 @@
 //! `checkpoint_schedules.TwoLevelCheckpointSchedule`.
 
 use super::binomial::n_advance;
-use super::{impl_schedule_position, Cursor, Pending, Schedule, ScheduleError, Trajectory};
+use super::{
+    impl_schedule_position, pending_iterator, Cursor, Pending, Schedule, ScheduleError, Trajectory,
+};
 use crate::action::{Action, Step};
 use crate::StorageLevel;
 
@@ -203,18 +205,7 @@ impl TwoLevelCheckpointSchedule {
     }
 }
 
-impl Iterator for TwoLevelCheckpointSchedule {
-    type Item = Action;
-
-    fn next(&mut self) -> Option<Action> {
-        loop {
-            if let Some(action) = self.pending.pop(&mut self.cursor) {
-                return Some(action);
-            }
-            self.refill();
-        }
-    }
-}
+pending_iterator!(TwoLevelCheckpointSchedule);
 
 impl Schedule for TwoLevelCheckpointSchedule {
     impl_schedule_position!();
