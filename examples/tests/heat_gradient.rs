@@ -94,6 +94,10 @@ fn specs(steps: Step) -> Vec<ScheduleSpec> {
             rd: 2.0,
         });
     }
+    // Within the optimal range (s = 31: up to 527 steps) and beyond it.
+    for snapshots in [31, 5] {
+        specs.push(ScheduleSpec::OnlineR2 { steps, snapshots });
+    }
     for s in [1, 2, 4, 10, 40] {
         specs.push(ScheduleSpec::Revolve {
             max_n: steps,

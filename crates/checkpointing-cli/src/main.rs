@@ -37,7 +37,8 @@ Schedules and their parameters:
   mixed                  --max-n --snapshots [--storage DISK|RAM]
   periodic               --max-n --period
   two-level              --steps --period --binomial-snapshots [--binomial-storage DISK|RAM] [--binomial-trajectory maximum|revolve]
-Online schedules (none, single-*, two-level) are driven for --steps steps and finalized there.";
+  online-r2              --steps --snapshots
+Online schedules (none, single-*, two-level, online-r2) are driven for --steps steps and finalized there.";
 
 /// Print, cost and check checkpointing schedules for adjoints of
 /// time-stepping loops.
@@ -149,7 +150,7 @@ enum Format {
 struct SpecArgs {
     /// Schedule: none, single-memory, single-disk, revolve, hrevolve,
     /// disk-revolve, periodic-disk-revolve, multistage, mixed, periodic,
-    /// two-level.
+    /// two-level, online-r2.
     name: String,
     /// Number of forward steps (offline schedules).
     #[arg(long)]
@@ -175,7 +176,7 @@ struct SpecArgs {
     /// Cost of a disk read.
     #[arg(long, allow_negative_numbers = true)]
     rd: Option<f64>,
-    /// Checkpoint units (mixed).
+    /// Checkpoint units (mixed) or RAM snapshots (online-r2).
     #[arg(long)]
     snapshots: Option<u64>,
     /// Where mixed stores its units: RAM or DISK.
@@ -266,6 +267,7 @@ impl SpecArgs {
             ],
             "periodic" => &["--max-n", "--period"],
             "mixed" => &["--max-n", "--snapshots", "--storage"],
+            "online-r2" => &["--steps", "--snapshots"],
             "two-level" => &[
                 "--steps",
                 "--period",
@@ -363,6 +365,10 @@ impl SpecArgs {
                 max_n: need(self.max_n, "--max-n")?,
                 snapshots: need(self.snapshots, "--snapshots")?,
                 storage: parse_storage(&self.storage, "--storage")?,
+            },
+            "online-r2" => ScheduleSpec::OnlineR2 {
+                steps: need(self.steps, "--steps")?,
+                snapshots: need(self.snapshots, "--snapshots")?,
             },
             _ => ScheduleSpec::Periodic {
                 max_n: need(self.max_n, "--max-n")?,

@@ -81,6 +81,25 @@ fn online_schedules_are_cut_at_steps() {
     let text = stdout(&["schedule", "single-disk", "--steps", "3", "--move-data"]);
     assert!(text.contains("Move(2, StorageType.DISK, StorageType.WORK)"));
     assert_eq!(text.lines().count(), 3 + 1 + 6 + 1);
+    // OnlineR2: one step per forward action, drops are moves to NONE.
+    let text = stdout(&["schedule", "online-r2", "--steps", "5", "--snapshots", "2"]);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[2], "Move(1, StorageType.RAM, StorageType.NONE)");
+    assert_eq!(lines[6], "Forward(4, 5, False, False, StorageType.WORK)");
+    assert_eq!(lines[7], "EndForward()");
+    assert_eq!(lines.last(), Some(&"EndReverse()"));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&[
+        "cost",
+        "online-r2",
+        "--steps",
+        "65",
+        "--snapshots",
+        "10",
+    ]))
+    .unwrap();
+    // binomial_forward_steps(66, 10) - 1.
+    assert_eq!(v["forward_steps"], 66 + 2 * 66 - 12 - 1);
+    assert_eq!(v["ram"]["peak"], 10);
 }
 
 #[test]

@@ -41,9 +41,9 @@ pub use executor::{
 pub use replay::{Cost, LevelCost, Replay, ReplayError, ReplayErrorKind};
 pub use schedule::{
     binomial_forward_steps, Cursor, DiskRevolve, Drive, HRevolve, MixedCheckpointSchedule,
-    MultistageCheckpointSchedule, NoneCheckpointSchedule, Periodic, PeriodicDiskRevolve, Revolve,
-    Schedule, ScheduleError, ScheduleSpec, SingleDiskStorageSchedule, SingleMemoryStorageSchedule,
-    SpecError, Trajectory, TwoLevelCheckpointSchedule,
+    MultistageCheckpointSchedule, NoneCheckpointSchedule, OnlineR2, Periodic, PeriodicDiskRevolve,
+    Revolve, Schedule, ScheduleError, ScheduleSpec, SingleDiskStorageSchedule,
+    SingleMemoryStorageSchedule, SpecError, Trajectory, TwoLevelCheckpointSchedule,
 };
 pub use storage::{
     Checkpoint, DiskStore, Footprint, MemoryStore, SnapshotStore, StorageError, StoreStats,

@@ -13,10 +13,13 @@
 //! | [`SingleMemoryStorageSchedule`] | yes | unlimited | WORK |
 //! | [`SingleDiskStorageSchedule`] | yes | unlimited (one with `move_data`) | DISK |
 //! | [`Revolve`] | no | one | RAM |
+//! | [`HRevolve`] | no | one | RAM + DISK |
+//! | [`DiskRevolve`], [`PeriodicDiskRevolve`] | no | one | RAM + DISK |
 //! | [`MultistageCheckpointSchedule`] | no | one | RAM and/or DISK |
 //! | [`Periodic`] | no | one | RAM |
 //! | [`MixedCheckpointSchedule`] | no | one | RAM or DISK |
 //! | [`TwoLevelCheckpointSchedule`] | yes | unlimited | DISK + RAM or DISK |
+//! | [`OnlineR2`] | yes | one | RAM |
 
 use std::collections::VecDeque;
 
@@ -30,6 +33,7 @@ mod drive;
 mod hrevolve;
 mod mixed;
 mod multistage;
+mod online_r2;
 mod ops;
 mod periodic;
 mod revolve;
@@ -43,6 +47,7 @@ pub use drive::Drive;
 pub use hrevolve::HRevolve;
 pub use mixed::MixedCheckpointSchedule;
 pub use multistage::MultistageCheckpointSchedule;
+pub use online_r2::OnlineR2;
 pub use periodic::Periodic;
 pub use revolve::Revolve;
 pub use spec::{ScheduleSpec, SpecError};

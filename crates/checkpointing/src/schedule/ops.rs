@@ -72,6 +72,8 @@ impl Op {
 #[derive(Debug, Clone)]
 pub(crate) struct OpTranslator {
     max_n: Step,
+    /// Whether a `Forward` reaching `max_n` ends the forward (`EndForward`).
+    ends_forward: bool,
     prev: Option<Op>,
     n: Step,
     r: Step,
@@ -82,10 +84,21 @@ impl OpTranslator {
     pub(crate) fn new(max_n: Step) -> Self {
         Self {
             max_n,
+            ends_forward: true,
             prev: None,
             n: 0,
             r: 0,
             pending: Pending::default(),
+        }
+    }
+
+    /// A translator for a reversal that starts after the forward has ended
+    /// at `max_n` (an online schedule's): no `EndForward` is produced.
+    pub(crate) fn after_forward(max_n: Step) -> Self {
+        Self {
+            ends_forward: false,
+            n: max_n,
+            ..Self::new(max_n)
         }
     }
 
@@ -108,7 +121,7 @@ impl OpTranslator {
                     storage,
                 };
                 self.pending.push(action, self.n, self.r);
-                if n1 == self.max_n {
+                if n1 == self.max_n && self.ends_forward {
                     self.pending.push(Action::EndForward, self.n, self.r);
                 }
             }
@@ -200,14 +213,30 @@ pub(crate) struct SequenceSchedule<P: Program> {
 
 impl<P: Program> SequenceSchedule<P> {
     pub(crate) fn new(cursor: Cursor, program: P) -> Self {
+        let translator = OpTranslator::new(cursor.steps());
+        Self::with_translator(cursor, program, translator)
+    }
+
+    /// The reversal of an online schedule whose forward has ended at
+    /// `cursor`'s `max_n`: starts with `prelude` (actions at `(n, r) =
+    /// (max_n, 0)`), then the program's operations, without `EndForward`.
+    pub(crate) fn reversal(cursor: Cursor, program: P, prelude: &[Action]) -> Self {
         let max_n = cursor.steps();
+        let mut translator = OpTranslator::after_forward(max_n);
+        for action in prelude {
+            translator.pending.push(*action, max_n, 0);
+        }
+        Self::with_translator(cursor, program, translator)
+    }
+
+    fn with_translator(cursor: Cursor, program: P, translator: OpTranslator) -> Self {
         let mut machine = Machine::default();
         program.start(&mut machine);
         Self {
             cursor,
             program,
             machine,
-            translator: OpTranslator::new(max_n),
+            translator,
             exhausted: false,
             done: false,
         }

@@ -4,8 +4,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     DiskRevolve, Drive, HRevolve, MixedCheckpointSchedule, MultistageCheckpointSchedule,
-    NoneCheckpointSchedule, Periodic, PeriodicDiskRevolve, Revolve, Schedule, ScheduleError,
-    SingleDiskStorageSchedule, SingleMemoryStorageSchedule, Trajectory, TwoLevelCheckpointSchedule,
+    NoneCheckpointSchedule, OnlineR2, Periodic, PeriodicDiskRevolve, Revolve, Schedule,
+    ScheduleError, SingleDiskStorageSchedule, SingleMemoryStorageSchedule, Trajectory,
+    TwoLevelCheckpointSchedule,
 };
 use crate::action::Step;
 use crate::replay::{Cost, Replay, ReplayError};
@@ -171,6 +172,13 @@ pub enum ScheduleSpec {
         /// Steps between checkpoints.
         period: Step,
     },
+    /// [`OnlineR2`] driven for `steps` steps.
+    OnlineR2 {
+        /// Steps to drive it for.
+        steps: Step,
+        /// RAM snapshots.
+        snapshots: u64,
+    },
 }
 
 fn disk() -> StorageLevel {
@@ -225,6 +233,7 @@ impl ScheduleSpec {
         "mixed",
         "periodic",
         "two-level",
+        "online-r2",
     ];
 
     /// The kebab-case name.
@@ -241,6 +250,7 @@ impl ScheduleSpec {
             Self::Mixed { .. } => "mixed",
             Self::Periodic { .. } => "periodic",
             Self::TwoLevel { .. } => "two-level",
+            Self::OnlineR2 { .. } => "online-r2",
         }
     }
 
@@ -251,7 +261,8 @@ impl ScheduleSpec {
             Self::None { steps }
             | Self::SingleMemory { steps }
             | Self::SingleDisk { steps, .. }
-            | Self::TwoLevel { steps, .. } => steps,
+            | Self::TwoLevel { steps, .. }
+            | Self::OnlineR2 { steps, .. } => steps,
             Self::Revolve { max_n, .. }
             | Self::Hrevolve { max_n, .. }
             | Self::DiskRevolve { max_n, .. }
@@ -354,6 +365,7 @@ impl ScheduleSpec {
                 binomial_storage,
                 binomial_trajectory,
             )?),
+            Self::OnlineR2 { snapshots, .. } => Box::new(OnlineR2::new(snapshots)?),
         })
     }
 
@@ -423,6 +435,10 @@ impl ScheduleSpec {
                 .ram_budget((max_n.max(1) - 1) / period.max(1))
                 .disk_budget(0)
                 .require_freed(true),
+            Self::OnlineR2 { snapshots, .. } => replay
+                .ram_budget(snapshots)
+                .disk_budget(0)
+                .require_freed(true),
         }
     }
 
@@ -458,6 +474,10 @@ impl ScheduleSpec {
                 ub,
                 wd,
                 rd,
+            });
+            specs.push(Self::OnlineR2 {
+                steps: max_n,
+                snapshots: ram,
             });
         }
         for trajectory in [Trajectory::Maximum, Trajectory::Revolve] {
