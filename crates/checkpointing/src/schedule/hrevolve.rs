@@ -5,6 +5,7 @@ use super::ops::{
     sequence_schedule, Machine, Op, Program, SequenceSchedule, TAPE_ONE, TWO_STEPS_RAM,
 };
 use super::revolve::{single_step, RevolveFrame};
+use super::search::{lane_min, last_minimum};
 use super::{check_cost, Cursor, ScheduleError};
 use crate::action::Step;
 use crate::StorageLevel;
@@ -74,10 +75,10 @@ impl From<RevolveFrame> for HFrame {
 }
 
 /// `opt` and `optp` of the reference's `get_hopt_table`, per level, indexed
-/// `[l * (c_k + 1) + m]`.
+/// `[m * (lmax + 1) + l]` (a row per snapshot count, contiguous in `l`).
 #[derive(Debug, Clone)]
 struct HTable {
-    width: [usize; 2],
+    len: usize,
     opt: [Vec<f64>; 2],
     optp: [Vec<f64>; 2],
 }
@@ -88,11 +89,12 @@ impl HTable {
     /// `uf` where the table expects `ub` and vice versa; the caller passes
     /// them the same way.)
     fn new(lmax: usize, c: [usize; 2], w: [f64; 2], r: [f64; 2], ub: f64, uf: f64) -> Self {
-        let width = [c[0] + 1, c[1] + 1];
-        let size = |k: usize| (lmax + 1) * width[k];
+        let len = lmax + 1;
+        let size = |k: usize| len * (c[k] + 1);
         let mut opt = [vec![f64::INFINITY; size(0)], vec![f64::INFINITY; size(1)]];
         let mut optp = opt.clone();
-        let at = |k: usize, l: usize, m: usize| l * width[k] + m;
+        let at = |_k: usize, l: usize, m: usize| m * len + l;
+        let row = |m: usize| m * len..(m + 1) * len;
         for k in 0..2 {
             for m in 0..=c[k] {
                 opt[k][at(k, 0, m)] = ub;
@@ -116,15 +118,13 @@ impl HTable {
         for m in 2..=c[0] {
             // The bound is valid while both rows it reads are nondecreasing.
             let mut monotone = nondecreasing((0..=lmax).map(|l| opt[0][at(0, l, m - 1)]));
+            let mut hint = 1;
             for l in 2..=lmax {
-                let (o, p) = (&opt[0], &optp[0]);
-                monotone &= p[at(0, l - 1, m)] >= p[at(0, l - 2, m)];
-                let term =
-                    |j: usize| j as f64 * uf + o[at(0, l - j, m - 1)] + r[0] + p[at(0, j - 1, m)];
-                let bound = |lo: usize, hi: usize| {
-                    lo as f64 * uf + o[at(0, l - hi, m - 1)] + r[0] + p[at(0, lo - 1, m)]
-                };
-                let best = block_min(l, optp[0][at(0, l, 1)], term, bound, monotone);
+                let (o, p) = (&opt[0][row(m - 1)], &optp[0][row(m)]);
+                monotone &= p[l - 1] >= p[l - 2];
+                let start = optp[0][at(0, l, 1)];
+                let (arg, best) = split_min(o, p, l, uf, r[0], start, hint, monotone);
+                hint = arg;
                 optp[0][at(0, l, m)] = best;
                 opt[0][at(0, l, m)] = w[0] + best;
             }
@@ -135,60 +135,79 @@ impl HTable {
         }
         for m in 1..=c[1] {
             let mut monotone = nondecreasing((0..=lmax).map(|l| opt[1][at(1, l, m - 1)]));
+            let mut hint = 1;
             for l in 1..=lmax {
                 let lower = top(&opt, l);
-                let (o, p) = (&opt[1], &optp[1]);
+                let (o, p) = (&opt[1][row(m - 1)], &optp[1][row(m)]);
                 if l >= 2 {
-                    monotone &= p[at(1, l - 1, m)] >= p[at(1, l - 2, m)];
+                    monotone &= p[l - 1] >= p[l - 2];
                 }
-                let term =
-                    |j: usize| j as f64 * uf + o[at(1, l - j, m - 1)] + r[1] + p[at(1, j - 1, m)];
-                let bound = |lo: usize, hi: usize| {
-                    lo as f64 * uf + o[at(1, l - hi, m - 1)] + r[1] + p[at(1, lo - 1, m)]
+                let best = if l >= 2 {
+                    let (arg, best) = split_min(o, p, l, uf, r[1], lower, hint, monotone);
+                    hint = arg;
+                    best
+                } else {
+                    lower
                 };
-                let best = block_min(l, lower, term, bound, monotone);
                 optp[1][at(1, l, m)] = best;
                 opt[1][at(1, l, m)] = lower.min(w[1] + best);
             }
         }
-        Self { width, opt, optp }
+        Self { len, opt, optp }
     }
 
     fn opt(&self, k: usize, l: Step, m: usize) -> f64 {
-        self.opt[k][l as usize * self.width[k] + m]
+        self.opt[k][m * self.len + l as usize]
     }
 
     fn optp(&self, k: usize, l: Step, m: usize) -> f64 {
-        self.optp[k][l as usize * self.width[k] + m]
+        self.optp[k][m * self.len + l as usize]
     }
 }
 
-/// `min(start, min over j in 1..l of term(j))`. With `monotone` (the
-/// table rows `term` reads are nondecreasing), blocks of `j` whose lower
-/// bound `bound(lo, hi)` (the same floating-point operations on no larger
-/// values; addition is monotone) is not below the best so far are skipped:
-/// they cannot hold a smaller value, so the minimum is exactly the
-/// reference's.
-fn block_min(
+/// `min(start, min over j in 1..l of j·uf + o[l - j] + r + p[j - 1])`
+/// (the reference's terms, same floating-point operation order), and a
+/// minimiser (`hint` when `start` or the term at `hint` is the minimum). With
+/// `monotone` (`o` and `p` nondecreasing), `lo·uf + o[l - hi] + r + p[lo -
+/// 1]` (the same operations on no larger values; addition is monotone)
+/// bounds the terms of `lo..=hi` from below and the search is pruned
+/// ([`last_minimum`]): the minimum is exactly the reference's.
+#[allow(clippy::too_many_arguments)]
+fn split_min(
+    o: &[f64],
+    p: &[f64],
     l: usize,
+    uf: f64,
+    r: f64,
     start: f64,
-    term: impl Fn(usize) -> f64,
-    bound: impl Fn(usize, usize) -> f64,
+    hint: usize,
     monotone: bool,
-) -> f64 {
-    const BLOCK: usize = 32;
-    let mut best = start;
-    let mut lo = 1;
-    while lo < l {
-        let hi = (lo + BLOCK).min(l) - 1;
-        if !monotone || bound(lo, hi) < best {
-            for j in lo..=hi {
-                best = best.min(term(j));
-            }
-        }
-        lo = hi + 1;
-    }
-    best
+) -> (usize, f64) {
+    let term = |j: usize| j as f64 * uf + o[l - j] + r + p[j - 1];
+    let leaf = |lo: usize, hi: usize| {
+        // j = lo + k reads p[j - 1] forwards and o[l - j] backwards.
+        let (o, p) = (&o[l - hi..=l - lo], &p[lo - 1..hi]);
+        lane_min(p, o, f64::INFINITY, |k, pj, oj| {
+            (lo + k) as f64 * uf + oj + r + pj
+        })
+    };
+    let bound = |lo: usize, hi: usize| lo as f64 * uf + o[l - hi] + r + p[lo - 1];
+    let hint = hint.clamp(1, l - 1);
+    let seed = (usize::MAX, start.min(term(hint)));
+    let (arg, best) = if monotone {
+        last_minimum(1, l - 1, seed, Some(hint), term, leaf, Some(bound))
+    } else {
+        last_minimum(
+            1,
+            l - 1,
+            seed,
+            None,
+            term,
+            leaf,
+            None::<fn(usize, usize) -> f64>,
+        )
+    };
+    (if arg == usize::MAX { hint } else { arg }, best)
 }
 
 fn nondecreasing(values: impl Iterator<Item = f64>) -> bool {

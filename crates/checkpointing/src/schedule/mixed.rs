@@ -1,6 +1,7 @@
 //! Checkpointing that stores either forward restart data or adjoint
 //! dependencies, `checkpoint_schedules.MixedCheckpointSchedule`.
 
+use super::search::{lane_min, last_minimum};
 use super::{impl_schedule_position, pending_iterator, Cursor, Pending, Schedule, ScheduleError};
 use crate::action::{Action, Step};
 use crate::StorageLevel;
@@ -98,11 +99,8 @@ impl MixedTable {
 /// i]`, and the minimum.
 ///
 /// When both rows are nondecreasing, `lo + row[lo] + prev[n - hi]` bounds
-/// `f` from below on a block `lo..=hi`. Blocks are scanned from the top,
-/// seeded with `hint` (the previous `n`'s minimiser): a block above the best
-/// position so far is skipped when its bound exceeds the best value (it can
-/// neither beat nor tie it), a block below when its bound reaches it (a tie
-/// there would not be the last).
+/// `f` from below on `lo..=hi`, and the search is pruned from `hint` (the
+/// previous `n`'s minimiser); otherwise every `i` is scanned.
 fn last_minimiser(
     row: &[u64],
     prev: &[u64],
@@ -111,31 +109,17 @@ fn last_minimiser(
     monotone: bool,
 ) -> (usize, u64) {
     let f = |i: usize| i as u64 + row[i] + prev[n - i];
-    const BLOCK: usize = 32;
-    let (mut arg, mut best) = if monotone {
-        let hint = hint.clamp(2, n - 1);
-        (hint, f(hint))
-    } else {
-        (0, u64::MAX)
+    let leaf = |lo: usize, hi: usize| {
+        let (r, p) = (&row[lo..=hi], &prev[n - hi..=n - lo]);
+        lane_min(r, p, u64::MAX, |k, x, y| (lo + k) as u64 + x + y)
     };
-    let mut hi = n - 1;
-    loop {
-        let lo = hi.saturating_sub(BLOCK - 1).max(2);
-        let bound = lo as u64 + row[lo] + prev[n - hi];
-        let skip = monotone && (bound > best || (hi < arg && bound >= best));
-        if !skip {
-            for i in (lo..=hi).rev() {
-                let v = f(i);
-                if v < best || (v == best && i > arg) {
-                    best = v;
-                    arg = i;
-                }
-            }
-        }
-        if lo == 2 {
-            return (arg, best);
-        }
-        hi = lo - 1;
+    let bound = |lo: usize, hi: usize| lo as u64 + row[lo] + prev[n - hi];
+    if monotone {
+        let hint = hint.clamp(2, n - 1);
+        last_minimum(2, n - 1, (hint, f(hint)), Some(hint), f, leaf, Some(bound))
+    } else {
+        let none = None::<fn(usize, usize) -> u64>;
+        last_minimum(2, n - 1, (0, u64::MAX), None, f, leaf, none)
     }
 }
 

@@ -37,6 +37,7 @@ mod online_r2;
 mod ops;
 mod periodic;
 mod revolve;
+mod search;
 mod spec;
 mod two_level;
 
