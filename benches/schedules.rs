@@ -245,6 +245,39 @@ fn main() {
             ),
         }
     }
+    // Cost tables where the Python package needs hours: build time alone.
+    let tables = [
+        ScheduleSpec::Mixed {
+            max_n: 10_000,
+            snapshots: 50,
+            storage: checkpointing::StorageLevel::Ram,
+        },
+        ScheduleSpec::Hrevolve {
+            max_n: 10_000,
+            snapshots_in_ram: 10,
+            snapshots_on_disk: 100,
+            uf: 1.0,
+            ub: 1.0,
+            wd: 2.0,
+            rd: 2.0,
+        },
+        ScheduleSpec::Hrevolve {
+            max_n: 10_000,
+            snapshots_in_ram: 10,
+            snapshots_on_disk: 100,
+            uf: 0.1,
+            ub: 1.0,
+            wd: 2.0,
+            rd: 2.0,
+        },
+    ];
+    for spec in &tables {
+        let start = Instant::now();
+        let schedule = spec.build().expect("valid parameters");
+        let secs = start.elapsed().as_secs_f64();
+        drop(schedule);
+        println!("build {} (costs {}): {secs:.3} s", label(spec), costs(spec));
+    }
     for (max_n, s) in [(1_000_000, 100), (100_000_000, 100)] {
         let start = Instant::now();
         let count = stream(&revolve(max_n, s));
@@ -253,5 +286,13 @@ fn main() {
             "stream Revolve({max_n}, {s}): {count} actions in {secs:.3} s ({:.3e} actions/s)",
             count as f64 / secs
         );
+    }
+}
+
+/// `uf/ub/wd/rd` of a spec that has costs, `-` otherwise.
+fn costs(spec: &ScheduleSpec) -> String {
+    match *spec {
+        ScheduleSpec::Hrevolve { uf, ub, wd, rd, .. } => format!("{uf}/{ub}/{wd}/{rd}"),
+        _ => "-".into(),
     }
 }

@@ -32,16 +32,7 @@ pub(crate) fn last_minimum<T: PartialOrd + Copy>(
         return best;
     }
     let scan = |a: usize, b: usize, best: &mut (usize, T)| {
-        let v = leaf_min(a, b);
-        if v < best.1 || (v == best.1 && best.0 != usize::MAX && b > best.0) {
-            let j = (a..=b)
-                .rev()
-                .find(|&j| term(j) == v)
-                .expect("the minimum is a term");
-            if v < best.1 || j > best.0 {
-                *best = (j, v);
-            }
-        }
+        offer(a, b, leaf_min(a, b), best, &term);
     };
     let Some(bound) = bound else {
         let mut b = hi;
@@ -68,9 +59,7 @@ pub(crate) fn last_minimum<T: PartialOrd + Copy>(
         bound: &impl Fn(usize, usize) -> T,
         scan: &impl Fn(usize, usize, &mut (usize, T)),
     ) {
-        let lb = bound(a, b);
-        let below = best.0 == usize::MAX || b < best.0;
-        if lb > best.1 || (below && lb >= best.1) {
+        if skippable(b, bound(a, b), best) {
             return;
         }
         if b - a < LEAF {
@@ -83,6 +72,165 @@ pub(crate) fn last_minimum<T: PartialOrd + Copy>(
     }
     visit(lo, hi, &mut best, &bound, &scan);
     best
+}
+
+/// Offers the minimum `v` of `term` over `a..=b` to `best` (the last
+/// minimiser so far; `best.0 = usize::MAX` for a starting value that is
+/// not a term).
+fn offer<T: PartialOrd + Copy>(
+    a: usize,
+    b: usize,
+    v: T,
+    best: &mut (usize, T),
+    term: &impl Fn(usize) -> T,
+) {
+    if v < best.1 || (v == best.1 && best.0 != usize::MAX && b > best.0) {
+        let j = (a..=b)
+            .rev()
+            .find(|&j| term(j) == v)
+            .expect("the minimum is a term");
+        if v < best.1 || j > best.0 {
+            *best = (j, v);
+        }
+    }
+}
+
+/// Whether a range `..=hi` whose terms are all `>= lb` can be skipped.
+fn skippable<T: PartialOrd>(hi: usize, lb: T, best: &(usize, T)) -> bool {
+    let below = best.0 == usize::MAX || hi < best.0;
+    lb > best.1 || (below && lb >= best.1)
+}
+
+/// Exact searches along one row of a cost table whose cell `l` minimises
+/// `term_l(j) = a(j) + b(l - j)` over `j in first..l`, with `b` (the
+/// previous row) known in advance and exact arithmetic (integers, or
+/// integral `f64` below `2^53`).
+///
+/// Keeps, per block of `LEAF` consecutive `j`, a lower bound of its terms:
+/// the exact minimum when the block was last scanned, raised at each `l`
+/// by the least increment `term_l(j) − term_{l−1}(j) = b(l − j) − b(l − 1 −
+/// j)` over the block (a sliding-window minimum of `b`'s differences). Where
+/// `b` is near-linear the bounds stay near-exact, so only blocks that may
+/// hold the minimum are rescanned, even where the terms are flat over
+/// thousands of `j`: the result is the full scan's, same minimum and same
+/// last minimiser.
+#[derive(Debug, Clone)]
+pub(crate) struct RowSearch<T> {
+    first: usize,
+    /// `l` of the last search, `0` before the first.
+    l: usize,
+    lb: Vec<T>,
+    /// `window[ρ][q]`: the least of `b[i + 1] − b[i]` over `k <= i < k +
+    /// LEAF`, `k = ρ + LEAF·q` (by residue, so that one cell's blocks read
+    /// a contiguous run).
+    window: Vec<Vec<T>>,
+}
+
+impl<T> RowSearch<T>
+where
+    T: PartialOrd + Copy + std::ops::Add<Output = T> + std::ops::Sub<Output = T>,
+{
+    /// A row with terms from `j = first`, over the previous row `b`.
+    pub(crate) fn new(first: usize, b: &[T]) -> Self {
+        let delta: Vec<T> = b.windows(2).map(|w| w[1] - w[0]).collect();
+        // Sliding minimum from the right, with a monotone deque.
+        let mut window = Vec::with_capacity(delta.len());
+        let mut deque = std::collections::VecDeque::<usize>::new();
+        for k in (0..delta.len()).rev() {
+            while deque.back().is_some_and(|&i| delta[i] >= delta[k]) {
+                deque.pop_back();
+            }
+            deque.push_back(k);
+            while deque.front().is_some_and(|&i| i >= k + LEAF) {
+                deque.pop_front();
+            }
+            window.push(delta[*deque.front().expect("holds k")]);
+        }
+        window.reverse();
+        let window = (0..LEAF)
+            .map(|rho| window.iter().skip(rho).step_by(LEAF).copied().collect())
+            .collect();
+        Self {
+            first,
+            l: 0,
+            lb: Vec::new(),
+            window,
+        }
+    }
+
+    /// The last minimiser of `term` (the terms of cell `l`, `j in
+    /// first..l`) from `best`, as [`last_minimum`]; `l` must follow the
+    /// previous search's `l` by one (the first search may start anywhere).
+    pub(crate) fn search(
+        &mut self,
+        l: usize,
+        mut best: (usize, T),
+        start_at: Option<usize>,
+        term: impl Fn(usize) -> T,
+        leaf_min: impl Fn(usize, usize) -> T,
+    ) -> (usize, T) {
+        let (first, last) = (self.first, l - 1);
+        let block = |b: usize| {
+            let lo = first + b * LEAF;
+            (lo, (lo + LEAF - 1).min(last))
+        };
+        if self.l == 0 {
+            self.lb = (0..(last + 1 - first).div_ceil(LEAF))
+                .map(|b| {
+                    let (lo, hi) = block(b);
+                    leaf_min(lo, hi)
+                })
+                .collect();
+        } else {
+            assert_eq!(l, self.l + 1, "RowSearch cells must be consecutive");
+            // The increments of block b's j (lo..lo + LEAF) read b's
+            // differences l - 1 - j, inside the window from k = l - LEAF -
+            // lo, or from 0 where that is negative.
+            let base = l as isize - (LEAF + first) as isize;
+            let full = if base >= 0 {
+                let (rho, q0) = (base as usize % LEAF, base as usize / LEAF);
+                let blocks = (q0 + 1).min(self.lb.len());
+                let window = &self.window[rho][q0 + 1 - blocks..=q0];
+                for (lb, &w) in self.lb[..blocks].iter_mut().zip(window.iter().rev()) {
+                    *lb = *lb + w;
+                }
+                blocks
+            } else {
+                0
+            };
+            let w0 = self.window[0][0];
+            for lb in &mut self.lb[full..] {
+                *lb = *lb + w0;
+            }
+            let new = term(last);
+            if (last - first) % LEAF == 0 {
+                self.lb.push(new);
+            } else if let Some(lb) = self.lb.last_mut() {
+                if new < *lb {
+                    *lb = new;
+                }
+            }
+        }
+        self.l = l;
+        let scan = |b: usize, lb: &mut [T], best: &mut (usize, T)| {
+            let (lo, hi) = block(b);
+            let v = leaf_min(lo, hi);
+            lb[b] = v;
+            offer(lo, hi, v, best, &term);
+        };
+        let seeded = start_at
+            .filter(|j| (first..=last).contains(j))
+            .map(|j| (j - first) / LEAF);
+        if let Some(b) = seeded {
+            scan(b, &mut self.lb, &mut best);
+        }
+        for b in (0..self.lb.len()).rev() {
+            if Some(b) != seeded && !skippable(block(b).1, self.lb[b], &best) {
+                scan(b, &mut self.lb, &mut best);
+            }
+        }
+        best
+    }
 }
 
 /// `min over i of f(i, first[i], second_rev[len - 1 - i])` (`second_rev`
@@ -150,7 +298,7 @@ fn lane_min_portable<T: PartialOrd + Copy>(
 
 #[cfg(test)]
 mod tests {
-    use super::{lane_min, last_minimum};
+    use super::{lane_min, last_minimum, RowSearch};
 
     /// Deterministic pseudo-random nondecreasing rows.
     fn row(len: usize, seed: u64) -> Vec<u64> {
@@ -165,6 +313,36 @@ mod tests {
                 v
             })
             .collect()
+    }
+
+    #[test]
+    fn row_search_equals_the_full_scan() {
+        for seed in 0..60u64 {
+            let n = 3 + (seed as usize * 53) % 900;
+            // Any b, even decreasing in places: the bounds need no order.
+            let a: Vec<i64> = row(n, seed).iter().map(|&x| x as i64).collect();
+            let b: Vec<i64> = row(n, seed + 7)
+                .iter()
+                .enumerate()
+                .map(|(i, &x)| x as i64 - (i as i64 % 5) * 3)
+                .collect();
+            let mut search = RowSearch::new(1, &b);
+            let mut hint = 1;
+            for l in (2 + seed as usize % 40).min(n - 1)..n {
+                let term = |j: usize| a[j] + b[l - j];
+                let leaf = |lo: usize, hi: usize| (lo..=hi).map(term).min().unwrap();
+                let mut scan = (0, i64::MAX);
+                for j in 1..l {
+                    if term(j) <= scan.1 {
+                        scan = (j, term(j));
+                    }
+                }
+                let h = hint.clamp(1, l - 1);
+                let got = search.search(l, (h, term(h)), Some(h), term, leaf);
+                assert_eq!(got, scan, "seed {seed} l {l}");
+                hint = got.0;
+            }
+        }
     }
 
     #[test]
