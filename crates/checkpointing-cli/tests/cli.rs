@@ -326,6 +326,26 @@ fn plot_writes_an_svg() {
     // One red line per Reverse action (30 one-step reverses) plus the legend's.
     assert_eq!(svg.matches(r##"stroke="#d62728""##).count(), 30 + 1);
     assert!(svg.contains("RAM snapshot written") && svg.contains("restored by move (RAM)"));
+    // OnlineR2 drops checkpoints during its forward: one cross each (plus
+    // the legend's two), not a restore square.
+    let online = dir.path().join("online.svg");
+    let out = online.to_str().unwrap();
+    stdout(&[
+        "plot",
+        "online-r2",
+        "--steps",
+        "20",
+        "--snapshots",
+        "5",
+        "--out",
+        out,
+    ]);
+    let drops = stdout(&["schedule", "online-r2", "--steps", "20", "--snapshots", "5"])
+        .matches("StorageType.NONE")
+        .count();
+    assert!(drops > 0);
+    let svg = std::fs::read_to_string(&online).unwrap();
+    assert_eq!(svg.matches("<path").count(), drops + 2);
     let big = dir.path().join("big.svg");
     stdout(&[
         "plot",

@@ -161,6 +161,8 @@ enum Mark {
     Copy,
     /// A restore by move: a filled square.
     Move,
+    /// A snapshot dropped (moved to NONE): a cross.
+    Drop,
 }
 
 fn marker(mark: Mark, x: f64, y: f64, r: f64, colour: &str) -> String {
@@ -168,6 +170,17 @@ fn marker(mark: Mark, x: f64, y: f64, r: f64, colour: &str) -> String {
         Mark::Line | Mark::Write => {
             format!(r#"<circle cx="{x}" cy="{y}" r="{r}" fill="{colour}"/>"#)
         }
+        Mark::Drop => format!(
+            r#"<path d="M{} {}L{} {}M{} {}L{} {}" stroke="{colour}" stroke-width="2"/>"#,
+            x - r,
+            y - r,
+            x + r,
+            y + r,
+            x - r,
+            y + r,
+            x + r,
+            y - r
+        ),
         Mark::Copy | Mark::Move => {
             let fill = if mark == Mark::Move { colour } else { "white" };
             format!(
@@ -240,14 +253,13 @@ fn detailed(actions: &[Action], max_n: Step, title: &str) -> String {
                     level_colour(from),
                 ));
             }
-            Action::Move { n, from, .. } => {
-                out.push_str(&marker(
-                    Mark::Move,
-                    x(n),
-                    y,
-                    stroke + 1.5,
-                    level_colour(from),
-                ));
+            Action::Move { n, from, to } => {
+                let mark = if to == StorageLevel::None {
+                    Mark::Drop
+                } else {
+                    Mark::Move
+                };
+                out.push_str(&marker(mark, x(n), y, stroke + 1.5, level_colour(from)));
             }
             Action::EndForward | Action::EndReverse => {
                 let _ = write!(
@@ -270,6 +282,8 @@ fn detailed(actions: &[Action], max_n: Step, title: &str) -> String {
         (RAM, "restored by move (RAM)", Mark::Move),
         (DISK, "restored by copy (disk)", Mark::Copy),
         (DISK, "restored by move (disk)", Mark::Move),
+        (RAM, "snapshot dropped (RAM)", Mark::Drop),
+        (DISK, "snapshot dropped (disk)", Mark::Drop),
     ]);
     f.finish()
 }
@@ -336,6 +350,10 @@ fn summary<I: IntoIterator<Item = Action>>(
                 }
             }
             Action::Reverse { n1, n0, .. } => paint(n0, n1, Cell::Adjoint),
+            Action::Move {
+                to: StorageLevel::None,
+                ..
+            } => {}
             Action::Copy { n, .. } | Action::Move { n, .. } => paint(n, n + 1, Cell::Restore),
             Action::EndForward | Action::EndReverse => {}
         }
