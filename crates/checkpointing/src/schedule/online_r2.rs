@@ -84,6 +84,58 @@ struct Placement {
     run: Step,
 }
 
+/// What the forward does at a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Plan {
+    /// Advance without storing.
+    Advance,
+    /// Store the current state.
+    Store,
+    /// Drop the checkpoint of this step, then store the current state.
+    Replace(Step),
+}
+
+impl Placement {
+    /// Decides forward step `n` with `s` snapshots and updates the
+    /// checkpoints held after it.
+    fn step(&mut self, n: Step, s: u64) -> Plan {
+        let held = self.fixed.len() as u64 + (n - self.run);
+        if held < s {
+            // Every step is stored until s checkpoints are held.
+            return Plan::Store;
+        }
+        if self.fixed.is_empty() {
+            self.fixed.push(self.run);
+            self.run += 1;
+        }
+        if self.run < n {
+            // Segment p grows by one: drop the one-step segment after it.
+            let dropped = self.run;
+            self.run += 1;
+            let p = self.fixed.len() - 1;
+            if self.run - self.fixed[p] == s - p as u64 + 1 {
+                self.fixed.push(self.run);
+                self.run += 1;
+            }
+            return Plan::Replace(dropped);
+        }
+        self.run = n + 1;
+        let last = *self.fixed.last().expect("s >= 1 checkpoints");
+        if n - last < 2 {
+            // The last segment (one free snapshot) takes two steps.
+            return Plan::Advance;
+        }
+        match greedy_choice(&self.fixed, n, s) {
+            Some(j) => {
+                let dropped = self.fixed.remove(j);
+                self.fixed.push(n);
+                Plan::Replace(dropped)
+            }
+            None => Plan::Advance,
+        }
+    }
+}
+
 impl OnlineR2 {
     /// `OnlineR2(snapshots)`: up to `snapshots` checkpoints in RAM, the
     /// initial state included.
@@ -166,49 +218,9 @@ impl OnlineR2 {
     /// deletion, then the step, storing its start or not.
     fn forward_step(&mut self) {
         let n = self.cursor.n();
-        let s = self.snapshots;
-        let place = &mut self.placement;
-        let held = place.fixed.len() as u64 + (n - place.run);
-        let delete = if held < s {
-            // Every step is stored until s checkpoints are held.
-            Some(None)
-        } else {
-            if place.fixed.is_empty() {
-                place.fixed.push(place.run);
-                place.run += 1;
-            }
-            if place.run < n {
-                // Segment p grows by one: drop the one-step segment after it.
-                let dropped = place.run;
-                place.run += 1;
-                let p = place.fixed.len() - 1;
-                if place.run - place.fixed[p] == s - p as u64 + 1 {
-                    place.fixed.push(place.run);
-                    place.run += 1;
-                }
-                Some(Some(dropped))
-            } else {
-                let last = *place.fixed.last().expect("s >= 1 checkpoints");
-                if n - last < 2 {
-                    // The last segment (one free snapshot) takes two steps.
-                    place.run = n + 1;
-                    None
-                } else {
-                    let choice = greedy_choice(&place.fixed, n, s);
-                    if let Some(j) = choice {
-                        let dropped = place.fixed.remove(j);
-                        place.fixed.push(n);
-                        place.run = n + 1;
-                        Some(Some(dropped))
-                    } else {
-                        place.run = n + 1;
-                        None
-                    }
-                }
-            }
-        };
         let ram = StorageLevel::Ram;
-        if let Some(Some(dropped)) = delete {
+        let plan = self.placement.step(n, self.snapshots);
+        if let Plan::Replace(dropped) = plan {
             let action = Action::Move {
                 n: dropped,
                 from: ram,
@@ -216,7 +228,7 @@ impl OnlineR2 {
             };
             self.pending.push(action, n, 0);
         }
-        let store = delete.is_some();
+        let store = plan != Plan::Advance;
         let action = Action::Forward {
             n0: n,
             n1: n + 1,
