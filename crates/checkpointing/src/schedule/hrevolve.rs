@@ -122,11 +122,13 @@ impl HTable {
             opt[0][at(0, l, 1)] = w[0] + optp[0][at(0, l, 1)];
         }
         // With integral costs and values far below 2^53 every sum is exact,
-        // which the incremental row search needs.
+        // which the incremental row search needs: table values are at most
+        // `largest` (the one-snapshot row), terms three times that, and a
+        // carried bound moves by at most that per cell.
         let lf = lmax as f64;
         let largest = (lf + 1.0) * ub + lf * (lf + 1.0) / 2.0 * uf + (lf + 2.0) * uf + w[1] + r[1];
-        let exact =
-            [uf, ub, w[1], r[1]].iter().all(|x| x.fract() == 0.0) && 8.0 * largest < 2f64.powi(52);
+        let exact = [uf, ub, w[1], r[1]].iter().all(|x| x.fract() == 0.0)
+            && 8.0 * largest * (lf + 1.0) < 2f64.powi(52);
         let row_search =
             |o: &[f64]| (exact && o.iter().all(|x| x.is_finite())).then(|| RowSearch::new(1, o));
         for m in 2..=c[0] {
