@@ -5,7 +5,7 @@ use super::ops::{
     sequence_schedule, Machine, Op, Program, SequenceSchedule, TAPE_ONE, TWO_STEPS_RAM,
 };
 use super::revolve::{RevolveFrame, Splits};
-use super::{check_cost, Cursor, ScheduleError};
+use super::{check_cost, require_ram_snapshot, Cursor, ScheduleError};
 use crate::action::Step;
 use crate::StorageLevel;
 
@@ -24,14 +24,7 @@ fn validate(
         check_cost("rd", rd)?,
     ];
     let cursor = Cursor::offline(max_n)?;
-    if snapshots_in_ram == 0 {
-        return Err(ScheduleError::TooFewSnapshots {
-            schedule: name,
-            got: 0,
-            need: 1,
-            context: "in RAM",
-        });
-    }
+    require_ram_snapshot(name, snapshots_in_ram)?;
     Ok((cursor, costs))
 }
 

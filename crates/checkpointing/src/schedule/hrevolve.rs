@@ -6,7 +6,7 @@ use super::ops::{
 };
 use super::revolve::{single_step, RevolveFrame};
 use super::search::{lane_min, last_minimum, RowSearch};
-use super::{check_cost, Cursor, ScheduleError};
+use super::{check_cost, require_ram_snapshot, Cursor, ScheduleError};
 use crate::action::Step;
 use crate::StorageLevel;
 
@@ -287,14 +287,7 @@ impl HRevolve {
         let (uf, ub) = (check_cost("uf", uf)?, check_cost("ub", ub)?);
         let (wd, rd) = (check_cost("wd", wd)?, check_cost("rd", rd)?);
         let cursor = Cursor::offline(max_n)?;
-        if snapshots_in_ram == 0 {
-            return Err(ScheduleError::TooFewSnapshots {
-                schedule: "HRevolve",
-                got: 0,
-                need: 1,
-                context: "in RAM",
-            });
-        }
+        require_ram_snapshot("HRevolve", snapshots_in_ram)?;
         let l = max_n - 1;
         let work = (snapshots_in_ram + snapshots_on_disk) as f64 * (l as f64).powi(2) / 2.0;
         if work > TABLE_LIMIT {

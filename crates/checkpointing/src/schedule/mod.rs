@@ -355,6 +355,22 @@ macro_rules! pending_iterator {
 }
 pub(crate) use pending_iterator;
 
+/// The check of every schedule that needs at least one RAM snapshot.
+pub(crate) fn require_ram_snapshot(
+    schedule: &'static str,
+    snapshots_in_ram: u64,
+) -> Result<(), ScheduleError> {
+    if snapshots_in_ram == 0 {
+        return Err(ScheduleError::TooFewSnapshots {
+            schedule,
+            got: 0,
+            need: 1,
+            context: "in RAM",
+        });
+    }
+    Ok(())
+}
+
 pub(crate) fn check_cost(name: &'static str, value: f64) -> Result<f64, ScheduleError> {
     if value.is_finite() && value >= 0.0 {
         Ok(value)

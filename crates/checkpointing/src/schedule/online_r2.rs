@@ -5,7 +5,7 @@
 use super::binomial::binomial_forward_steps;
 use super::ops::{Machine, Op, Program, SequenceSchedule};
 use super::revolve::{RevolveFrame, Splits};
-use super::{Cursor, Pending, Schedule, ScheduleError};
+use super::{require_ram_snapshot, Cursor, Pending, Schedule, ScheduleError};
 use crate::action::{Action, Step};
 use crate::StorageLevel;
 
@@ -149,14 +149,7 @@ impl OnlineR2 {
     /// assert!(OnlineR2::new(0).is_err());
     /// ```
     pub fn new(snapshots: u64) -> Result<Self, ScheduleError> {
-        if snapshots == 0 {
-            return Err(ScheduleError::TooFewSnapshots {
-                schedule: "OnlineR2",
-                got: 0,
-                need: 1,
-                context: "in RAM",
-            });
-        }
+        require_ram_snapshot("OnlineR2", snapshots)?;
         Ok(Self {
             cursor: Cursor::online(),
             snapshots,

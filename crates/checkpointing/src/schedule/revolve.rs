@@ -4,7 +4,7 @@
 
 use super::binomial::revolve_last_split;
 use super::ops::{sequence_schedule, Machine, Op, Program, SequenceSchedule};
-use super::{check_cost, Cursor, ScheduleError};
+use super::{check_cost, require_ram_snapshot, Cursor, ScheduleError};
 use crate::action::Step;
 use crate::StorageLevel;
 
@@ -128,14 +128,7 @@ impl Revolve {
         check_cost("wd", wd)?;
         check_cost("rd", rd)?;
         let cursor = Cursor::offline(max_n)?;
-        if snapshots_in_ram == 0 {
-            return Err(ScheduleError::TooFewSnapshots {
-                schedule: "Revolve",
-                got: 0,
-                need: 1,
-                context: "in RAM",
-            });
-        }
+        require_ram_snapshot("Revolve", snapshots_in_ram)?;
         let l = max_n - 1;
         let program = RevolveProgram {
             l,
