@@ -283,6 +283,12 @@ impl<T: Serialize + DeserializeOwned> SnapshotStore<T> for DiskStore<T> {
         self.sizes.len()
     }
 
+    fn held_steps(&self) -> Vec<Step> {
+        let mut steps: Vec<Step> = self.sizes.keys().copied().collect();
+        steps.sort_unstable();
+        steps
+    }
+
     fn resident_bytes(&self) -> u64 {
         0
     }

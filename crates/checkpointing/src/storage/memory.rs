@@ -128,6 +128,12 @@ impl<T: Clone + Footprint> SnapshotStore<T> for MemoryStore<T> {
         self.values.len()
     }
 
+    fn held_steps(&self) -> Vec<Step> {
+        let mut steps: Vec<Step> = self.values.keys().copied().collect();
+        steps.sort_unstable();
+        steps
+    }
+
     fn resident_bytes(&self) -> u64 {
         self.bytes
     }

@@ -102,7 +102,16 @@ pub struct StoreStats {
 }
 
 impl StoreStats {
-    pub(crate) fn record_held(&mut self, snapshots: usize, bytes: u64) {
+    /// Raises the peaks to `snapshots` held and `bytes` (for stores written
+    /// outside this crate).
+    ///
+    /// ```
+    /// let mut stats = checkpointing::StoreStats::default();
+    /// stats.record_held(3, 100);
+    /// stats.record_held(1, 10);
+    /// assert_eq!((stats.peak_snapshots, stats.peak_bytes), (3, 100));
+    /// ```
+    pub fn record_held(&mut self, snapshots: usize, bytes: u64) {
         self.peak_snapshots = self.peak_snapshots.max(snapshots as u64);
         self.peak_bytes = self.peak_bytes.max(bytes);
     }
@@ -138,6 +147,20 @@ pub trait SnapshotStore<T> {
     fn contains(&self, step: Step) -> bool;
     /// Number of snapshots held.
     fn len(&self) -> usize;
+    /// The steps held, in increasing order.
+    fn held_steps(&self) -> Vec<Step>;
+    /// A hint that `step` will be read soon: stores that read in the
+    /// background start now (the executor calls this ahead of the actions
+    /// that restore from the store). The default does nothing.
+    fn prefetch(&mut self, step: Step) {
+        let _ = step;
+    }
+    /// Waits until every save and removal issued so far is done, and reports
+    /// the first error any of them met. Stores that work synchronously (the
+    /// default) have nothing to wait for.
+    fn flush(&mut self) -> Result<(), StorageError> {
+        Ok(())
+    }
     /// Whether no snapshot is held.
     fn is_empty(&self) -> bool {
         self.len() == 0

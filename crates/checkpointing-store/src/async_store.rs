@@ -1,0 +1,313 @@
+//! Background I/O: a worker thread owns a store and does its writes, and
+//! the reads announced ahead, while the caller computes.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use checkpointing::{Footprint, SnapshotStore, Step, StorageError, StoreStats};
+
+type Reply<T> = SyncSender<Result<T, StorageError>>;
+
+enum Request<T> {
+    Save(Step, T),
+    Remove(Step),
+    Load(Step, Reply<T>),
+    Take(Step, Reply<T>),
+    Flush(SyncSender<()>),
+}
+
+/// What the worker shares with the caller: the inner store's counters and
+/// the first error of an operation nobody waited for.
+#[derive(Default)]
+struct Shared {
+    stats: StoreStats,
+    resident: u64,
+    failure: Option<StorageError>,
+}
+
+/// A store whose saves and removals run on a background thread, through a
+/// bounded queue, and whose reads can start early ([`prefetch`]).
+///
+/// The executor hands snapshots to [`save`](SnapshotStore::save) and goes on
+/// computing while the worker serializes and writes them; once `capacity`
+/// snapshots wait, `save` blocks (the queue bounds the memory in flight).
+/// The executor also calls [`prefetch`] for each snapshot that an action in
+/// the next few will restore, so the worker reads it while the steps before
+/// run. Operations reach the inner store in the order they were issued: a
+/// read sees every earlier save. An error of a background save or removal is
+/// reported by the next call that can fail, and by [`flush`], which the
+/// executor calls before it returns.
+///
+/// [`prefetch`]: SnapshotStore::prefetch
+/// [`flush`]: SnapshotStore::flush
+///
+/// ```
+/// use checkpointing::{DiskStore, SnapshotStore};
+/// use checkpointing_store::AsyncStore;
+/// let mut store = AsyncStore::new(DiskStore::<Vec<f64>>::temporary().unwrap(), 2);
+/// store.save(3, vec![1.0; 1000]).unwrap(); // returns before the write ends
+/// store.prefetch(3);                        // the read starts in the background
+/// assert_eq!(store.load(3).unwrap(), vec![1.0; 1000]);
+/// store.flush().unwrap();
+/// assert_eq!(store.stats().writes, 1);
+/// ```
+pub struct AsyncStore<T, St> {
+    queue: Option<SyncSender<Request<T>>>,
+    worker: Option<JoinHandle<St>>,
+    shared: Arc<Mutex<Shared>>,
+    /// Bytes of values queued for saving or read ahead and not yet taken.
+    in_flight: Arc<AtomicU64>,
+    held: BTreeSet<Step>,
+    prefetched: HashMap<Step, Receiver<Result<T, StorageError>>>,
+}
+
+impl<T, St> AsyncStore<T, St>
+where
+    T: Footprint + Send + 'static,
+    St: SnapshotStore<T> + Send + 'static,
+{
+    /// Moves `inner` to a worker thread with a queue of `capacity` pending
+    /// operations (at least 1). Snapshots already in `inner` stay readable.
+    pub fn new(inner: St, capacity: usize) -> Self {
+        let (queue, requests) = mpsc::sync_channel(capacity.max(1));
+        let held = inner.held_steps().into_iter().collect();
+        let shared = Arc::new(Mutex::new(Shared {
+            stats: inner.stats(),
+            resident: inner.resident_bytes(),
+            failure: None,
+        }));
+        let in_flight = Arc::new(AtomicU64::new(0));
+        let worker = {
+            let (shared, in_flight) = (shared.clone(), in_flight.clone());
+            std::thread::Builder::new()
+                .name("checkpointing-io".into())
+                .spawn(move || serve(inner, requests, &shared, &in_flight))
+                .expect("spawning the store's I/O thread")
+        };
+        Self {
+            queue: Some(queue),
+            worker: Some(worker),
+            shared,
+            in_flight,
+            held,
+            prefetched: HashMap::new(),
+        }
+    }
+
+    /// Waits for the queue to drain and returns the inner store.
+    pub fn into_inner(mut self) -> St {
+        self.queue = None;
+        self.worker
+            .take()
+            .expect("worker present until dropped")
+            .join()
+            .expect("the store's I/O thread panicked")
+    }
+
+    fn send(&self, request: Request<T>) -> Result<(), StorageError> {
+        self.queue
+            .as_ref()
+            .expect("queue present until dropped")
+            .send(request)
+            .map_err(|_| worker_gone())
+    }
+
+    /// Drops a read-ahead value that is about to be outdated.
+    fn discard_prefetch(&mut self, step: Step) {
+        if let Some(answer) = self.prefetched.remove(&step) {
+            let _ = self.receive(answer);
+        }
+    }
+
+    /// The first error a background operation met, if any (reported once).
+    fn check(&self) -> Result<(), StorageError> {
+        match self.lock().failure.take() {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sends a request that answers and waits for the answer.
+    fn ask(&self, request: impl FnOnce(Reply<T>) -> Request<T>) -> Result<T, StorageError> {
+        let (reply, answer) = mpsc::sync_channel(1);
+        self.send(request(reply))?;
+        self.receive(answer)
+    }
+
+    fn receive(&self, answer: Receiver<Result<T, StorageError>>) -> Result<T, StorageError> {
+        let value = answer.recv().map_err(|_| worker_gone())??;
+        self.in_flight
+            .fetch_sub(value.footprint() as u64, Ordering::Relaxed);
+        Ok(value)
+    }
+}
+
+fn worker_gone() -> StorageError {
+    StorageError::Io {
+        step: 0,
+        path: "<background I/O thread>".into(),
+        source: std::io::Error::other("the store's I/O thread stopped"),
+    }
+}
+
+/// The worker: performs requests in order until the queue is dropped.
+fn serve<T: Footprint, St: SnapshotStore<T>>(
+    mut inner: St,
+    requests: Receiver<Request<T>>,
+    shared: &Mutex<Shared>,
+    in_flight: &AtomicU64,
+) -> St {
+    for request in requests {
+        let failure = match request {
+            Request::Save(step, value) => {
+                let bytes = value.footprint() as u64;
+                let result = inner.save(step, value);
+                in_flight.fetch_sub(bytes, Ordering::Relaxed);
+                result.err()
+            }
+            Request::Remove(step) => inner.remove(step).err(),
+            Request::Load(step, reply) => answer(inner.load(step), reply, in_flight),
+            Request::Take(step, reply) => answer(inner.take(step), reply, in_flight),
+            Request::Flush(done) => {
+                let _ = done.send(());
+                None
+            }
+        };
+        let mut shared = shared.lock().unwrap_or_else(|e| e.into_inner());
+        shared.stats = inner.stats();
+        shared.resident = inner.resident_bytes();
+        if shared.failure.is_none() {
+            shared.failure = failure;
+        }
+    }
+    inner
+}
+
+fn answer<T: Footprint>(
+    result: Result<T, StorageError>,
+    reply: Reply<T>,
+    in_flight: &AtomicU64,
+) -> Option<StorageError> {
+    if let Ok(value) = &result {
+        in_flight.fetch_add(value.footprint() as u64, Ordering::Relaxed);
+    }
+    // A prefetch nobody waits for any more is simply dropped.
+    let _ = reply.send(result);
+    None
+}
+
+impl<T, St> SnapshotStore<T> for AsyncStore<T, St>
+where
+    T: Footprint + Send + 'static,
+    St: SnapshotStore<T> + Send + 'static,
+{
+    fn save(&mut self, step: Step, value: T) -> Result<(), StorageError> {
+        self.check()?;
+        if self.held.contains(&step) {
+            return Err(StorageError::AlreadyStored { step });
+        }
+        self.discard_prefetch(step);
+        self.in_flight
+            .fetch_add(value.footprint() as u64, Ordering::Relaxed);
+        self.send(Request::Save(step, value))?;
+        self.held.insert(step);
+        Ok(())
+    }
+
+    fn load(&mut self, step: Step) -> Result<T, StorageError> {
+        self.check()?;
+        match self.prefetched.remove(&step) {
+            Some(answer) => self.receive(answer),
+            None => self.ask(|reply| Request::Load(step, reply)),
+        }
+    }
+
+    fn take(&mut self, step: Step) -> Result<T, StorageError> {
+        self.check()?;
+        let value = match self.prefetched.remove(&step) {
+            Some(answer) => {
+                let value = self.receive(answer)?;
+                self.send(Request::Remove(step))?;
+                value
+            }
+            None => self.ask(|reply| Request::Take(step, reply))?,
+        };
+        self.held.remove(&step);
+        Ok(value)
+    }
+
+    fn remove(&mut self, step: Step) -> Result<(), StorageError> {
+        self.check()?;
+        if !self.held.remove(&step) {
+            return Err(StorageError::Missing { step, path: None });
+        }
+        self.discard_prefetch(step);
+        self.send(Request::Remove(step))
+    }
+
+    fn contains(&self, step: Step) -> bool {
+        self.held.contains(&step)
+    }
+
+    fn len(&self) -> usize {
+        self.held.len()
+    }
+
+    fn held_steps(&self) -> Vec<Step> {
+        self.held.iter().copied().collect()
+    }
+
+    fn prefetch(&mut self, step: Step) {
+        if self.held.contains(&step) && !self.prefetched.contains_key(&step) {
+            let (reply, answer) = mpsc::sync_channel(1);
+            if self.send(Request::Load(step, reply)).is_ok() {
+                self.prefetched.insert(step, answer);
+            }
+        }
+    }
+
+    fn flush(&mut self) -> Result<(), StorageError> {
+        let (done, wait) = mpsc::sync_channel(1);
+        self.send(Request::Flush(done))?;
+        wait.recv().map_err(|_| worker_gone())?;
+        self.check()
+    }
+
+    /// The inner store's resident bytes plus the values queued for saving
+    /// or read ahead.
+    fn resident_bytes(&self) -> u64 {
+        self.lock().resident + self.in_flight.load(Ordering::Relaxed)
+    }
+
+    fn stats(&self) -> StoreStats {
+        self.lock().stats
+    }
+}
+
+impl<T, St> Drop for AsyncStore<T, St> {
+    /// Finishes the queued operations (their errors are lost: call
+    /// [`flush`](SnapshotStore::flush) to see them).
+    fn drop(&mut self) {
+        self.queue = None;
+        self.prefetched.clear();
+        if let Some(worker) = self.worker.take() {
+            let _ = worker.join();
+        }
+    }
+}
+
+impl<T, St> std::fmt::Debug for AsyncStore<T, St> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AsyncStore")
+            .field("held", &self.held)
+            .field("prefetched", &self.prefetched.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}

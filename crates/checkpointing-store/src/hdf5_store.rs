@@ -1,0 +1,383 @@
+//! Snapshots in one HDF5 file (feature `hdf5`).
+
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+
+use checkpointing::{Checkpoint, SnapshotStore, Step, StorageError, StoreStats};
+
+/// Group holding the snapshot datasets.
+const GROUP: &str = "snapshots";
+
+/// Element types an [`Hdf5Store`] can write: HDF5's native numbers.
+///
+/// ```
+/// fn storable<E: checkpointing_store::Hdf5Element>() {}
+/// storable::<f64>();
+/// storable::<i32>();
+/// ```
+pub trait Hdf5Element: hdf5::H5Type + Copy + Send + 'static {
+    /// Appends the little-endian bytes of `self` (for the checksum).
+    fn append_le_bytes(&self, out: &mut Vec<u8>);
+}
+
+macro_rules! hdf5_elements {
+    ($($t:ty),*) => {$(
+        impl Hdf5Element for $t {
+            fn append_le_bytes(&self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+        }
+    )*};
+}
+
+hdf5_elements!(f64, f32, i64, i32, i16, i8, u64, u32, u16, u8);
+
+/// Snapshots as datasets of one HDF5 file, the format of Checkpointing.jl's
+/// HDF5 storage, readable by any HDF5 tool.
+///
+/// Each snapshot of step `n` is the dataset `/snapshots/step-{n:020}`, a
+/// 2-D array of `E` with one row per stored state, and attributes `step`
+/// (`u64`), `crc32` (`u32`, the CRC-32 of the rows' little-endian bytes) and
+/// `ics` (`u8`: 1 if row 0 is the state to restart the forward from, the
+/// executor's [`Checkpoint::ics`]; the other rows are the adjoint
+/// dependencies of steps `n, n + 1, ...`). A plain `Vec<E>` snapshot is one
+/// row with `ics = 1`. In Python:
+///
+/// ```python
+/// import h5py
+/// with h5py.File("run.h5") as f:
+///     x = f["snapshots/step-00000000000000000042"][0]   # numpy array
+/// ```
+///
+/// The file is flushed after every save and removal, so a process killed
+/// between two operations leaves a readable file with every snapshot saved
+/// so far; a snapshot read back is checked against its checksum, and a
+/// damaged one is an error naming the step.
+///
+/// It stores states that are vectors of HDF5 numbers (`Vec<f64>`,
+/// `Vec<f32>`, integer vectors) and the executor's checkpoints of such
+/// states, all rows of a snapshot of one length. Other state types are
+/// refused when the program is compiled, as Checkpointing.jl refuses GPU
+/// arrays for HDF5:
+///
+/// ```compile_fail
+/// use checkpointing::SnapshotStore;
+/// use checkpointing_store::Hdf5Store;
+/// let mut store = Hdf5Store::<f64>::temporary().unwrap();
+/// store.save(0, std::collections::HashMap::<u8, u8>::new()); // not an array of numbers
+/// ```
+///
+/// ```
+/// use checkpointing::SnapshotStore;
+/// use checkpointing_store::Hdf5Store;
+/// let mut store = Hdf5Store::<f64>::temporary().unwrap();
+/// store.save(42, vec![1.0, 2.0, 3.0]).unwrap();
+/// let back: Vec<f64> = store.load(42).unwrap();
+/// assert_eq!(back, vec![1.0, 2.0, 3.0]);
+/// ```
+pub struct Hdf5Store<E> {
+    file: hdf5::File,
+    group: hdf5::Group,
+    path: PathBuf,
+    _temp: Option<tempfile::TempDir>,
+    /// Data bytes of each snapshot held.
+    sizes: HashMap<Step, u64>,
+    bytes: u64,
+    stats: StoreStats,
+    _element: PhantomData<fn(E) -> E>,
+}
+
+impl<E: Hdf5Element> Hdf5Store<E> {
+    /// Creates the file at `path` (replacing one that is there) and keeps it
+    /// after the store is dropped.
+    pub fn create(path: impl AsRef<Path>) -> Result<Self, StorageError> {
+        let path = path.as_ref().to_path_buf();
+        let file = hdf5::File::create(&path).map_err(|e| io(0, &path, e))?;
+        let group = file.create_group(GROUP).map_err(|e| io(0, &path, e))?;
+        file.flush().map_err(|e| io(0, &path, e))?;
+        Ok(Self::with(file, group, path))
+    }
+
+    /// Opens an existing file written by an `Hdf5Store` and holds the
+    /// snapshots in it (each is verified when read), e.g. to resume a run.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StorageError> {
+        let path = path.as_ref().to_path_buf();
+        let file = hdf5::File::open_rw(&path).map_err(|e| io(0, &path, e))?;
+        let group = file.group(GROUP).map_err(|e| io(0, &path, e))?;
+        let mut store = Self::with(file, group, path);
+        for name in store
+            .group
+            .member_names()
+            .map_err(|e| io(0, &store.path, e))?
+        {
+            let Some(step) = name.strip_prefix("step-").and_then(|s| s.parse().ok()) else {
+                continue;
+            };
+            let dataset = store
+                .group
+                .dataset(&name)
+                .map_err(|e| io(step, &store.path, e))?;
+            let size = (dataset.size() * std::mem::size_of::<E>()) as u64;
+            store.sizes.insert(step, size);
+            store.bytes += size;
+        }
+        store.stats.record_held(store.sizes.len(), store.bytes);
+        Ok(store)
+    }
+
+    /// A store in a new temporary file, removed on drop.
+    pub fn temporary() -> Result<Self, StorageError> {
+        let dir = tempfile::Builder::new()
+            .prefix("checkpointing-h5-")
+            .tempdir()
+            .map_err(|source| StorageError::Io {
+                step: 0,
+                path: std::env::temp_dir(),
+                source,
+            })?;
+        let mut store = Self::create(dir.path().join("snapshots.h5"))?;
+        store._temp = Some(dir);
+        Ok(store)
+    }
+
+    fn with(file: hdf5::File, group: hdf5::Group, path: PathBuf) -> Self {
+        Self {
+            file,
+            group,
+            path,
+            _temp: None,
+            sizes: HashMap::new(),
+            bytes: 0,
+            stats: StoreStats::default(),
+            _element: PhantomData,
+        }
+    }
+
+    /// The HDF5 file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The dataset name of `step`'s snapshot, below `/snapshots`.
+    pub fn dataset_name(step: Step) -> String {
+        format!("step-{step:020}")
+    }
+
+    fn write_rows(&mut self, step: Step, rows: &[&[E]], ics: bool) -> Result<(), StorageError> {
+        if self.sizes.contains_key(&step) {
+            return Err(StorageError::AlreadyStored { step });
+        }
+        let len = rows.first().map_or(0, |r| r.len());
+        if let Some(bad) = rows.iter().find(|r| r.len() != len) {
+            return Err(StorageError::Serialization {
+                step,
+                reason: format!(
+                    "an HDF5 snapshot is a 2-D array: rows of {len} and {} elements",
+                    bad.len()
+                ),
+            });
+        }
+        let flat: Vec<E> = rows.iter().flat_map(|r| r.iter().copied()).collect();
+        let crc = checksum(&flat);
+        let name = Self::dataset_name(step);
+        let written = (|| {
+            let dataset = self
+                .group
+                .new_dataset::<E>()
+                .shape((rows.len(), len))
+                .create(name.as_str())?;
+            dataset.write_raw(&flat[..])?;
+            dataset
+                .new_attr::<u64>()
+                .create("step")?
+                .write_scalar(&step)?;
+            dataset
+                .new_attr::<u32>()
+                .create("crc32")?
+                .write_scalar(&crc)?;
+            dataset
+                .new_attr::<u8>()
+                .create("ics")?
+                .write_scalar(&u8::from(ics))?;
+            self.file.flush()
+        })();
+        if let Err(e) = written {
+            let _ = self.group.unlink(&name);
+            return Err(io(step, &self.path, e));
+        }
+        let size = std::mem::size_of_val(&flat[..]) as u64;
+        self.sizes.insert(step, size);
+        self.bytes += size;
+        self.stats.writes += 1;
+        self.stats.bytes_written += size;
+        self.stats.record_held(self.sizes.len(), self.bytes);
+        Ok(())
+    }
+
+    /// Reads and verifies `step`'s rows; returns them and the `ics` flag.
+    fn read_rows(&mut self, step: Step) -> Result<(Vec<Vec<E>>, bool), StorageError> {
+        let missing = |path: Option<PathBuf>| StorageError::Missing { step, path };
+        if !self.sizes.contains_key(&step) {
+            return Err(missing(None));
+        }
+        let name = Self::dataset_name(step);
+        if !self.group.link_exists(&name) {
+            return Err(missing(Some(self.path.clone())));
+        }
+        let corrupted = |reason: String| StorageError::Corrupted {
+            step,
+            path: self.path.clone(),
+            reason,
+        };
+        let read = (|| {
+            let dataset = self.group.dataset(&name)?;
+            let shape = dataset.shape();
+            let flat = dataset.read_raw::<E>()?;
+            let attr_step = dataset.attr("step")?.read_scalar::<u64>()?;
+            let crc = dataset.attr("crc32")?.read_scalar::<u32>()?;
+            let ics = dataset.attr("ics")?.read_scalar::<u8>()?;
+            Ok::<_, hdf5::Error>((shape, flat, attr_step, crc, ics))
+        })();
+        let (shape, flat, attr_step, crc, ics) =
+            read.map_err(|e| corrupted(format!("unreadable dataset {name}: {e}")))?;
+        if shape.len() != 2 {
+            return Err(corrupted(format!("dataset {name} has shape {shape:?}")));
+        }
+        if checksum(&flat) != crc {
+            return Err(corrupted(format!("checksum mismatch in dataset {name}")));
+        }
+        if attr_step != step {
+            return Err(corrupted(format!("dataset {name} holds step {attr_step}")));
+        }
+        let rows = if shape[1] == 0 {
+            vec![Vec::new(); shape[0]]
+        } else {
+            flat.chunks(shape[1]).map(<[E]>::to_vec).collect()
+        };
+        self.stats.reads += 1;
+        self.stats.bytes_read += std::mem::size_of_val(&flat[..]) as u64;
+        Ok((rows, ics != 0))
+    }
+
+    fn unlink(&mut self, step: Step) -> Result<(), StorageError> {
+        let size = self
+            .sizes
+            .remove(&step)
+            .ok_or(StorageError::Missing { step, path: None })?;
+        self.bytes -= size;
+        let name = Self::dataset_name(step);
+        self.group
+            .unlink(&name)
+            .and_then(|()| self.file.flush())
+            .map_err(|e| io(step, &self.path, e))
+    }
+}
+
+fn checksum<E: Hdf5Element>(flat: &[E]) -> u32 {
+    let mut bytes = Vec::with_capacity(std::mem::size_of_val(flat));
+    flat.iter().for_each(|x| x.append_le_bytes(&mut bytes));
+    crc32fast::hash(&bytes)
+}
+
+fn io(step: Step, path: &Path, e: hdf5::Error) -> StorageError {
+    StorageError::Io {
+        step,
+        path: path.to_path_buf(),
+        source: std::io::Error::other(e.to_string()),
+    }
+}
+
+impl<E> std::fmt::Debug for Hdf5Store<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hdf5Store")
+            .field("path", &self.path)
+            .field("snapshots", &self.sizes.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The bookkeeping shared by both kinds of snapshot.
+macro_rules! hdf5_bookkeeping {
+    () => {
+        fn remove(&mut self, step: Step) -> Result<(), StorageError> {
+            self.unlink(step)
+        }
+
+        fn contains(&self, step: Step) -> bool {
+            self.sizes.contains_key(&step)
+        }
+
+        fn len(&self) -> usize {
+            self.sizes.len()
+        }
+
+        fn held_steps(&self) -> Vec<Step> {
+            let mut steps: Vec<Step> = self.sizes.keys().copied().collect();
+            steps.sort_unstable();
+            steps
+        }
+
+        fn resident_bytes(&self) -> u64 {
+            0
+        }
+
+        fn stats(&self) -> StoreStats {
+            self.stats
+        }
+    };
+}
+
+impl<E: Hdf5Element> SnapshotStore<Vec<E>> for Hdf5Store<E> {
+    fn save(&mut self, step: Step, value: Vec<E>) -> Result<(), StorageError> {
+        self.write_rows(step, &[&value], true)
+    }
+
+    fn load(&mut self, step: Step) -> Result<Vec<E>, StorageError> {
+        let (mut rows, _) = self.read_rows(step)?;
+        match rows.len() {
+            1 => Ok(rows.pop().expect("one row")),
+            n => Err(StorageError::Serialization {
+                step,
+                reason: format!("dataset holds {n} rows, a state is one"),
+            }),
+        }
+    }
+
+    fn take(&mut self, step: Step) -> Result<Vec<E>, StorageError> {
+        let value = SnapshotStore::<Vec<E>>::load(self, step)?;
+        self.unlink(step)?;
+        Ok(value)
+    }
+
+    hdf5_bookkeeping!();
+}
+
+impl<E: Hdf5Element> SnapshotStore<Checkpoint<Vec<E>>> for Hdf5Store<E> {
+    fn save(&mut self, step: Step, value: Checkpoint<Vec<E>>) -> Result<(), StorageError> {
+        let rows: Vec<&[E]> = value
+            .ics
+            .iter()
+            .chain(&value.deps)
+            .map(|r| &r[..])
+            .collect();
+        self.write_rows(step, &rows, value.ics.is_some())
+    }
+
+    fn load(&mut self, step: Step) -> Result<Checkpoint<Vec<E>>, StorageError> {
+        let (rows, ics) = self.read_rows(step)?;
+        let mut rows = rows.into_iter();
+        Ok(Checkpoint {
+            ics: if ics { rows.next() } else { None },
+            deps: rows.collect(),
+        })
+    }
+
+    fn take(&mut self, step: Step) -> Result<Checkpoint<Vec<E>>, StorageError> {
+        let value = SnapshotStore::<Checkpoint<Vec<E>>>::load(self, step)?;
+        self.unlink(step)?;
+        Ok(value)
+    }
+
+    hdf5_bookkeeping!();
+}
