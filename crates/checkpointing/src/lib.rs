@@ -36,7 +36,8 @@ pub mod storage;
 
 pub use action::{Action, ParseActionError, Step, StorageLevel, MAXSIZE};
 pub use executor::{
-    ExecutionStats, Executor, ExecutorError, FnProblem, Outcome, Problem, Progress, UserError,
+    ExecutionStats, Executor, ExecutorError, FnProblem, Journal, JournalError, Outcome, Problem,
+    Progress, ResumableProblem, UserError,
 };
 pub use replay::{Cost, LevelCost, Replay, ReplayError, ReplayErrorKind};
 pub use schedule::{
@@ -46,5 +47,5 @@ pub use schedule::{
     SingleMemoryStorageSchedule, SpecError, Trajectory, TwoLevelCheckpointSchedule,
 };
 pub use storage::{
-    Checkpoint, DiskStore, Footprint, MemoryStore, SnapshotStore, StorageError, StoreStats,
+    Checkpoint, DiskStore, DurableStore, Footprint, MemoryStore, SnapshotStore, StorageError, StoreStats,
 };

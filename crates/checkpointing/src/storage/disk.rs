@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::{SnapshotStore, StorageError, StoreStats};
+use super::{DurableStore, SnapshotStore, StorageError, StoreStats};
 use crate::action::Step;
 
 /// File header: magic, step, payload length, CRC-32 of step, length and
@@ -47,9 +47,14 @@ pub struct DiskStore<T> {
     prefix: String,
     /// Keeps a temporary directory alive; removes it on drop.
     _temp: Option<tempfile::TempDir>,
-    /// File size of each snapshot held.
-    sizes: HashMap<Step, u64>,
+    /// File name and size of each snapshot held.
+    files: HashMap<Step, (String, u64)>,
     bytes: u64,
+    /// In deferred mode (a journaled run): the files of removed snapshots,
+    /// deleted by `complete_removals`; new files get unique names.
+    deferred: Option<Vec<String>>,
+    /// The next unique file number in deferred mode.
+    generation: u64,
     max_snapshots: Option<usize>,
     stats: StoreStats,
     _values: PhantomData<fn(T) -> T>,
@@ -88,8 +93,10 @@ impl<T> DiskStore<T> {
             dir,
             prefix: "snapshot-".into(),
             _temp: None,
-            sizes: HashMap::new(),
+            files: HashMap::new(),
             bytes: 0,
+            deferred: None,
+            generation: 0,
             max_snapshots: None,
             stats: StoreStats::default(),
             _values: PhantomData,
@@ -114,9 +121,36 @@ impl<T> DiskStore<T> {
         &self.dir
     }
 
-    /// The file that holds (or would hold) the snapshot of `step`.
+    /// The file that holds the snapshot of `step`, or that a save of it
+    /// would write (`{prefix}{step:020}.ckpt`; in a journaled run, whose
+    /// removals are deferred, `{prefix}{step:020}.{k}.ckpt` with a unique
+    /// `k`).
     pub fn path_of(&self, step: Step) -> PathBuf {
-        self.dir.join(format!("{}{step:020}.ckpt", self.prefix))
+        match self.files.get(&step) {
+            Some((name, _)) => self.dir.join(name),
+            None => self.dir.join(self.default_name(step)),
+        }
+    }
+
+    fn default_name(&self, step: Step) -> String {
+        format!("{}{step:020}.ckpt", self.prefix)
+    }
+
+    /// The name a new snapshot of `step` is written under.
+    fn new_name(&mut self, step: Step) -> String {
+        if self.deferred.is_some() {
+            self.generation += 1;
+            format!("{}{step:020}.{}.ckpt", self.prefix, self.generation)
+        } else {
+            self.default_name(step)
+        }
+    }
+
+    /// The step and generation of a snapshot file name of this store.
+    fn parse_name(&self, name: &str) -> Option<(Step, u64)> {
+        let rest = name.strip_prefix(&self.prefix)?.strip_suffix(".ckpt")?;
+        let (step, generation) = rest.split_once('.').unwrap_or((rest, "0"));
+        Some((step.parse().ok()?, generation.parse().ok()?))
     }
 
     fn io(step: Step, path: &Path, source: std::io::Error) -> StorageError {
@@ -138,26 +172,23 @@ impl<T> DiskStore<T> {
     /// of the directory. On failure nothing is left under either name.
     fn write_atomically(&self, step: Step, path: &Path, bytes: &[u8]) -> Result<(), StorageError> {
         let temp = self.dir.join(format!(".{}{step:020}.tmp", self.prefix));
-        let result = (|| {
-            let mut file = File::create(&temp)?;
-            file.write_all(bytes)?;
-            file.sync_all()?;
-            drop(file);
-            fs::rename(&temp, path)?;
-            File::open(&self.dir)?.sync_all()
-        })();
-        result.map_err(|e| {
-            let _ = fs::remove_file(&temp);
-            Self::io(step, path, e)
-        })
+        write_atomically(&self.dir, &temp, path, bytes).map_err(|e| Self::io(step, path, e))
+    }
+
+    fn delete(&self, step: Step, name: &str) -> Result<(), StorageError> {
+        let path = self.dir.join(name);
+        match fs::remove_file(&path) {
+            Err(e) if e.kind() != ErrorKind::NotFound => Err(Self::io(step, &path, e)),
+            _ => Ok(()),
+        }
     }
 
     /// Reads and verifies the file of `step`; returns the payload.
     fn read_verified(&self, step: Step) -> Result<Vec<u8>, StorageError> {
-        let path = self.path_of(step);
-        if !self.sizes.contains_key(&step) {
+        if !self.files.contains_key(&step) {
             return Err(StorageError::Missing { step, path: None });
         }
+        let path = self.path_of(step);
         let mut bytes = fs::read(&path).map_err(|e| match e.kind() {
             ErrorKind::NotFound => StorageError::Missing {
                 step,
@@ -198,11 +229,28 @@ impl<T> DiskStore<T> {
         Ok(bytes)
     }
 
-    fn forget(&mut self, step: Step) {
-        if let Some(size) = self.sizes.remove(&step) {
-            self.bytes -= size;
-        }
+}
+
+/// Writes `bytes` to `path` atomically: to `temp`, fsync, rename, fsync of
+/// `dir`. On failure nothing is left under either name.
+pub(crate) fn write_atomically(
+    dir: &Path,
+    temp: &Path,
+    path: &Path,
+    bytes: &[u8],
+) -> std::io::Result<()> {
+    let result = (|| {
+        let mut file = File::create(temp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        fs::rename(temp, path)?;
+        File::open(dir)?.sync_all()
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(temp);
     }
+    result
 }
 
 fn crc32(header: &[u8], payload: &[u8]) -> u32 {
@@ -214,10 +262,10 @@ fn crc32(header: &[u8], payload: &[u8]) -> u32 {
 
 impl<T: Serialize + DeserializeOwned> SnapshotStore<T> for DiskStore<T> {
     fn save(&mut self, step: Step, value: T) -> Result<(), StorageError> {
-        if self.sizes.contains_key(&step) {
+        if self.files.contains_key(&step) {
             return Err(StorageError::AlreadyStored { step });
         }
-        if let Some(max) = self.max_snapshots.filter(|&m| self.sizes.len() >= m) {
+        if let Some(max) = self.max_snapshots.filter(|&m| self.files.len() >= m) {
             return Err(StorageError::BudgetExceeded {
                 step,
                 what: format!("{max} snapshots already on disk"),
@@ -235,14 +283,15 @@ impl<T: Serialize + DeserializeOwned> SnapshotStore<T> for DiskStore<T> {
         bytes[16..24].copy_from_slice(&len.to_le_bytes());
         let crc = crc32(&bytes[8..24], &bytes[HEADER..]);
         bytes[24..28].copy_from_slice(&crc.to_le_bytes());
-        let path = self.path_of(step);
+        let name = self.new_name(step);
+        let path = self.dir.join(&name);
         self.write_atomically(step, &path, &bytes)?;
         let size = bytes.len() as u64;
-        self.sizes.insert(step, size);
+        self.files.insert(step, (name, size));
         self.bytes += size;
         self.stats.writes += 1;
         self.stats.bytes_written += size;
-        self.stats.record_held(self.sizes.len(), self.bytes);
+        self.stats.record_held(self.files.len(), self.bytes);
         Ok(())
     }
 
@@ -264,27 +313,30 @@ impl<T: Serialize + DeserializeOwned> SnapshotStore<T> for DiskStore<T> {
     }
 
     fn remove(&mut self, step: Step) -> Result<(), StorageError> {
-        if !self.sizes.contains_key(&step) {
-            return Err(StorageError::Missing { step, path: None });
-        }
-        let path = self.path_of(step);
-        self.forget(step);
-        match fs::remove_file(&path) {
-            Err(e) if e.kind() != ErrorKind::NotFound => Err(Self::io(step, &path, e)),
-            _ => Ok(()),
+        let (name, size) = self
+            .files
+            .remove(&step)
+            .ok_or(StorageError::Missing { step, path: None })?;
+        self.bytes -= size;
+        match &mut self.deferred {
+            Some(pending) => {
+                pending.push(name);
+                Ok(())
+            }
+            None => self.delete(step, &name),
         }
     }
 
     fn contains(&self, step: Step) -> bool {
-        self.sizes.contains_key(&step)
+        self.files.contains_key(&step)
     }
 
     fn len(&self) -> usize {
-        self.sizes.len()
+        self.files.len()
     }
 
     fn held_steps(&self) -> Vec<Step> {
-        let mut steps: Vec<Step> = self.sizes.keys().copied().collect();
+        let mut steps: Vec<Step> = self.files.keys().copied().collect();
         steps.sort_unstable();
         steps
     }
@@ -295,5 +347,70 @@ impl<T: Serialize + DeserializeOwned> SnapshotStore<T> for DiskStore<T> {
 
     fn stats(&self) -> StoreStats {
         self.stats
+    }
+}
+
+impl<T: Serialize + DeserializeOwned> DurableStore<T> for DiskStore<T> {
+    fn defer_removals(&mut self) {
+        self.deferred.get_or_insert_with(Vec::new);
+    }
+
+    fn complete_removals(&mut self) -> Result<(), StorageError> {
+        let pending = self.deferred.as_mut().map(std::mem::take).unwrap_or_default();
+        for name in pending {
+            let step = self.parse_name(&name).map_or(0, |(step, _)| step);
+            self.delete(step, &name)?;
+        }
+        Ok(())
+    }
+
+    fn has_pending_removals(&self) -> bool {
+        self.deferred.as_ref().is_some_and(|p| !p.is_empty())
+    }
+
+    fn manifest(&self) -> Vec<(Step, String)> {
+        let mut entries: Vec<(Step, String)> = self
+            .files
+            .iter()
+            .map(|(&step, (name, _))| (step, name.clone()))
+            .collect();
+        entries.sort_unstable();
+        entries
+    }
+
+    fn adopt(&mut self, manifest: &[(Step, String)]) -> Result<(), StorageError> {
+        let listing = fs::read_dir(&self.dir).map_err(|e| Self::io(0, &self.dir, e))?;
+        let mut found = HashMap::new();
+        for entry in listing {
+            let entry = entry.map_err(|e| Self::io(0, &self.dir, e))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some((step, generation)) = self.parse_name(&name) {
+                self.generation = self.generation.max(generation);
+                let size = entry.metadata().map_err(|e| Self::io(step, &entry.path(), e))?.len();
+                found.insert(name, (step, size));
+            } else if name.starts_with(&format!(".{}", self.prefix)) && name.ends_with(".tmp") {
+                // A write cut short: never renamed into place.
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+        let mut files = HashMap::new();
+        for (step, name) in manifest {
+            let Some(&(_, size)) = found.get(name) else {
+                return Err(StorageError::Missing {
+                    step: *step,
+                    path: Some(self.dir.join(name)),
+                });
+            };
+            files.insert(*step, (name.clone(), size));
+        }
+        for (name, (step, _)) in &found {
+            if !files.values().any(|(held, _)| held == name) {
+                self.delete(*step, name)?;
+            }
+        }
+        self.bytes = files.values().map(|(_, size)| size).sum();
+        self.files = files;
+        self.stats.record_held(self.files.len(), self.bytes);
+        Ok(())
     }
 }

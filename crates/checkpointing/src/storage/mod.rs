@@ -15,6 +15,7 @@ mod disk;
 mod memory;
 
 pub use disk::DiskStore;
+pub(crate) use disk::write_atomically;
 pub use memory::MemoryStore;
 
 /// Why a store could not save, load or remove a snapshot. Every variant
@@ -84,7 +85,7 @@ pub enum StorageError {
 }
 
 /// Traffic and occupancy counters of a store.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoreStats {
     /// Snapshots saved.
     pub writes: u64,
@@ -170,6 +171,49 @@ pub trait SnapshotStore<T> {
     fn resident_bytes(&self) -> u64;
     /// Counters since the store was created.
     fn stats(&self) -> StoreStats;
+}
+
+/// A store whose snapshots outlive the process, so that a journaled run
+/// ([`Executor::run_resumable`](crate::Executor::run_resumable)) can resume
+/// from them after a crash.
+///
+/// A journaled run defers removals: a removed snapshot disappears from the
+/// store at once but its data stays on the medium until the journal has
+/// recorded the removal ([`complete_removals`](Self::complete_removals)), so
+/// that the snapshots the last journal entry names are always there. After a
+/// crash, [`adopt`](Self::adopt) takes back exactly those and deletes the
+/// rest.
+///
+/// ```
+/// use checkpointing::{DiskStore, DurableStore, SnapshotStore};
+/// let dir = tempfile::tempdir().unwrap();
+/// let mut store = DiskStore::<Vec<f64>>::in_dir(dir.path()).unwrap();
+/// store.defer_removals();
+/// store.save(1, vec![1.0]).unwrap();
+/// store.save(2, vec![2.0]).unwrap();
+/// let manifest = store.manifest();         // what a journal records
+/// store.remove(1).unwrap();
+/// assert!(store.has_pending_removals());    // the file is still there
+/// drop(store);                              // crash before the journal is written
+/// let mut store = DiskStore::<Vec<f64>>::in_dir(dir.path()).unwrap();
+/// store.adopt(&manifest).unwrap();
+/// assert_eq!(store.load(1).unwrap(), vec![1.0]);
+/// ```
+pub trait DurableStore<T>: SnapshotStore<T> {
+    /// From now on a removal hides the snapshot but keeps its data until
+    /// [`complete_removals`](Self::complete_removals), and a new snapshot
+    /// never reuses the name of one whose removal is pending.
+    fn defer_removals(&mut self);
+    /// Deletes the data of the snapshots removed since the last call.
+    fn complete_removals(&mut self) -> Result<(), StorageError>;
+    /// Whether removed snapshots still have data on the medium.
+    fn has_pending_removals(&self) -> bool;
+    /// Each held snapshot's step and where it is on the medium (a file or
+    /// dataset name), in increasing order of step.
+    fn manifest(&self) -> Vec<(Step, String)>;
+    /// Holds exactly the snapshots of `manifest`, which must all be on the
+    /// medium, and deletes every other snapshot of this store found there.
+    fn adopt(&mut self, manifest: &[(Step, String)]) -> Result<(), StorageError>;
 }
 
 /// The heap and inline bytes a value occupies, measured from its buffers

@@ -11,10 +11,14 @@
 //! Here the adjoint dependencies of step `i` are the state `x_i` before it,
 //! so the adjoint step receives `x_i` and recomputes what it needs.
 
+mod journal;
+
+pub use journal::{Journal, JournalError, ResumableProblem};
+
 use std::collections::VecDeque;
 use std::marker::PhantomData;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::action::{Action, Step};
 use crate::schedule::{Schedule, ScheduleError};
@@ -157,6 +161,9 @@ pub enum ExecutorError {
         /// Actions performed.
         actions: usize,
     },
+    /// A journal could not be written, or does not belong to this run.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
     /// `run` on an online schedule, or `run_online` on an offline one.
     #[error("{0}")]
     WrongMode(&'static str),
@@ -172,7 +179,7 @@ pub struct Progress {
 }
 
 /// What an execution did, measured.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExecutionStats {
     /// Number of steps of the loop.
     pub steps: Step,
@@ -304,6 +311,13 @@ impl<S> Window<S> {
         true
     }
 
+    /// The values held, by increasing step.
+    fn iter(&self) -> impl Iterator<Item = (Step, &S)> {
+        (self.first..)
+            .zip(&self.slots)
+            .filter_map(|(step, slot)| Some((step, slot.as_ref()?)))
+    }
+
     fn remove(&mut self, step: Step) -> Option<S> {
         let i = usize::try_from(step.checked_sub(self.first)?).ok()?;
         let value = self.slots.get_mut(i)?.take()?;
@@ -321,6 +335,67 @@ impl<S> Window<S> {
 
 /// Most spare state buffers kept for reuse.
 const SPARE_STATES: usize = 4;
+
+/// How many actions ahead the executor announces reads to the stores.
+const LOOK_AHEAD: usize = 8;
+
+/// Where an execution starts: from the initial state, or from a journal.
+struct Start<S, A> {
+    work: Work<S, A>,
+    /// Actions already performed.
+    completed: usize,
+}
+
+impl<S, A> Start<S, A> {
+    fn fresh(initial: S) -> Self {
+        Self {
+            work: Work {
+                live: Some((0, initial)),
+                deps: Window::default(),
+                deps_bytes: 0,
+                adjoint: None,
+                stats: ExecutionStats::default(),
+                spare: Vec::new(),
+            },
+            completed: 0,
+        }
+    }
+}
+
+/// What happens after each action; a journal records progress there.
+trait AfterAction<S, P: Problem, R, D> {
+    /// `completed` actions are done; `work` is the executor's state.
+    fn after_action(
+        &mut self,
+        completed: usize,
+        work: &Work<S, P::Adjoint>,
+        ram: &mut R,
+        disk: &mut D,
+        problem: &P,
+    ) -> Result<(), ExecutorError>;
+    /// The run completed.
+    fn finish(&mut self, disk: &mut D) -> Result<(), ExecutorError>;
+}
+
+/// Plain runs record nothing.
+struct NoJournal;
+
+impl<S, P: Problem, R, D> AfterAction<S, P, R, D> for NoJournal {
+    fn after_action(
+        &mut self,
+        _: usize,
+        _: &Work<S, P::Adjoint>,
+        _: &mut R,
+        _: &mut D,
+        _: &P,
+    ) -> Result<(), ExecutorError> {
+        Ok(())
+    }
+
+    fn finish(&mut self, _: &mut D) -> Result<(), ExecutorError> {
+        Ok(())
+    }
+}
 
 impl<S: Clone, A> Work<S, A> {
     /// A copy of `state`, in a recycled buffer when one is spare.
@@ -393,7 +468,14 @@ where
                 "run needs an offline schedule; use run_online for an online one",
             ));
         }
-        self.execute(problem, schedule, initial, Stop::Schedule, terminal)
+        self.execute(
+            problem,
+            schedule,
+            Start::fresh(initial),
+            Stop::Schedule,
+            terminal,
+            &mut NoJournal,
+        )
     }
 
     /// Runs an online schedule: the forward goes on until `stop(n, &x_n)`
@@ -425,32 +507,46 @@ where
                 "run_online needs an online schedule; use run for an offline one",
             ));
         }
-        self.execute(problem, schedule, initial, Stop::When(&mut stop), terminal)
+        self.execute(
+            problem,
+            schedule,
+            Start::fresh(initial),
+            Stop::When(&mut stop),
+            terminal,
+            &mut NoJournal,
+        )
     }
 
-    fn execute<P, Sc>(
+    fn execute<P, Sc, J>(
         &mut self,
         problem: &mut P,
         mut schedule: Sc,
-        initial: S,
+        start: Start<S, P::Adjoint>,
         mut stop: Stop<'_, S>,
         terminal: impl FnOnce(&S) -> Result<P::Adjoint, UserError>,
+        journal: &mut J,
     ) -> Result<Outcome<P::Adjoint>, ExecutorError>
     where
         P: Problem<State = S>,
         Sc: Schedule,
+        J: AfterAction<S, P, R, D>,
     {
-        let mut work = Work {
-            live: Some((0, initial)),
-            deps: Window::default(),
-            deps_bytes: 0,
-            adjoint: None,
-            stats: ExecutionStats::default(),
-            spare: Vec::new(),
-        };
+        let Start {
+            mut work,
+            completed: mut index,
+        } = start;
+        for skipped in 0..index {
+            if schedule.next().is_none() {
+                return Err(ExecutorError::EndedEarly { actions: skipped });
+            }
+        }
+        let offline = schedule.max_n().is_some();
+        let mut ahead = VecDeque::new();
         let mut terminal = Some(terminal);
-        let mut index = 0;
-        while let Some(action) = schedule.next() {
+        while let Some(action) = ahead.pop_front().or_else(|| schedule.next()) {
+            if offline {
+                self.look_ahead(&mut schedule, &mut ahead);
+            }
             let inconsistent = |reason: String| ExecutorError::Inconsistent {
                 index,
                 action,
@@ -503,6 +599,15 @@ where
                         .adjoint
                         .take()
                         .ok_or_else(|| inconsistent("EndReverse before EndForward".into()))?;
+                    for (level, store) in [
+                        (StorageLevel::Ram, &mut self.ram as &mut dyn SnapshotStore<_>),
+                        (StorageLevel::Disk, &mut self.disk),
+                    ] {
+                        store
+                            .flush()
+                            .map_err(|source| ExecutorError::Storage { level, source })?;
+                    }
+                    journal.finish(&mut self.disk)?;
                     work.stats.actions = index as u64 + 1;
                     self.record_peak(&mut work);
                     work.stats.ram = self.ram.stats();
@@ -515,8 +620,30 @@ where
             }
             self.record_peak(&mut work);
             index += 1;
+            journal.after_action(index, &work, &mut self.ram, &mut self.disk, problem)?;
         }
         Err(ExecutorError::EndedEarly { actions: index })
+    }
+
+    /// Buffers the next actions of an offline schedule and tells the stores
+    /// which snapshots those actions will read, so that stores reading in
+    /// the background start early.
+    fn look_ahead<Sc: Schedule>(&mut self, schedule: &mut Sc, ahead: &mut VecDeque<Action>) {
+        while ahead.len() < LOOK_AHEAD {
+            let Some(action) = schedule.next() else {
+                return;
+            };
+            if let Action::Copy { n, from, to } | Action::Move { n, from, to } = action {
+                if to != StorageLevel::None {
+                    match from {
+                        StorageLevel::Ram => self.ram.prefetch(n),
+                        StorageLevel::Disk => self.disk.prefetch(n),
+                        _ => {}
+                    }
+                }
+            }
+            ahead.push_back(action);
+        }
     }
 
     fn record_peak<A>(&self, work: &mut Work<S, A>) {
