@@ -10,7 +10,7 @@
 //! is the energy of the final field, `J = Σ T_N[i]²`, and the gradient is
 //! `∂J/∂T_0`.
 
-use checkpointing::{Problem, Step, UserError};
+use checkpointing::{Problem, ResumableProblem, Step, UserError};
 
 /// The heat-equation problem: parameters and a scratch buffer.
 #[derive(Debug, Clone)]
@@ -21,6 +21,8 @@ pub struct HeatEquation {
     pub lambda: f64,
     /// Cubic reaction coefficient `γ`.
     pub reaction: f64,
+    /// `∂J/∂λ`, accumulated by the adjoint steps run so far.
+    pub grad_lambda: f64,
     scratch: Vec<f64>,
 }
 
@@ -37,6 +39,7 @@ impl HeatEquation {
             cells,
             lambda,
             reaction: gamma,
+            grad_lambda: 0.0,
             scratch: vec![0.0; cells],
         }
     }
@@ -77,9 +80,13 @@ impl HeatEquation {
     ///
     /// Cell `j` receives `(1 - 2λ - 3γ T_j²) μ_j` if it is interior (the
     /// boundary cells are held: `μ_j`), plus `λ μ_k` from each interior
-    /// neighbour `k`.
+    /// neighbour `k`. The parameter adjoint `∂J/∂λ` grows by
+    /// `Σ μ_j (T_{j-1} - 2 T_j + T_{j+1})` over the interior cells.
     pub fn adjoint_step(&mut self, t: &[f64], mu: &mut Vec<f64>) {
         let (l, g, n) = (self.lambda, self.reaction, self.cells);
+        self.grad_lambda += (1..n - 1)
+            .map(|j| mu[j] * (t[j - 1] - 2.0 * t[j] + t[j + 1]))
+            .sum::<f64>();
         let out = &mut self.scratch[..n];
         let (t, m) = (&t[..n], &mu[..n]);
         let own = |j: usize| (1.0 - 2.0 * l - 3.0 * g * t[j] * t[j]) * m[j];
@@ -140,5 +147,18 @@ impl Problem for HeatEquation {
     ) -> Result<(), UserError> {
         self.adjoint_step(state, mu);
         Ok(())
+    }
+}
+
+/// A run can resume: the journal keeps `∂J/∂λ` accumulated so far.
+impl ResumableProblem for HeatEquation {
+    type Accumulators = f64;
+
+    fn accumulators(&self) -> f64 {
+        self.grad_lambda
+    }
+
+    fn restore_accumulators(&mut self, grad_lambda: f64) {
+        self.grad_lambda = grad_lambda;
     }
 }

@@ -3,7 +3,7 @@
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use checkpointing::{SnapshotStore, Step, StorageError, StoreStats};
+use checkpointing::{DurableStore, SnapshotStore, Step, StorageError, StoreStats};
 
 use crate::codec::{Blob, Codec, Compressor};
 
@@ -110,4 +110,31 @@ where
     }
 
     delegate_bookkeeping!(inner);
+}
+
+/// A compressed disk store still serves journaled runs.
+impl<T, St> DurableStore<T> for CompressedStore<St>
+where
+    T: Serialize + DeserializeOwned,
+    St: DurableStore<Blob>,
+{
+    fn defer_removals(&mut self) {
+        self.inner.defer_removals()
+    }
+
+    fn complete_removals(&mut self) -> Result<(), StorageError> {
+        self.inner.complete_removals()
+    }
+
+    fn has_pending_removals(&self) -> bool {
+        self.inner.has_pending_removals()
+    }
+
+    fn manifest(&self) -> Vec<(Step, String)> {
+        self.inner.manifest()
+    }
+
+    fn adopt(&mut self, manifest: &[(Step, String)]) -> Result<(), StorageError> {
+        self.inner.adopt(manifest)
+    }
 }

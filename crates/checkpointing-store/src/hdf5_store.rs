@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
-use checkpointing::{Checkpoint, SnapshotStore, Step, StorageError, StoreStats};
+use checkpointing::{Checkpoint, DurableStore, SnapshotStore, Step, StorageError, StoreStats};
 
 /// Group holding the snapshot datasets.
 const GROUP: &str = "snapshots";
@@ -81,9 +81,13 @@ pub struct Hdf5Store<E> {
     group: hdf5::Group,
     path: PathBuf,
     _temp: Option<tempfile::TempDir>,
-    /// Data bytes of each snapshot held.
-    sizes: HashMap<Step, u64>,
+    /// Dataset name and data bytes of each snapshot held.
+    held: HashMap<Step, (String, u64)>,
     bytes: u64,
+    /// In a journaled run: datasets of removed snapshots, unlinked by
+    /// `complete_removals`.
+    deferred: Option<Vec<String>>,
+    generation: u64,
     stats: StoreStats,
     _element: PhantomData<fn(E) -> E>,
 }
@@ -106,24 +110,34 @@ impl<E: Hdf5Element> Hdf5Store<E> {
         let file = hdf5::File::open_rw(&path).map_err(|e| io(0, &path, e))?;
         let group = file.group(GROUP).map_err(|e| io(0, &path, e))?;
         let mut store = Self::with(file, group, path);
-        for name in store
-            .group
-            .member_names()
-            .map_err(|e| io(0, &store.path, e))?
-        {
-            let Some(step) = name.strip_prefix("step-").and_then(|s| s.parse().ok()) else {
-                continue;
-            };
-            let dataset = store
-                .group
-                .dataset(&name)
-                .map_err(|e| io(step, &store.path, e))?;
-            let size = (dataset.size() * std::mem::size_of::<E>()) as u64;
-            store.sizes.insert(step, size);
+        for (step, name, size) in store.datasets()? {
+            store.held.insert(step, (name, size));
             store.bytes += size;
         }
-        store.stats.record_held(store.sizes.len(), store.bytes);
+        store.stats.record_held(store.held.len(), store.bytes);
         Ok(store)
+    }
+
+    /// The snapshot datasets in the file: step, name, data bytes.
+    fn datasets(&mut self) -> Result<Vec<(Step, String, u64)>, StorageError> {
+        let mut found = Vec::new();
+        for name in self
+            .group
+            .member_names()
+            .map_err(|e| io(0, &self.path, e))?
+        {
+            let Some((step, generation)) = parse_name(&name) else {
+                continue;
+            };
+            self.generation = self.generation.max(generation);
+            let dataset = self
+                .group
+                .dataset(&name)
+                .map_err(|e| io(step, &self.path, e))?;
+            let size = (dataset.size() * std::mem::size_of::<E>()) as u64;
+            found.push((step, name, size));
+        }
+        Ok(found)
     }
 
     /// A store in a new temporary file, removed on drop.
@@ -147,8 +161,10 @@ impl<E: Hdf5Element> Hdf5Store<E> {
             group,
             path,
             _temp: None,
-            sizes: HashMap::new(),
+            held: HashMap::new(),
             bytes: 0,
+            deferred: None,
+            generation: 0,
             stats: StoreStats::default(),
             _element: PhantomData,
         }
@@ -159,13 +175,31 @@ impl<E: Hdf5Element> Hdf5Store<E> {
         &self.path
     }
 
-    /// The dataset name of `step`'s snapshot, below `/snapshots`.
-    pub fn dataset_name(step: Step) -> String {
-        format!("step-{step:020}")
+    /// The dataset of `step`'s snapshot below `/snapshots`, or the one a
+    /// save of it would write: `step-{step:020}`, or, in a journaled run
+    /// while the removal of an older snapshot of the same step is pending,
+    /// `step-{step:020}.{k}` with a unique `k` (the `step` attribute always
+    /// names the step).
+    pub fn dataset_name(&self, step: Step) -> String {
+        match self.held.get(&step) {
+            Some((name, _)) => name.clone(),
+            None => default_name(step),
+        }
+    }
+
+    fn new_name(&mut self, step: Step) -> String {
+        let name = default_name(step);
+        match &self.deferred {
+            Some(pending) if pending.contains(&name) => {
+                self.generation += 1;
+                format!("{name}.{}", self.generation)
+            }
+            _ => name,
+        }
     }
 
     fn write_rows(&mut self, step: Step, rows: &[&[E]], ics: bool) -> Result<(), StorageError> {
-        if self.sizes.contains_key(&step) {
+        if self.held.contains_key(&step) {
             return Err(StorageError::AlreadyStored { step });
         }
         let len = rows.first().map_or(0, |r| r.len());
@@ -180,7 +214,7 @@ impl<E: Hdf5Element> Hdf5Store<E> {
         }
         let flat: Vec<E> = rows.iter().flat_map(|r| r.iter().copied()).collect();
         let crc = checksum(&flat);
-        let name = Self::dataset_name(step);
+        let name = self.new_name(step);
         let written = (|| {
             let dataset = self
                 .group
@@ -207,21 +241,21 @@ impl<E: Hdf5Element> Hdf5Store<E> {
             return Err(io(step, &self.path, e));
         }
         let size = std::mem::size_of_val(&flat[..]) as u64;
-        self.sizes.insert(step, size);
+        self.held.insert(step, (name, size));
         self.bytes += size;
         self.stats.writes += 1;
         self.stats.bytes_written += size;
-        self.stats.record_held(self.sizes.len(), self.bytes);
+        self.stats.record_held(self.held.len(), self.bytes);
         Ok(())
     }
 
     /// Reads and verifies `step`'s rows; returns them and the `ics` flag.
     fn read_rows(&mut self, step: Step) -> Result<(Vec<Vec<E>>, bool), StorageError> {
         let missing = |path: Option<PathBuf>| StorageError::Missing { step, path };
-        if !self.sizes.contains_key(&step) {
+        let Some((name, _)) = self.held.get(&step) else {
             return Err(missing(None));
-        }
-        let name = Self::dataset_name(step);
+        };
+        let name = name.clone();
         if !self.group.link_exists(&name) {
             return Err(missing(Some(self.path.clone())));
         }
@@ -261,17 +295,37 @@ impl<E: Hdf5Element> Hdf5Store<E> {
     }
 
     fn unlink(&mut self, step: Step) -> Result<(), StorageError> {
-        let size = self
-            .sizes
+        let (name, size) = self
+            .held
             .remove(&step)
             .ok_or(StorageError::Missing { step, path: None })?;
         self.bytes -= size;
-        let name = Self::dataset_name(step);
+        match &mut self.deferred {
+            Some(pending) => {
+                pending.push(name);
+                Ok(())
+            }
+            None => self.delete(step, &name),
+        }
+    }
+
+    fn delete(&self, step: Step, name: &str) -> Result<(), StorageError> {
         self.group
-            .unlink(&name)
+            .unlink(name)
             .and_then(|()| self.file.flush())
             .map_err(|e| io(step, &self.path, e))
     }
+}
+
+fn default_name(step: Step) -> String {
+    format!("step-{step:020}")
+}
+
+/// The step and generation of a snapshot dataset's name.
+fn parse_name(name: &str) -> Option<(Step, u64)> {
+    let rest = name.strip_prefix("step-")?;
+    let (step, generation) = rest.split_once('.').unwrap_or((rest, "0"));
+    Some((step.parse().ok()?, generation.parse().ok()?))
 }
 
 fn checksum<E: Hdf5Element>(flat: &[E]) -> u32 {
@@ -292,7 +346,7 @@ impl<E> std::fmt::Debug for Hdf5Store<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Hdf5Store")
             .field("path", &self.path)
-            .field("snapshots", &self.sizes.len())
+            .field("snapshots", &self.held.len())
             .finish_non_exhaustive()
     }
 }
@@ -305,15 +359,15 @@ macro_rules! hdf5_bookkeeping {
         }
 
         fn contains(&self, step: Step) -> bool {
-            self.sizes.contains_key(&step)
+            self.held.contains_key(&step)
         }
 
         fn len(&self) -> usize {
-            self.sizes.len()
+            self.held.len()
         }
 
         fn held_steps(&self) -> Vec<Step> {
-            let mut steps: Vec<Step> = self.sizes.keys().copied().collect();
+            let mut steps: Vec<Step> = self.held.keys().copied().collect();
             steps.sort_unstable();
             steps
         }
@@ -380,4 +434,62 @@ impl<E: Hdf5Element> SnapshotStore<Checkpoint<Vec<E>>> for Hdf5Store<E> {
     }
 
     hdf5_bookkeeping!();
+}
+
+/// Journaled runs ([`Executor::run_resumable`](checkpointing::Executor::run_resumable))
+/// can keep their disk level in an HDF5 file.
+impl<E: Hdf5Element> DurableStore<Checkpoint<Vec<E>>> for Hdf5Store<E> {
+    fn defer_removals(&mut self) {
+        self.deferred.get_or_insert_with(Vec::new);
+    }
+
+    fn complete_removals(&mut self) -> Result<(), StorageError> {
+        let pending = self
+            .deferred
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default();
+        for name in pending {
+            let step = parse_name(&name).map_or(0, |(step, _)| step);
+            self.delete(step, &name)?;
+        }
+        Ok(())
+    }
+
+    fn has_pending_removals(&self) -> bool {
+        self.deferred.as_ref().is_some_and(|p| !p.is_empty())
+    }
+
+    fn manifest(&self) -> Vec<(Step, String)> {
+        let mut entries: Vec<(Step, String)> = self
+            .held
+            .iter()
+            .map(|(&step, (name, _))| (step, name.clone()))
+            .collect();
+        entries.sort_unstable();
+        entries
+    }
+
+    fn adopt(&mut self, manifest: &[(Step, String)]) -> Result<(), StorageError> {
+        let found = self.datasets()?;
+        let mut held = HashMap::new();
+        for (step, name) in manifest {
+            let Some((_, _, size)) = found.iter().find(|(_, n, _)| n == name) else {
+                return Err(StorageError::Missing {
+                    step: *step,
+                    path: Some(self.path.join(name)),
+                });
+            };
+            held.insert(*step, (name.clone(), *size));
+        }
+        for (step, name, _) in &found {
+            if !manifest.iter().any(|(_, kept)| kept == name) {
+                self.delete(*step, name)?;
+            }
+        }
+        self.bytes = held.values().map(|(_, size)| size).sum();
+        self.held = held;
+        self.stats.record_held(self.held.len(), self.bytes);
+        Ok(())
+    }
 }

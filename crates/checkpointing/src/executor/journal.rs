@@ -205,7 +205,9 @@ impl Journal {
             at += 8 + usize::try_from(len).ok()?;
         }
         at += 4;
-        Some(u64::from_le_bytes(payload.get(at..at + 8)?.try_into().ok()?))
+        Some(u64::from_le_bytes(
+            payload.get(at..at + 8)?.try_into().ok()?,
+        ))
     }
 
     fn io(&self, source: std::io::Error) -> JournalError {
@@ -357,10 +359,11 @@ where
     }
 
     fn finish(&mut self, disk: &mut D) -> Result<(), ExecutorError> {
-        disk.complete_removals().map_err(|source| ExecutorError::Storage {
-            level: StorageLevel::Disk,
-            source,
-        })?;
+        disk.complete_removals()
+            .map_err(|source| ExecutorError::Storage {
+                level: StorageLevel::Disk,
+                source,
+            })?;
         match fs::remove_file(self.journal.path()) {
             Err(e) if e.kind() != ErrorKind::NotFound => Err(self.journal.io(e).into()),
             _ => Ok(()),
@@ -442,10 +445,12 @@ where
         let start = if journal.exists() {
             self.restore(problem, &recorder, initial)?
         } else {
-            self.disk.adopt(&[]).map_err(|source| ExecutorError::Storage {
-                level: StorageLevel::Disk,
-                source,
-            })?;
+            self.disk
+                .adopt(&[])
+                .map_err(|source| ExecutorError::Storage {
+                    level: StorageLevel::Disk,
+                    source,
+                })?;
             Start::fresh(initial)
         };
         self.execute(
@@ -473,8 +478,8 @@ where
         let journal = recorder.journal;
         let path = journal.path();
         let payload = read_sealed(&path)?;
-        let entry: Entry<S, P::Adjoint, P::Accumulators> = bincode::deserialize(&payload)
-            .map_err(|e| JournalError::Corrupted {
+        let entry: Entry<S, P::Adjoint, P::Accumulators> =
+            bincode::deserialize(&payload).map_err(|e| JournalError::Corrupted {
                 path: path.clone(),
                 reason: format!("cannot decode the entry: {e}"),
             })?;

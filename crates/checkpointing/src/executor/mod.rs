@@ -600,7 +600,10 @@ where
                         .take()
                         .ok_or_else(|| inconsistent("EndReverse before EndForward".into()))?;
                     for (level, store) in [
-                        (StorageLevel::Ram, &mut self.ram as &mut dyn SnapshotStore<_>),
+                        (
+                            StorageLevel::Ram,
+                            &mut self.ram as &mut dyn SnapshotStore<_>,
+                        ),
                         (StorageLevel::Disk, &mut self.disk),
                     ] {
                         store

@@ -122,9 +122,9 @@ impl<T> DiskStore<T> {
     }
 
     /// The file that holds the snapshot of `step`, or that a save of it
-    /// would write (`{prefix}{step:020}.ckpt`; in a journaled run, whose
-    /// removals are deferred, `{prefix}{step:020}.{k}.ckpt` with a unique
-    /// `k`).
+    /// would write: `{prefix}{step:020}.ckpt`, or, in a journaled run while
+    /// the removal of an older snapshot of the same step is pending,
+    /// `{prefix}{step:020}.{k}.ckpt` with a unique `k`.
     pub fn path_of(&self, step: Step) -> PathBuf {
         match self.files.get(&step) {
             Some((name, _)) => self.dir.join(name),
@@ -138,11 +138,13 @@ impl<T> DiskStore<T> {
 
     /// The name a new snapshot of `step` is written under.
     fn new_name(&mut self, step: Step) -> String {
-        if self.deferred.is_some() {
-            self.generation += 1;
-            format!("{}{step:020}.{}.ckpt", self.prefix, self.generation)
-        } else {
-            self.default_name(step)
+        let name = self.default_name(step);
+        match &self.deferred {
+            Some(pending) if pending.contains(&name) => {
+                self.generation += 1;
+                format!("{}{step:020}.{}.ckpt", self.prefix, self.generation)
+            }
+            _ => name,
         }
     }
 
@@ -228,7 +230,6 @@ impl<T> DiskStore<T> {
         bytes.drain(..HEADER);
         Ok(bytes)
     }
-
 }
 
 /// Writes `bytes` to `path` atomically: to `temp`, fsync, rename, fsync of
@@ -356,7 +357,11 @@ impl<T: Serialize + DeserializeOwned> DurableStore<T> for DiskStore<T> {
     }
 
     fn complete_removals(&mut self) -> Result<(), StorageError> {
-        let pending = self.deferred.as_mut().map(std::mem::take).unwrap_or_default();
+        let pending = self
+            .deferred
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default();
         for name in pending {
             let step = self.parse_name(&name).map_or(0, |(step, _)| step);
             self.delete(step, &name)?;
@@ -386,7 +391,10 @@ impl<T: Serialize + DeserializeOwned> DurableStore<T> for DiskStore<T> {
             let name = entry.file_name().to_string_lossy().into_owned();
             if let Some((step, generation)) = self.parse_name(&name) {
                 self.generation = self.generation.max(generation);
-                let size = entry.metadata().map_err(|e| Self::io(step, &entry.path(), e))?.len();
+                let size = entry
+                    .metadata()
+                    .map_err(|e| Self::io(step, &entry.path(), e))?
+                    .len();
                 found.insert(name, (step, size));
             } else if name.starts_with(&format!(".{}", self.prefix)) && name.ends_with(".tmp") {
                 // A write cut short: never renamed into place.

@@ -14,8 +14,8 @@ use crate::action::Step;
 mod disk;
 mod memory;
 
-pub use disk::DiskStore;
 pub(crate) use disk::write_atomically;
+pub use disk::DiskStore;
 pub use memory::MemoryStore;
 
 /// Why a store could not save, load or remove a snapshot. Every variant
