@@ -38,8 +38,8 @@ struct Shared {
 /// the next few will restore, so the worker reads it while the steps before
 /// run. Operations reach the inner store in the order they were issued: a
 /// read sees every earlier save. An error of a background save or removal is
-/// reported by the next call that can fail, and by [`flush`], which the
-/// executor calls before it returns.
+/// reported by the next read or [`flush`] (which the executor calls before
+/// it returns), or by a save issued after the error happened.
 ///
 /// [`prefetch`]: SnapshotStore::prefetch
 /// [`flush`]: SnapshotStore::flush
@@ -141,11 +141,16 @@ where
         self.receive(answer)
     }
 
+    /// Waits for an answer. The worker answers in order, so every earlier
+    /// operation is done by then: a failure among them is reported here.
     fn receive(&self, answer: Receiver<Result<T, StorageError>>) -> Result<T, StorageError> {
-        let value = answer.recv().map_err(|_| worker_gone())??;
-        self.in_flight
-            .fetch_sub(value.footprint() as u64, Ordering::Relaxed);
-        Ok(value)
+        let value = answer.recv().map_err(|_| worker_gone())?;
+        if let Ok(value) = &value {
+            self.in_flight
+                .fetch_sub(value.footprint() as u64, Ordering::Relaxed);
+        }
+        self.check()?;
+        value
     }
 }
 

@@ -105,13 +105,16 @@ impl Compressor {
         } else {
             raw
         };
-        let data = match self.codec {
+        let mut data = match self.codec {
             Codec::Identity => input.to_vec(),
             Codec::Lz4 => lz4_flex::block::compress(input),
             Codec::Zstd { level } => {
                 zstd::bulk::compress(input, level).expect("compressing into a growable buffer")
             }
         };
+        // Compressors allocate for the worst case; a held blob keeps only
+        // its bytes.
+        data.shrink_to_fit();
         Blob {
             codec: self.codec,
             shuffle: self.shuffle,
