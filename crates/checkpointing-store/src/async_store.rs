@@ -1,7 +1,7 @@
 //! Background I/O: a worker thread owns a store and does its writes, and
 //! the reads announced ahead, while the caller computes.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
@@ -61,7 +61,13 @@ pub struct AsyncStore<T, St> {
     /// Bytes of values queued for saving or read ahead and not yet taken.
     in_flight: Arc<AtomicU64>,
     held: BTreeSet<Step>,
-    prefetched: HashMap<Step, Receiver<Result<T, StorageError>>>,
+    /// Reads started ahead, in the order they were announced (a snapshot
+    /// that several coming actions read is read once for each).
+    prefetched: HashMap<Step, VecDeque<Receiver<Result<T, StorageError>>>>,
+    /// Reads announced but not started yet (at most `capacity` run ahead).
+    wanted: VecDeque<Step>,
+    /// Most reads ahead outstanding at once.
+    capacity: usize,
 }
 
 impl<T, St> AsyncStore<T, St>
@@ -70,7 +76,9 @@ where
     St: SnapshotStore<T> + Send + 'static,
 {
     /// Moves `inner` to a worker thread with a queue of `capacity` pending
-    /// operations (at least 1). Snapshots already in `inner` stay readable.
+    /// operations (at least 1), and at most `capacity` snapshots read ahead:
+    /// up to `2 × capacity` snapshots can be in memory besides the inner
+    /// store's. Snapshots already in `inner` stay readable.
     pub fn new(inner: St, capacity: usize) -> Self {
         let (queue, requests) = mpsc::sync_channel(capacity.max(1));
         let held = inner.held_steps().into_iter().collect();
@@ -94,6 +102,8 @@ where
             in_flight,
             held,
             prefetched: HashMap::new(),
+            wanted: VecDeque::new(),
+            capacity: capacity.max(1),
         }
     }
 
@@ -115,11 +125,41 @@ where
             .map_err(|_| worker_gone())
     }
 
-    /// Drops a read-ahead value that is about to be outdated.
+    /// Drops the reads ahead of a snapshot about to be outdated.
     fn discard_prefetch(&mut self, step: Step) {
-        if let Some(answer) = self.prefetched.remove(&step) {
+        self.wanted.retain(|&s| s != step);
+        for answer in self.prefetched.remove(&step).unwrap_or_default() {
             let _ = self.receive(answer);
         }
+    }
+
+    /// Starts announced reads while fewer than `capacity` are outstanding.
+    fn start_reads(&mut self) {
+        let mut outstanding: usize = self.prefetched.values().map(VecDeque::len).sum();
+        while outstanding < self.capacity {
+            let Some(step) = self.wanted.pop_front() else {
+                return;
+            };
+            if !self.held.contains(&step) {
+                continue;
+            }
+            let (reply, answer) = mpsc::sync_channel(1);
+            if self.send(Request::Load(step, reply)).is_err() {
+                return;
+            }
+            self.prefetched.entry(step).or_default().push_back(answer);
+            outstanding += 1;
+        }
+    }
+
+    /// The oldest read ahead of `step`, if any.
+    fn next_prefetched(&mut self, step: Step) -> Option<Receiver<Result<T, StorageError>>> {
+        let queue = self.prefetched.get_mut(&step)?;
+        let answer = queue.pop_front();
+        if queue.is_empty() {
+            self.prefetched.remove(&step);
+        }
+        answer
     }
 
     /// The first error a background operation met, if any (reported once).
@@ -228,23 +268,27 @@ where
 
     fn load(&mut self, step: Step) -> Result<T, StorageError> {
         self.check()?;
-        match self.prefetched.remove(&step) {
+        let value = match self.next_prefetched(step) {
             Some(answer) => self.receive(answer),
             None => self.ask(|reply| Request::Load(step, reply)),
-        }
+        };
+        self.start_reads();
+        value
     }
 
     fn take(&mut self, step: Step) -> Result<T, StorageError> {
         self.check()?;
-        let value = match self.prefetched.remove(&step) {
+        let value = match self.next_prefetched(step) {
             Some(answer) => {
                 let value = self.receive(answer)?;
+                self.discard_prefetch(step);
                 self.send(Request::Remove(step))?;
                 value
             }
             None => self.ask(|reply| Request::Take(step, reply))?,
         };
         self.held.remove(&step);
+        self.start_reads();
         Ok(value)
     }
 
@@ -270,11 +314,9 @@ where
     }
 
     fn prefetch(&mut self, step: Step) {
-        if self.held.contains(&step) && !self.prefetched.contains_key(&step) {
-            let (reply, answer) = mpsc::sync_channel(1);
-            if self.send(Request::Load(step, reply)).is_ok() {
-                self.prefetched.insert(step, answer);
-            }
+        if self.held.contains(&step) {
+            self.wanted.push_back(step);
+            self.start_reads();
         }
     }
 

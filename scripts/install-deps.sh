@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what the full test suite needs beyond a Rust toolchain, if it is
+# missing: the HDF5 C library (Debian's libhdf5-dev, for the `hdf5` features)
+# and a Python venv `.venv-test` with h5py and NumPy (a test reads an HDF5
+# snapshot back from Python). Idempotent; uses apt-get (via sudo when not
+# root) and pip.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+packages=()
+pkg-config --exists hdf5 2>/dev/null || packages+=(libhdf5-dev pkg-config)
+command -v python3 >/dev/null || packages+=(python3)
+if command -v python3 >/dev/null && ! python3 -c "import venv, ensurepip" 2>/dev/null; then
+    packages+=(python3-venv)
+fi
+if [ ${#packages[@]} -gt 0 ]; then
+    echo "== apt-get install ${packages[*]}"
+    as_root apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${packages[@]}" >/dev/null
+fi
+
+if ! .venv-test/bin/python -c "import h5py, numpy" 2>/dev/null; then
+    echo "== Python venv .venv-test with h5py and NumPy"
+    python3 -m venv .venv-test
+    .venv-test/bin/pip install --quiet --disable-pip-version-check h5py numpy
+fi
