@@ -140,9 +140,13 @@ fn kill_and_resume(spec: ScheduleSpec, store: &str, seed: u64) {
 }
 
 fn disk_revolve() -> ScheduleSpec {
+    disk_revolve_with(3)
+}
+
+fn disk_revolve_with(snapshots_in_ram: u64) -> ScheduleSpec {
     ScheduleSpec::DiskRevolve {
         max_n: STEPS,
-        snapshots_in_ram: 3,
+        snapshots_in_ram,
         uf: 1.0,
         ub: 1.0,
         wd: 2.0,
@@ -261,14 +265,7 @@ fn a_journal_of_another_run_is_refused_and_left_in_place() {
     let journal = dir.path().join("checkpointing-journal");
     assert!(journal.exists());
 
-    let other_spec = ScheduleSpec::DiskRevolve {
-        max_n: STEPS,
-        snapshots_in_ram: 4,
-        uf: 1.0,
-        ub: 1.0,
-        wd: 2.0,
-        rd: 2.0,
-    };
+    let other_spec = disk_revolve_with(4);
     let err = attempt(dir.path(), other_spec, name, initial.clone(), None).unwrap_err();
     assert!(
         matches!(

@@ -1,10 +1,11 @@
 //! Snapshots in one HDF5 file (feature `hdf5`).
 
-use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
-use checkpointing::{Checkpoint, DurableStore, SnapshotStore, Step, StorageError, StoreStats};
+use checkpointing::{
+    Checkpoint, DurableStore, SnapshotNames, SnapshotStore, Step, StorageError, StoreStats,
+};
 
 /// Group holding the snapshot datasets.
 const GROUP: &str = "snapshots";
@@ -81,13 +82,8 @@ pub struct Hdf5Store<E> {
     group: hdf5::Group,
     path: PathBuf,
     _temp: Option<tempfile::TempDir>,
-    /// Dataset name and data bytes of each snapshot held.
-    held: HashMap<Step, (String, u64)>,
-    bytes: u64,
-    /// In a journaled run: datasets of removed snapshots, unlinked by
-    /// `complete_removals`.
-    deferred: Option<Vec<String>>,
-    generation: u64,
+    /// The dataset of each snapshot held, and deferred removals.
+    held: SnapshotNames,
     stats: StoreStats,
     _element: PhantomData<fn(E) -> E>,
 }
@@ -110,32 +106,39 @@ impl<E: Hdf5Element> Hdf5Store<E> {
         let file = hdf5::File::open_rw(&path).map_err(|e| io(0, &path, e))?;
         let group = file.group(GROUP).map_err(|e| io(0, &path, e))?;
         let mut store = Self::with(file, group, path);
-        for (step, name, size) in store.datasets()? {
-            store.held.insert(step, (name, size));
-            store.bytes += size;
-        }
-        store.stats.record_held(store.held.len(), store.bytes);
+        let found = store.datasets()?;
+        let manifest: Vec<(Step, String)> = found
+            .iter()
+            .filter_map(|(name, _)| Some((store.held.parse(name)?.0, name.clone())))
+            .collect();
+        let path = store.path.clone();
+        let missing = |step, _: &str| StorageError::Missing {
+            step,
+            path: Some(path.clone()),
+        };
+        store.held.adopt(&found, &manifest, missing)?;
+        store
+            .stats
+            .record_held(store.held.len(), store.held.bytes());
         Ok(store)
     }
 
-    /// The snapshot datasets in the file: step, name, data bytes.
-    fn datasets(&mut self) -> Result<Vec<(Step, String, u64)>, StorageError> {
+    /// The snapshot datasets in the file: name, data bytes.
+    fn datasets(&self) -> Result<Vec<(String, u64)>, StorageError> {
         let mut found = Vec::new();
         for name in self
             .group
             .member_names()
             .map_err(|e| io(0, &self.path, e))?
         {
-            let Some((step, generation)) = parse_name(&name) else {
-                continue;
-            };
-            self.generation = self.generation.max(generation);
-            let dataset = self
-                .group
-                .dataset(&name)
-                .map_err(|e| io(step, &self.path, e))?;
-            let size = (dataset.size() * std::mem::size_of::<E>()) as u64;
-            found.push((step, name, size));
+            if let Some((step, _)) = self.held.parse(&name) {
+                let dataset = self
+                    .group
+                    .dataset(&name)
+                    .map_err(|e| io(step, &self.path, e))?;
+                let size = (dataset.size() * std::mem::size_of::<E>()) as u64;
+                found.push((name, size));
+            }
         }
         Ok(found)
     }
@@ -161,10 +164,7 @@ impl<E: Hdf5Element> Hdf5Store<E> {
             group,
             path,
             _temp: None,
-            held: HashMap::new(),
-            bytes: 0,
-            deferred: None,
-            generation: 0,
+            held: SnapshotNames::new("step-", ""),
             stats: StoreStats::default(),
             _element: PhantomData,
         }
@@ -181,25 +181,11 @@ impl<E: Hdf5Element> Hdf5Store<E> {
     /// `step-{step:020}.{k}` with a unique `k` (the `step` attribute always
     /// names the step).
     pub fn dataset_name(&self, step: Step) -> String {
-        match self.held.get(&step) {
-            Some((name, _)) => name.clone(),
-            None => default_name(step),
-        }
-    }
-
-    fn new_name(&mut self, step: Step) -> String {
-        let name = default_name(step);
-        match &self.deferred {
-            Some(pending) if pending.contains(&name) => {
-                self.generation += 1;
-                format!("{name}.{}", self.generation)
-            }
-            _ => name,
-        }
+        self.held.name_of(step)
     }
 
     fn write_rows(&mut self, step: Step, rows: &[&[E]], ics: bool) -> Result<(), StorageError> {
-        if self.held.contains_key(&step) {
+        if self.held.contains(step) {
             return Err(StorageError::AlreadyStored { step });
         }
         let len = rows.first().map_or(0, |r| r.len());
@@ -214,7 +200,7 @@ impl<E: Hdf5Element> Hdf5Store<E> {
         }
         let flat: Vec<E> = rows.iter().flat_map(|r| r.iter().copied()).collect();
         let crc = checksum(&flat);
-        let name = self.new_name(step);
+        let name = self.held.new_name(step);
         let written = (|| {
             let dataset = self
                 .group
@@ -241,21 +227,20 @@ impl<E: Hdf5Element> Hdf5Store<E> {
             return Err(io(step, &self.path, e));
         }
         let size = std::mem::size_of_val(&flat[..]) as u64;
-        self.held.insert(step, (name, size));
-        self.bytes += size;
+        self.held.insert(step, name, size);
         self.stats.writes += 1;
         self.stats.bytes_written += size;
-        self.stats.record_held(self.held.len(), self.bytes);
+        self.stats.record_held(self.held.len(), self.held.bytes());
         Ok(())
     }
 
     /// Reads and verifies `step`'s rows; returns them and the `ics` flag.
     fn read_rows(&mut self, step: Step) -> Result<(Vec<Vec<E>>, bool), StorageError> {
         let missing = |path: Option<PathBuf>| StorageError::Missing { step, path };
-        let Some((name, _)) = self.held.get(&step) else {
+        if !self.held.contains(step) {
             return Err(missing(None));
-        };
-        let name = name.clone();
+        }
+        let name = self.held.name_of(step);
         if !self.group.link_exists(&name) {
             return Err(missing(Some(self.path.clone())));
         }
@@ -295,17 +280,9 @@ impl<E: Hdf5Element> Hdf5Store<E> {
     }
 
     fn unlink(&mut self, step: Step) -> Result<(), StorageError> {
-        let (name, size) = self
-            .held
-            .remove(&step)
-            .ok_or(StorageError::Missing { step, path: None })?;
-        self.bytes -= size;
-        match &mut self.deferred {
-            Some(pending) => {
-                pending.push(name);
-                Ok(())
-            }
-            None => self.delete(step, &name),
+        match self.held.remove(step)? {
+            Some(name) => self.delete(step, &name),
+            None => Ok(()),
         }
     }
 
@@ -315,17 +292,6 @@ impl<E: Hdf5Element> Hdf5Store<E> {
             .and_then(|()| self.file.flush())
             .map_err(|e| io(step, &self.path, e))
     }
-}
-
-fn default_name(step: Step) -> String {
-    format!("step-{step:020}")
-}
-
-/// The step and generation of a snapshot dataset's name.
-fn parse_name(name: &str) -> Option<(Step, u64)> {
-    let rest = name.strip_prefix("step-")?;
-    let (step, generation) = rest.split_once('.').unwrap_or((rest, "0"));
-    Some((step.parse().ok()?, generation.parse().ok()?))
 }
 
 fn checksum<E: Hdf5Element>(flat: &[E]) -> u32 {
@@ -359,7 +325,7 @@ macro_rules! hdf5_bookkeeping {
         }
 
         fn contains(&self, step: Step) -> bool {
-            self.held.contains_key(&step)
+            self.held.contains(step)
         }
 
         fn len(&self) -> usize {
@@ -367,9 +333,7 @@ macro_rules! hdf5_bookkeeping {
         }
 
         fn held_steps(&self) -> Vec<Step> {
-            let mut steps: Vec<Step> = self.held.keys().copied().collect();
-            steps.sort_unstable();
-            steps
+            self.held.steps()
         }
 
         fn resident_bytes(&self) -> u64 {
@@ -440,56 +404,36 @@ impl<E: Hdf5Element> SnapshotStore<Checkpoint<Vec<E>>> for Hdf5Store<E> {
 /// can keep their disk level in an HDF5 file.
 impl<E: Hdf5Element> DurableStore<Checkpoint<Vec<E>>> for Hdf5Store<E> {
     fn defer_removals(&mut self) {
-        self.deferred.get_or_insert_with(Vec::new);
+        self.held.defer_removals();
     }
 
     fn complete_removals(&mut self) -> Result<(), StorageError> {
-        let pending = self
-            .deferred
-            .as_mut()
-            .map(std::mem::take)
-            .unwrap_or_default();
-        for name in pending {
-            let step = parse_name(&name).map_or(0, |(step, _)| step);
+        for name in self.held.take_pending() {
+            let step = self.held.parse(&name).map_or(0, |(step, _)| step);
             self.delete(step, &name)?;
         }
         Ok(())
     }
 
     fn has_pending_removals(&self) -> bool {
-        self.deferred.as_ref().is_some_and(|p| !p.is_empty())
+        self.held.has_pending()
     }
 
     fn manifest(&self) -> Vec<(Step, String)> {
-        let mut entries: Vec<(Step, String)> = self
-            .held
-            .iter()
-            .map(|(&step, (name, _))| (step, name.clone()))
-            .collect();
-        entries.sort_unstable();
-        entries
+        self.held.manifest()
     }
 
     fn adopt(&mut self, manifest: &[(Step, String)]) -> Result<(), StorageError> {
         let found = self.datasets()?;
-        let mut held = HashMap::new();
-        for (step, name) in manifest {
-            let Some((_, _, size)) = found.iter().find(|(_, n, _)| n == name) else {
-                return Err(StorageError::Missing {
-                    step: *step,
-                    path: Some(self.path.join(name)),
-                });
-            };
-            held.insert(*step, (name.clone(), *size));
+        let path = self.path.clone();
+        let missing = |step, _: &str| StorageError::Missing {
+            step,
+            path: Some(path.clone()),
+        };
+        for (step, name) in self.held.adopt(&found, manifest, missing)? {
+            self.delete(step, &name)?;
         }
-        for (step, name, _) in &found {
-            if !manifest.iter().any(|(_, kept)| kept == name) {
-                self.delete(*step, name)?;
-            }
-        }
-        self.bytes = held.values().map(|(_, size)| size).sum();
-        self.held = held;
-        self.stats.record_held(self.held.len(), self.bytes);
+        self.stats.record_held(self.held.len(), self.held.bytes());
         Ok(())
     }
 }

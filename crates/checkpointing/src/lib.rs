@@ -47,6 +47,6 @@ pub use schedule::{
     SingleMemoryStorageSchedule, SpecError, Trajectory, TwoLevelCheckpointSchedule,
 };
 pub use storage::{
-    Checkpoint, DiskStore, DurableStore, Footprint, MemoryStore, SnapshotStore, StorageError,
-    StoreStats,
+    Checkpoint, DiskStore, DurableStore, Footprint, MemoryStore, SnapshotNames, SnapshotStore,
+    StorageError, StoreStats,
 };

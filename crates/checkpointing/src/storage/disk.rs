@@ -1,6 +1,5 @@
 //! Snapshots on disk: one checksummed file per snapshot, written atomically.
 
-use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::{ErrorKind, Write};
 use std::marker::PhantomData;
@@ -9,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::{DurableStore, SnapshotStore, StorageError, StoreStats};
+use super::{DurableStore, SnapshotNames, SnapshotStore, StorageError, StoreStats};
 use crate::action::Step;
 
 /// File header: magic, step, payload length, CRC-32 of step, length and
@@ -47,14 +46,8 @@ pub struct DiskStore<T> {
     prefix: String,
     /// Keeps a temporary directory alive; removes it on drop.
     _temp: Option<tempfile::TempDir>,
-    /// File name and size of each snapshot held.
-    files: HashMap<Step, (String, u64)>,
-    bytes: u64,
-    /// In deferred mode (a journaled run): the files of removed snapshots,
-    /// deleted by `complete_removals`; new files get unique names.
-    deferred: Option<Vec<String>>,
-    /// The next unique file number in deferred mode.
-    generation: u64,
+    /// The file of each snapshot held, and deferred removals.
+    files: SnapshotNames,
     max_snapshots: Option<usize>,
     stats: StoreStats,
     _values: PhantomData<fn(T) -> T>,
@@ -93,10 +86,7 @@ impl<T> DiskStore<T> {
             dir,
             prefix: "snapshot-".into(),
             _temp: None,
-            files: HashMap::new(),
-            bytes: 0,
-            deferred: None,
-            generation: 0,
+            files: SnapshotNames::new("snapshot-", ".ckpt"),
             max_snapshots: None,
             stats: StoreStats::default(),
             _values: PhantomData,
@@ -107,6 +97,7 @@ impl<T> DiskStore<T> {
     /// to keep several runs or MPI ranks apart in one directory.
     pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
+        self.files = SnapshotNames::new(self.prefix.clone(), ".ckpt");
         self
     }
 
@@ -126,33 +117,7 @@ impl<T> DiskStore<T> {
     /// the removal of an older snapshot of the same step is pending,
     /// `{prefix}{step:020}.{k}.ckpt` with a unique `k`.
     pub fn path_of(&self, step: Step) -> PathBuf {
-        match self.files.get(&step) {
-            Some((name, _)) => self.dir.join(name),
-            None => self.dir.join(self.default_name(step)),
-        }
-    }
-
-    fn default_name(&self, step: Step) -> String {
-        format!("{}{step:020}.ckpt", self.prefix)
-    }
-
-    /// The name a new snapshot of `step` is written under.
-    fn new_name(&mut self, step: Step) -> String {
-        let name = self.default_name(step);
-        match &self.deferred {
-            Some(pending) if pending.contains(&name) => {
-                self.generation += 1;
-                format!("{}{step:020}.{}.ckpt", self.prefix, self.generation)
-            }
-            _ => name,
-        }
-    }
-
-    /// The step and generation of a snapshot file name of this store.
-    fn parse_name(&self, name: &str) -> Option<(Step, u64)> {
-        let rest = name.strip_prefix(&self.prefix)?.strip_suffix(".ckpt")?;
-        let (step, generation) = rest.split_once('.').unwrap_or((rest, "0"));
-        Some((step.parse().ok()?, generation.parse().ok()?))
+        self.dir.join(self.files.name_of(step))
     }
 
     fn io(step: Step, path: &Path, source: std::io::Error) -> StorageError {
@@ -187,7 +152,7 @@ impl<T> DiskStore<T> {
 
     /// Reads and verifies the file of `step`; returns the payload.
     fn read_verified(&self, step: Step) -> Result<Vec<u8>, StorageError> {
-        if !self.files.contains_key(&step) {
+        if !self.files.contains(step) {
             return Err(StorageError::Missing { step, path: None });
         }
         let path = self.path_of(step);
@@ -263,7 +228,7 @@ fn crc32(header: &[u8], payload: &[u8]) -> u32 {
 
 impl<T: Serialize + DeserializeOwned> SnapshotStore<T> for DiskStore<T> {
     fn save(&mut self, step: Step, value: T) -> Result<(), StorageError> {
-        if self.files.contains_key(&step) {
+        if self.files.contains(step) {
             return Err(StorageError::AlreadyStored { step });
         }
         if let Some(max) = self.max_snapshots.filter(|&m| self.files.len() >= m) {
@@ -284,15 +249,14 @@ impl<T: Serialize + DeserializeOwned> SnapshotStore<T> for DiskStore<T> {
         bytes[16..24].copy_from_slice(&len.to_le_bytes());
         let crc = crc32(&bytes[8..24], &bytes[HEADER..]);
         bytes[24..28].copy_from_slice(&crc.to_le_bytes());
-        let name = self.new_name(step);
+        let name = self.files.new_name(step);
         let path = self.dir.join(&name);
         self.write_atomically(step, &path, &bytes)?;
         let size = bytes.len() as u64;
-        self.files.insert(step, (name, size));
-        self.bytes += size;
+        self.files.insert(step, name, size);
         self.stats.writes += 1;
         self.stats.bytes_written += size;
-        self.stats.record_held(self.files.len(), self.bytes);
+        self.stats.record_held(self.files.len(), self.files.bytes());
         Ok(())
     }
 
@@ -314,22 +278,14 @@ impl<T: Serialize + DeserializeOwned> SnapshotStore<T> for DiskStore<T> {
     }
 
     fn remove(&mut self, step: Step) -> Result<(), StorageError> {
-        let (name, size) = self
-            .files
-            .remove(&step)
-            .ok_or(StorageError::Missing { step, path: None })?;
-        self.bytes -= size;
-        match &mut self.deferred {
-            Some(pending) => {
-                pending.push(name);
-                Ok(())
-            }
-            None => self.delete(step, &name),
+        match self.files.remove(step)? {
+            Some(name) => self.delete(step, &name),
+            None => Ok(()),
         }
     }
 
     fn contains(&self, step: Step) -> bool {
-        self.files.contains_key(&step)
+        self.files.contains(step)
     }
 
     fn len(&self) -> usize {
@@ -337,9 +293,7 @@ impl<T: Serialize + DeserializeOwned> SnapshotStore<T> for DiskStore<T> {
     }
 
     fn held_steps(&self) -> Vec<Step> {
-        let mut steps: Vec<Step> = self.files.keys().copied().collect();
-        steps.sort_unstable();
-        steps
+        self.files.steps()
     }
 
     fn resident_bytes(&self) -> u64 {
@@ -353,72 +307,51 @@ impl<T: Serialize + DeserializeOwned> SnapshotStore<T> for DiskStore<T> {
 
 impl<T: Serialize + DeserializeOwned> DurableStore<T> for DiskStore<T> {
     fn defer_removals(&mut self) {
-        self.deferred.get_or_insert_with(Vec::new);
+        self.files.defer_removals();
     }
 
     fn complete_removals(&mut self) -> Result<(), StorageError> {
-        let pending = self
-            .deferred
-            .as_mut()
-            .map(std::mem::take)
-            .unwrap_or_default();
-        for name in pending {
-            let step = self.parse_name(&name).map_or(0, |(step, _)| step);
+        for name in self.files.take_pending() {
+            let step = self.files.parse(&name).map_or(0, |(step, _)| step);
             self.delete(step, &name)?;
         }
         Ok(())
     }
 
     fn has_pending_removals(&self) -> bool {
-        self.deferred.as_ref().is_some_and(|p| !p.is_empty())
+        self.files.has_pending()
     }
 
     fn manifest(&self) -> Vec<(Step, String)> {
-        let mut entries: Vec<(Step, String)> = self
-            .files
-            .iter()
-            .map(|(&step, (name, _))| (step, name.clone()))
-            .collect();
-        entries.sort_unstable();
-        entries
+        self.files.manifest()
     }
 
     fn adopt(&mut self, manifest: &[(Step, String)]) -> Result<(), StorageError> {
         let listing = fs::read_dir(&self.dir).map_err(|e| Self::io(0, &self.dir, e))?;
-        let mut found = HashMap::new();
+        let mut found = Vec::new();
         for entry in listing {
             let entry = entry.map_err(|e| Self::io(0, &self.dir, e))?;
             let name = entry.file_name().to_string_lossy().into_owned();
-            if let Some((step, generation)) = self.parse_name(&name) {
-                self.generation = self.generation.max(generation);
+            if self.files.parse(&name).is_some() {
                 let size = entry
                     .metadata()
-                    .map_err(|e| Self::io(step, &entry.path(), e))?
+                    .map_err(|e| Self::io(0, &entry.path(), e))?
                     .len();
-                found.insert(name, (step, size));
+                found.push((name, size));
             } else if name.starts_with(&format!(".{}", self.prefix)) && name.ends_with(".tmp") {
                 // A write cut short: never renamed into place.
                 let _ = fs::remove_file(entry.path());
             }
         }
-        let mut files = HashMap::new();
-        for (step, name) in manifest {
-            let Some(&(_, size)) = found.get(name) else {
-                return Err(StorageError::Missing {
-                    step: *step,
-                    path: Some(self.dir.join(name)),
-                });
-            };
-            files.insert(*step, (name.clone(), size));
+        let dir = self.dir.clone();
+        let missing = |step, name: &str| StorageError::Missing {
+            step,
+            path: Some(dir.join(name)),
+        };
+        for (step, name) in self.files.adopt(&found, manifest, missing)? {
+            self.delete(step, &name)?;
         }
-        for (name, (step, _)) in &found {
-            if !files.values().any(|(held, _)| held == name) {
-                self.delete(*step, name)?;
-            }
-        }
-        self.bytes = files.values().map(|(_, size)| size).sum();
-        self.files = files;
-        self.stats.record_held(self.files.len(), self.bytes);
+        self.stats.record_held(self.files.len(), self.files.bytes());
         Ok(())
     }
 }

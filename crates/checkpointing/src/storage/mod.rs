@@ -13,10 +13,12 @@ use crate::action::Step;
 
 mod disk;
 mod memory;
+mod names;
 
 pub(crate) use disk::write_atomically;
 pub use disk::DiskStore;
 pub use memory::MemoryStore;
+pub use names::SnapshotNames;
 
 /// Why a store could not save, load or remove a snapshot. Every variant
 /// names the step.
