@@ -14,6 +14,9 @@
 //!   [`NoneCheckpointSchedule`]. Each produces exactly the reference
 //!   package's actions, in `O(snapshots)` memory.
 //! * [`Replay`]: an independent validity checker and cost model.
+//! * [`Executor`]: drives a [`Problem`]'s forward and adjoint steps through
+//!   any schedule with [`MemoryStore`] and [`DiskStore`] levels, and resumes
+//!   a crashed run from its [`Journal`] ([`Executor::run_resumable`]).
 //!
 //! ```
 //! use checkpointing::{Replay, Revolve, Schedule};

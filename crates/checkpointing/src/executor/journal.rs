@@ -359,15 +359,17 @@ where
     }
 
     fn finish(&mut self, disk: &mut D) -> Result<(), ExecutorError> {
+        // The journal goes first: until it is gone, every snapshot it names
+        // must stay (a crash in between leaves files a new run deletes).
+        match fs::remove_file(self.journal.path()) {
+            Err(e) if e.kind() != ErrorKind::NotFound => return Err(self.journal.io(e).into()),
+            _ => {}
+        }
         disk.complete_removals()
             .map_err(|source| ExecutorError::Storage {
                 level: StorageLevel::Disk,
                 source,
-            })?;
-        match fs::remove_file(self.journal.path()) {
-            Err(e) if e.kind() != ErrorKind::NotFound => Err(self.journal.io(e).into()),
-            _ => Ok(()),
-        }
+            })
     }
 }
 
