@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs what the full test suite needs beyond a Rust toolchain, if it is
-# missing: the HDF5 C library (Debian's libhdf5-dev, for the `hdf5` features)
-# and a Python venv `.venv-test` with h5py and NumPy (a test reads an HDF5
-# snapshot back from Python). Idempotent; uses apt-get (via sudo when not
-# root) and pip.
+# missing: the HDF5 C library (Debian's libhdf5-dev, for the `hdf5` features);
+# MPICH and libclang (checkpointing-mpi: rsmpi generates its bindings with
+# bindgen); and a Python venv `.venv-test` with h5py and NumPy (a test reads
+# an HDF5 snapshot back from Python). Idempotent; uses apt-get (via sudo when
+# not root) and pip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +14,8 @@ as_root() {
 
 packages=()
 pkg-config --exists hdf5 2>/dev/null || packages+=(libhdf5-dev pkg-config)
+{ command -v mpicc && command -v mpiexec; } >/dev/null || packages+=(libmpich-dev mpich)
+compgen -G "/usr/lib/llvm-*/lib/libclang*.so*" >/dev/null || packages+=(libclang-dev)
 command -v python3 >/dev/null || packages+=(python3)
 if command -v python3 >/dev/null && ! python3 -c "import venv, ensurepip" 2>/dev/null; then
     packages+=(python3-venv)

@@ -76,6 +76,17 @@ pub enum StorageError {
         #[source]
         source: std::io::Error,
     },
+    /// Another process of a distributed run failed on the same operation;
+    /// every process stops with this error instead of waiting for it.
+    #[error("snapshot of step {step}: rank {rank} failed: {reason}")]
+    OtherRank {
+        /// The step.
+        step: Step,
+        /// The first rank that failed.
+        rank: usize,
+        /// Its error.
+        reason: String,
+    },
     /// The value could not be serialized or deserialized.
     #[error("snapshot of step {step}: cannot (de)serialize: {reason}")]
     Serialization {

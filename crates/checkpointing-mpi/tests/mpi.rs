@@ -1,0 +1,218 @@
+//! The distributed heat gradient (`heat-mpi`) under `mpiexec -n 1, 2, 4`:
+//! the gradient with respect to the initial field is bitwise the
+//! single-process store-all gradient, `∂J/∂λ` agrees to rounding, each
+//! rank's peak snapshot memory is its share, and a corrupted snapshot on one
+//! rank or a rank given another schedule stops every rank with a clear error
+//! in bounded time. The launcher is `$CHECKPOINTING_MPIEXEC` or `mpiexec`.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use checkpointing::{ScheduleSpec, Step};
+use checkpointing_examples::heat::HeatEquation;
+
+const BIN: &str = env!("CARGO_BIN_EXE_heat-mpi");
+const CELLS: usize = 1000;
+const STEPS: Step = 200;
+/// Longer than any of these runs takes, short enough to call a hang a hang.
+const LIMIT: Duration = Duration::from_secs(90);
+
+struct Output {
+    success: bool,
+    stdout: String,
+    stderr: String,
+}
+
+fn mpiexec(ranks: usize, args: &[&str]) -> Output {
+    let launcher = std::env::var("CHECKPOINTING_MPIEXEC").unwrap_or_else(|_| "mpiexec".into());
+    let mut child = Command::new(&launcher)
+        .args(["-n", &ranks.to_string(), BIN])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("cannot start {launcher}: {e} (scripts/install-deps.sh installs MPICH)")
+        });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > LIMIT {
+            let _ = child.kill();
+            panic!("mpiexec -n {ranks} {args:?} did not finish in {LIMIT:?}: a hang");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    Output {
+        success: status.success(),
+        stdout,
+        stderr,
+    }
+}
+
+fn specs() -> Vec<ScheduleSpec> {
+    vec![
+        ScheduleSpec::DiskRevolve {
+            max_n: STEPS,
+            snapshots_in_ram: 3,
+            uf: 1.0,
+            ub: 1.0,
+            wd: 2.0,
+            rd: 2.0,
+        },
+        ScheduleSpec::Multistage {
+            max_n: STEPS,
+            snapshots_in_ram: 2,
+            snapshots_on_disk: 3,
+            trajectory: checkpointing::Trajectory::Maximum,
+        },
+        ScheduleSpec::Revolve {
+            max_n: STEPS,
+            snapshots_in_ram: 5,
+            uf: 1.0,
+            ub: 1.0,
+            wd: 2.0,
+            rd: 2.0,
+        },
+    ]
+}
+
+fn line<'a>(stdout: &'a str, key: &str) -> &'a str {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .unwrap_or_else(|| panic!("no {key:?} line in {stdout}"))
+}
+
+/// `(rank, bytes, cells)` of each `peak` line.
+fn peaks(stdout: &str) -> Vec<(usize, u64, usize)> {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("peak "))
+        .map(|l| {
+            let f: Vec<u64> = l.split(' ').map(|x| x.parse().unwrap()).collect();
+            (f[0] as usize, f[1], f[2] as usize)
+        })
+        .collect()
+}
+
+#[test]
+fn the_gradient_is_the_single_process_one_on_1_2_and_4_ranks() {
+    let mut heat = HeatEquation::with_reaction(CELLS, 0.45, 1e-4);
+    let initial = heat.initial_state();
+    let (_, gradient) = heat.gradient_store_all(initial, STEPS);
+    let want: Vec<String> = gradient
+        .iter()
+        .map(|x| format!("{:016x}", x.to_bits()))
+        .collect();
+    let want = want.join(",");
+    for spec in specs() {
+        let json = serde_json::to_string(&spec).unwrap();
+        let mut single_peak = 0;
+        for ranks in [1, 2, 4] {
+            let out = mpiexec(ranks, &["--cells", &CELLS.to_string(), "--schedule", &json]);
+            assert!(out.success, "{ranks} ranks, {json}: {}", out.stderr);
+            assert_eq!(line(&out.stdout, "ranks "), ranks.to_string());
+            assert_eq!(
+                line(&out.stdout, "gradient "),
+                want,
+                "{ranks} ranks, {json}: dJ/dT0 differs from the single-process store-all gradient"
+            );
+            let grad_lambda: f64 = line(&out.stdout, "grad_lambda ").parse().unwrap();
+            let relative = (grad_lambda - heat.grad_lambda).abs() / heat.grad_lambda.abs();
+            assert!(relative < 1e-12, "{ranks} ranks: dJ/dλ off by {relative:e}");
+            // Each rank holds its share of the snapshot memory.
+            let peaks = peaks(&out.stdout);
+            assert_eq!(peaks.len(), ranks);
+            if ranks == 1 {
+                single_peak = peaks[0].1;
+                continue;
+            }
+            for (rank, bytes, cells) in peaks {
+                let share = single_peak as f64 * cells as f64 / CELLS as f64;
+                assert!(
+                    (bytes as f64) <= 1.05 * share && bytes > 0,
+                    "rank {rank} of {ranks}: {bytes} bytes of snapshots, share {share}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_corrupted_snapshot_on_one_rank_stops_every_rank_with_a_clear_error() {
+    let spec = serde_json::to_string(&specs()[0]).unwrap();
+    for ranks in [2, 4] {
+        let start = Instant::now();
+        let out = mpiexec(
+            ranks,
+            &["--cells", "100", "--schedule", &spec, "--corrupt-rank", "1"],
+        );
+        assert!(
+            !out.success,
+            "{ranks} ranks: a corrupted snapshot went unnoticed"
+        );
+        for rank in 0..ranks {
+            assert!(
+                out.stderr.contains(&format!("heat-mpi: rank {rank}: ")),
+                "rank {rank} of {ranks} reported nothing: {}",
+                out.stderr
+            );
+        }
+        assert_eq!(
+            out.stderr
+                .matches("rank 1 failed: snapshot of step")
+                .count(),
+            ranks - 1,
+            "{}",
+            out.stderr
+        );
+        assert!(out.stderr.contains("is corrupted"), "{}", out.stderr);
+        assert!(out.stderr.contains("checksum mismatch"), "{}", out.stderr);
+        assert!(start.elapsed() < Duration::from_secs(30));
+    }
+}
+
+#[test]
+fn ranks_given_different_schedules_all_refuse_to_start() {
+    let spec = serde_json::to_string(&specs()[0]).unwrap();
+    let other = serde_json::to_string(&specs()[2]).unwrap();
+    let out = mpiexec(
+        3,
+        &[
+            "--cells",
+            "100",
+            "--schedule",
+            &spec,
+            "--schedule-on-rank",
+            &format!("2={other}"),
+        ],
+    );
+    assert!(!out.success);
+    for rank in 0..3 {
+        assert!(
+            out.stderr.contains(&format!(
+                "heat-mpi: rank {rank}: schedule differs between ranks"
+            )),
+            "rank {rank} did not report the mismatch: {}",
+            out.stderr
+        );
+    }
+    assert_eq!(out.stderr.matches("ranks [2] have other values").count(), 3);
+}
