@@ -30,8 +30,13 @@
 //! check_same_parameters(&world, "schedule", &spec).unwrap();
 //! let ram = CollectiveStore::new(&world, MemoryStore::new());
 //! let disk = CollectiveStore::new(&world, rank_disk_store(&world, "/local/scratch/run").unwrap());
-//! let mut executor = Executor::new(ram, disk);
-//! // executor.run(&mut my_distributed_problem, spec.build().unwrap(), my_part_of_x0, ...)
+//! // This rank's piece of the heat equation, with halo exchanges inside.
+//! let mut heat = checkpointing_mpi::heat::DistributedHeat::new(&world, 1_000_000, 0.45, 0.0).unwrap();
+//! let x0 = heat.initial_state();
+//! let out = Executor::new(ram, disk)
+//!     .run(&mut heat, spec.build().unwrap(), x0, |t| Ok(t.iter().map(|x| 2.0 * x).collect()))
+//!     .unwrap();
+//! // out.adjoint: this rank's piece of the gradient.
 //! ```
 
 #![warn(missing_docs)]
