@@ -289,8 +289,10 @@ pending_iterator!(MixedCheckpointSchedule, |s| s.done);
 impl Schedule for MixedCheckpointSchedule {
     impl_schedule_position!();
 
+    /// True once `EndReverse` has been produced, as in the reference (not
+    /// when it is merely computed ahead).
     fn is_exhausted(&self) -> bool {
-        self.exhausted
+        self.exhausted && self.pending.is_empty()
     }
 
     fn uses_storage(&self, level: StorageLevel) -> bool {

@@ -317,6 +317,11 @@ impl Pending {
         self.queue.push_back((action, n, r));
     }
 
+    /// Whether no action is waiting.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
     /// Pops the next action, updating `cursor`.
     pub(crate) fn pop(&mut self, cursor: &mut Cursor) -> Option<Action> {
         let (action, n, r) = self.queue.pop_front()?;

@@ -1,0 +1,126 @@
+"""Checkpointing schedules for adjoints, computed in Rust.
+
+A drop-in for ``checkpoint_schedules`` 1.0.4: the same classes (actions,
+``StorageType``, every schedule) with the same constructor signatures,
+attributes, ``repr``, equality and iteration, and exceptions of the same
+types, so that code written for that package runs unchanged after changing
+the import (or after :func:`install_as_checkpoint_schedules`). Also:
+``Periodic`` and ``OnlineR2`` (Checkpointing.jl's schemes),
+:func:`action_arrays` (a schedule's actions as NumPy arrays, for millions of
+actions), and :func:`checkpointing.jax.checkpointed_scan`.
+
+>>> from checkpointing import Revolve
+>>> [str(a) for a in Revolve(2, 1)][:2]
+['Forward(0, 1, True, False, StorageType.RAM)', 'Forward(1, 2, False, True, StorageType.WORK)']
+"""
+
+import sys
+from enum import Enum
+
+__all__ = [
+    "CheckpointAction",
+    "Forward",
+    "Reverse",
+    "Copy",
+    "Move",
+    "EndForward",
+    "EndReverse",
+    "CheckpointSchedule",
+    "RevolveCheckpointSchedule",
+    "StorageType",
+    "Revolve",
+    "HRevolve",
+    "DiskRevolve",
+    "PeriodicDiskRevolve",
+    "MultistageCheckpointSchedule",
+    "MixedCheckpointSchedule",
+    "TwoLevelCheckpointSchedule",
+    "SingleMemoryStorageSchedule",
+    "SingleDiskStorageSchedule",
+    "NoneCheckpointSchedule",
+    "Periodic",
+    "OnlineR2",
+    "optimal_steps_binomial",
+    "InvalidScheduleParameters",
+    "action_arrays",
+    "install_as_checkpoint_schedules",
+]
+
+
+class StorageType(Enum):
+    """Where a checkpoint is: ``RAM``, ``DISK``, ``WORK`` (the live forward
+    or adjoint data) or ``NONE`` (deleted)."""
+
+    RAM = 0
+    DISK = 1
+    WORK = -1
+    NONE = None
+
+    def __repr__(self):
+        return f"{type(self).__name__}.{self.name}"
+
+
+class InvalidScheduleParameters(ValueError, IndexError, AssertionError):
+    """Schedule parameters that describe no valid schedule (no steps, too
+    few snapshots, a negative cost...).
+
+    ``checkpoint_schedules`` raises a ``ValueError``, an ``IndexError`` or an
+    ``AssertionError`` for these, depending on the schedule; this class is
+    all three, so an ``except`` clause written for any of them catches it,
+    and its message says what is wrong.
+    """
+
+
+from . import _native  # noqa: E402
+
+_native._register(
+    StorageType.RAM,
+    StorageType.DISK,
+    StorageType.WORK,
+    StorageType.NONE,
+    InvalidScheduleParameters,
+)
+
+from ._native import (  # noqa: E402
+    CheckpointAction,
+    CheckpointSchedule,
+    Copy,
+    DiskRevolve,
+    EndForward,
+    EndReverse,
+    Forward,
+    HRevolve,
+    MixedCheckpointSchedule,
+    Move,
+    MultistageCheckpointSchedule,
+    NoneCheckpointSchedule,
+    OnlineR2,
+    Periodic,
+    PeriodicDiskRevolve,
+    Reverse,
+    Revolve,
+    RevolveCheckpointSchedule,
+    SingleDiskStorageSchedule,
+    SingleMemoryStorageSchedule,
+    TwoLevelCheckpointSchedule,
+    optimal_steps_binomial,
+)
+from ._arrays import action_arrays  # noqa: E402
+
+
+def install_as_checkpoint_schedules():
+    """Make ``import checkpoint_schedules`` (and ``from checkpoint_schedules
+    import ...``) give this package, so that code written for
+    ``checkpoint_schedules`` 1.0.4 runs on it unchanged. Call it before that
+    code imports ``checkpoint_schedules``; returns this module.
+
+    >>> import checkpointing
+    >>> checkpointing.install_as_checkpoint_schedules()  # doctest: +ELLIPSIS
+    <module 'checkpointing' ...>
+    >>> from checkpoint_schedules import Revolve
+    >>> Revolve is checkpointing.Revolve
+    True
+    """
+    module = sys.modules[__name__]
+    sys.modules["checkpoint_schedules"] = module
+    return module
