@@ -582,15 +582,18 @@ impl CheckpointSchedule {
             .map_err(|_| PyRuntimeError::new_err("Invalid checkpointing state"))
     }
 
-    /// The next `limit` actions (all that remain if `None`) as packed
-    /// little-endian records, for the batched NumPy API: per action
-    /// `kind u8, flags u8, storage i8, from i8, to i8, pad[3], a u64, b u64`.
-    #[pyo3(signature = (limit=None))]
-    fn _take_records<'py>(
+    /// The next `limit` actions (all that remain if `None`) as columns of
+    /// little-endian bytes, for the batched NumPy API: `kind` (u8), `flags`
+    /// (u8: 1 write_ics, 2 write_adj_deps, 4 clear_adj_deps), `storage`,
+    /// `from_storage`, `to_storage` (i8), `n0`, `n1` (u64). An online
+    /// schedule is finalized with `steps` when its forward reaches it.
+    #[pyo3(signature = (limit=None, steps=None))]
+    fn _take_columns<'py>(
         &mut self,
         py: Python<'py>,
         limit: Option<u64>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
+        steps: Option<u64>,
+    ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
         if let Some(error) = self.deferred.take() {
             return Err(error);
         }
@@ -600,19 +603,96 @@ impl CheckpointSchedule {
                 "the schedule's parameters are invalid",
             ));
         };
-        if limit.is_none() && schedule.max_n().is_none() {
+        if limit.is_none() && steps.is_none() && schedule.max_n().is_none() {
             return Err(PyValueError::new_err(
-                "an online schedule never ends by itself: give a limit or finalize it",
+                "an online schedule never ends by itself: give steps, a limit, or finalize it",
             ));
         }
-        let mut out = Vec::new();
+        let mut columns = Columns::default();
         let mut taken = 0;
         while limit.is_none_or(|l| taken < l) {
             let Some(action) = schedule.next() else { break };
-            encode(&mut out, action);
+            if let (Action::Forward { n1, .. }, Some(steps), None) =
+                (action, steps, schedule.max_n())
+            {
+                if n1 >= steps {
+                    schedule
+                        .finalize(steps)
+                        .map_err(|_| PyRuntimeError::new_err("Invalid checkpointing state"))?;
+                }
+            }
+            columns.push(action);
             taken += 1;
+            if steps.is_some() && action == Action::EndReverse {
+                break;
+            }
         }
-        Ok(PyBytes::new(py, &out))
+        Ok(columns.into_bytes(py))
+    }
+}
+
+/// A schedule's actions column by column.
+#[derive(Default)]
+struct Columns {
+    kind: Vec<u8>,
+    flags: Vec<u8>,
+    storage: Vec<u8>,
+    from: Vec<u8>,
+    to: Vec<u8>,
+    n0: Vec<u8>,
+    n1: Vec<u8>,
+}
+
+impl Columns {
+    fn push(&mut self, action: Action) {
+        let (kind, flags, storage, from, to, a, b) = match action {
+            Action::Forward {
+                n0,
+                n1,
+                write_ics,
+                write_adj_deps,
+                storage,
+            } => (
+                0u8,
+                u8::from(write_ics) | (u8::from(write_adj_deps) << 1),
+                level_code(storage),
+                0,
+                0,
+                n0,
+                n1,
+            ),
+            Action::Reverse {
+                n1,
+                n0,
+                clear_adj_deps,
+            } => (1, u8::from(clear_adj_deps) << 2, 0, 0, 0, n0, n1),
+            Action::Copy { n, from, to } => (2, 0, 0, level_code(from), level_code(to), n, n),
+            Action::Move { n, from, to } => (3, 0, 0, level_code(from), level_code(to), n, n),
+            Action::EndForward => (4, 0, 0, 0, 0, 0, 0),
+            Action::EndReverse => (5, 0, 0, 0, 0, 0, 0),
+        };
+        self.kind.push(kind);
+        self.flags.push(flags);
+        self.storage.push(storage as u8);
+        self.from.push(from as u8);
+        self.to.push(to as u8);
+        self.n0.extend_from_slice(&a.to_le_bytes());
+        self.n1.extend_from_slice(&b.to_le_bytes());
+    }
+
+    fn into_bytes(self, py: Python<'_>) -> Vec<Bound<'_, PyBytes>> {
+        [
+            self.kind,
+            self.flags,
+            self.storage,
+            self.from,
+            self.to,
+            self.n0,
+            self.n1,
+        ]
+        .iter()
+        .map(|column| PyBytes::new(py, column))
+        .collect()
     }
 }
 
@@ -623,39 +703,6 @@ fn level_code(level: StorageLevel) -> i8 {
         StorageLevel::Work => -1,
         StorageLevel::None => -2,
     }
-}
-
-/// One 24-byte record (see `_take_records`).
-fn encode(out: &mut Vec<u8>, action: Action) {
-    let (kind, flags, storage, from, to, a, b) = match action {
-        Action::Forward {
-            n0,
-            n1,
-            write_ics,
-            write_adj_deps,
-            storage,
-        } => (
-            0u8,
-            u8::from(write_ics) | (u8::from(write_adj_deps) << 1),
-            level_code(storage),
-            0,
-            0,
-            n0,
-            n1,
-        ),
-        Action::Reverse {
-            n1,
-            n0,
-            clear_adj_deps,
-        } => (1, u8::from(clear_adj_deps) << 2, 0, 0, 0, n0, n1),
-        Action::Copy { n, from, to } => (2, 0, 0, level_code(from), level_code(to), n, n),
-        Action::Move { n, from, to } => (3, 0, 0, level_code(from), level_code(to), n, n),
-        Action::EndForward => (4, 0, 0, 0, 0, 0, 0),
-        Action::EndReverse => (5, 0, 0, 0, 0, 0, 0),
-    };
-    out.extend_from_slice(&[kind, flags, storage as u8, from as u8, to as u8, 0, 0, 0]);
-    out.extend_from_slice(&a.to_le_bytes());
-    out.extend_from_slice(&b.to_le_bytes());
 }
 
 /// Base class of the Revolve family, as in the reference.

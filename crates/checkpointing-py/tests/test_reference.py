@@ -385,3 +385,11 @@ def test_action_arrays_hold_the_actions():
     with pytest.raises(ValueError, match="online"):
         ours.action_arrays(ours.SingleMemoryStorageSchedule())
     assert len(ours.action_arrays(ours.SingleMemoryStorageSchedule(), limit=1)["kind"]) == 1
+    # Driven for a number of steps, an online schedule gives what a driver sees.
+    for make in [lambda m: m.TwoLevelCheckpointSchedule(5, 2), lambda m: m.SingleDiskStorageSchedule()]:
+        arrays = ours.action_arrays(make(ours), steps=23)
+        expected = [a for a, *_ in drive(make(ref), 23)]
+        assert len(arrays["kind"]) == len(expected)
+        assert [int(k) for k in arrays["kind"]] == [
+            ["Forward", "Reverse", "Copy", "Move", "EndForward", "EndReverse"].index(a.split("(")[0]) for a in expected
+        ]

@@ -8,10 +8,13 @@ STORAGE_CODES = {0: "RAM", 1: "DISK", -1: "WORK", -2: "NONE"}
 """Values of the storage columns: ``StorageType`` member names."""
 
 
-def action_arrays(schedule, limit=None):
+def action_arrays(schedule, limit=None, steps=None):
     """Consumes up to ``limit`` actions of ``schedule`` (all that remain if
-    ``None``; an online schedule then needs ``finalize`` first) and returns
-    them as a dict of NumPy arrays of equal length:
+    ``None``) and returns them as a dict of read-only NumPy arrays of equal
+    length. An online schedule is finalized with ``steps`` when its forward
+    reaches it (as a driver would), and the arrays then end at its
+    ``EndReverse``; without ``steps`` or ``limit`` it must be finalized
+    already.
 
     - ``kind`` (uint8): 0 ``Forward``, 1 ``Reverse``, 2 ``Copy``, 3 ``Move``,
       4 ``EndForward``, 5 ``EndReverse``;
@@ -28,31 +31,16 @@ def action_arrays(schedule, limit=None):
     """
     import numpy as np
 
-    raw = schedule._take_records(limit)
-    records = np.frombuffer(
-        raw,
-        dtype=np.dtype(
-            [
-                ("kind", "u1"),
-                ("flags", "u1"),
-                ("storage", "i1"),
-                ("from_storage", "i1"),
-                ("to_storage", "i1"),
-                ("pad", "V3"),
-                ("n0", "<u8"),
-                ("n1", "<u8"),
-            ]
-        ),
-    )
-    flags = records["flags"]
+    kind, flags, storage, source, target, n0, n1 = schedule._take_columns(limit, steps)
+    flags = np.frombuffer(flags, dtype=np.uint8)
     return {
-        "kind": records["kind"].copy(),
-        "n0": records["n0"].copy(),
-        "n1": records["n1"].copy(),
+        "kind": np.frombuffer(kind, dtype=np.uint8),
+        "n0": np.frombuffer(n0, dtype="<u8"),
+        "n1": np.frombuffer(n1, dtype="<u8"),
         "write_ics": (flags & 1) != 0,
         "write_adj_deps": (flags & 2) != 0,
         "clear_adj_deps": (flags & 4) != 0,
-        "storage": records["storage"].copy(),
-        "from_storage": records["from_storage"].copy(),
-        "to_storage": records["to_storage"].copy(),
+        "storage": np.frombuffer(storage, dtype=np.int8),
+        "from_storage": np.frombuffer(source, dtype=np.int8),
+        "to_storage": np.frombuffer(target, dtype=np.int8),
     }

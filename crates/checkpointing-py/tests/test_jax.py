@@ -1,0 +1,111 @@
+"""checkpointed_scan against jax.lax.scan: the same outputs and gradients
+(with respect to the initial carry, the scanned inputs and closed-over
+parameters) under every kind of schedule, with at most snapshots + 2 carries
+held."""
+
+import pytest
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+
+import checkpointing  # noqa: E402
+from checkpointing.jax import checkpointed_scan, last_stats  # noqa: E402
+
+STEPS = 37
+
+
+def problem():
+    key = jax.random.PRNGKey(0)
+    k1, k2, k3, k4 = jax.random.split(key, 4)
+    params = {
+        "w": jax.random.normal(k1, (6, 6)) * 0.4,
+        "u": jax.random.normal(k2, (3, 6)) * 0.5,
+        "b": jax.random.normal(k3, (6,)) * 0.1,
+    }
+    xs = jax.random.normal(k4, (STEPS, 3))
+    h0 = jnp.linspace(-1.0, 1.0, 6)
+    return params, xs, h0
+
+
+def make_step(params):
+    def step(h, x):
+        h = jnp.tanh(h @ params["w"] + x @ params["u"] + params["b"])
+        return h, jnp.sum(h**2)
+
+    return step
+
+
+def loss_with(scan):
+    def loss(params, xs, h0):
+        h, ys = scan(make_step(params), h0, xs)
+        return jnp.sum(h**3) + jnp.sum(jnp.sin(ys))
+
+    return loss
+
+
+def reference(step, h0, xs):
+    return jax.lax.scan(step, h0, xs)
+
+
+SCHEDULES = {
+    "revolve": lambda n: checkpointing.Revolve(n, 3),
+    "multistage-disk": lambda n: checkpointing.MultistageCheckpointSchedule(n, 1, 2),
+    "hrevolve": lambda n: checkpointing.HRevolve(n, 2, 3),
+    "disk-revolve": lambda n: checkpointing.DiskRevolve(n, 2),
+    "mixed": lambda n: checkpointing.MixedCheckpointSchedule(n, 4),
+    "periodic": lambda n: checkpointing.Periodic(n, 6),
+}
+
+
+@pytest.mark.parametrize("name", list(SCHEDULES))
+def test_value_and_gradient_equal_lax_scan(name):
+    params, xs, h0 = problem()
+    ours = loss_with(lambda s, c, x: checkpointed_scan(s, c, x, schedule=SCHEDULES[name]))
+    theirs = loss_with(reference)
+    v1, g1 = jax.value_and_grad(ours, argnums=(0, 1, 2))(params, xs, h0)
+    v2, g2 = jax.value_and_grad(theirs, argnums=(0, 1, 2))(params, xs, h0)
+    assert jnp.allclose(v1, v2, rtol=1e-13, atol=0)
+    for a, b in zip(jax.tree_util.tree_leaves(g1), jax.tree_util.tree_leaves(g2)):
+        assert a.shape == b.shape
+        assert jnp.allclose(a, b, rtol=1e-11, atol=1e-14), name
+    assert last_stats["adjoint_steps"] == STEPS
+
+
+@pytest.mark.parametrize("snapshots", [1, 2, 5, 12])
+def test_at_most_snapshots_plus_two_carries(snapshots):
+    params, xs, h0 = problem()
+    loss = loss_with(lambda s, c, x: checkpointed_scan(s, c, x, schedule=lambda n: checkpointing.Revolve(n, snapshots)))
+    jax.grad(loss)(params, xs, h0)
+    assert last_stats["peak_carries"] <= snapshots + 2, last_stats
+    # The schedule's forward steps, first sweep included: no more recomputation.
+    assert last_stats["forward_steps"] == checkpointing.optimal_steps_binomial(STEPS, snapshots)
+
+
+def test_a_length_instead_of_inputs_and_a_schedule_object():
+    def f(x0):
+        carry, _ = checkpointed_scan(lambda c, _: (jnp.cos(c) * 1.1, None), x0, 25, schedule=checkpointing.Revolve(25, 4))
+        return carry.sum()
+
+    def g(x0):
+        return jax.lax.scan(lambda c, _: (jnp.cos(c) * 1.1, None), x0, None, length=25)[0].sum()
+
+    x0 = jnp.arange(4.0)
+    assert jnp.allclose(jax.grad(f)(x0), jax.grad(g)(x0), rtol=1e-12)
+
+
+def test_bad_schedules_are_refused():
+    x0 = jnp.ones(2)
+
+    def grad_with(schedule, length=10):
+        return jax.grad(lambda c: checkpointed_scan(lambda c, _: (c * 2.0, None), c, length, schedule=schedule)[0].sum())(x0)
+
+    with pytest.raises(ValueError, match="10 steps"):
+        grad_with(lambda n: checkpointing.Revolve(n + 1, 2))
+    with pytest.raises(ValueError, match="offline"):
+        grad_with(lambda n: checkpointing.SingleMemoryStorageSchedule())
+    with pytest.raises(ValueError, match="is for 9 steps"):
+        grad_with(checkpointing.Revolve(9, 2))
+    with pytest.raises(ValueError, match="at least one step"):
+        grad_with(lambda n: checkpointing.Revolve(n, 2), length=0)
