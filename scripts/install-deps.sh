@@ -3,8 +3,9 @@
 # missing: the HDF5 C library (Debian's libhdf5-dev, for the `hdf5` features);
 # MPICH and libclang (checkpointing-mpi: rsmpi generates its bindings with
 # bindgen); and a Python venv `.venv-test` with h5py and NumPy (a test reads
-# an HDF5 snapshot back from Python). Idempotent; uses apt-get (via sudo when
-# not root) and pip.
+# an HDF5 snapshot back from Python), and maturin, pytest, JAX and the
+# reference checkpoint-schedules 1.0.4 (the Python package's tests).
+# Idempotent; uses apt-get (via sudo when not root) and pip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,8 +27,10 @@ if [ ${#packages[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${packages[@]}" >/dev/null
 fi
 
-if ! .venv-test/bin/python -c "import h5py, numpy" 2>/dev/null; then
-    echo "== Python venv .venv-test with h5py and NumPy"
+if ! { .venv-test/bin/python -c "import h5py, numpy, pytest, jax, checkpoint_schedules" \
+        && .venv-test/bin/maturin --version; } >/dev/null 2>&1; then
+    echo "== Python venv .venv-test: h5py, NumPy, pytest, maturin, JAX, checkpoint-schedules 1.0.4"
     python3 -m venv .venv-test
-    .venv-test/bin/pip install --quiet --disable-pip-version-check h5py numpy
+    .venv-test/bin/pip install --quiet --disable-pip-version-check \
+        h5py numpy pytest maturin jax "checkpoint-schedules==1.0.4"
 fi

@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# Every test of the workspace, with every feature (HDF5 included): installs
-# what is missing (scripts/install-deps.sh), then runs cargo test.
+# Every test of the workspace, with every feature (HDF5 included), then the
+# Python package's: installs what is missing (scripts/install-deps.sh), runs
+# cargo test, builds the package into .venv-test with maturin and runs pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 export CHECKPOINTING_PYTHON="$PWD/.venv-test/bin/python"
 cargo test --workspace --all-features "$@"
+echo "== Python package (maturin develop --release, pytest)"
+VIRTUAL_ENV="$PWD/.venv-test" PATH="$PWD/.venv-test/bin:$PATH" \
+    maturin develop --release --quiet -m crates/checkpointing-py/Cargo.toml
+(cd crates/checkpointing-py && ../../.venv-test/bin/python -m pytest -q -p no:cacheprovider \
+    --doctest-modules python tests)

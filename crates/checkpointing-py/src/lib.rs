@@ -608,7 +608,11 @@ impl CheckpointSchedule {
                 "an online schedule never ends by itself: give steps, a limit, or finalize it",
             ));
         }
-        let mut columns = Columns::default();
+        // Most schedules produce a few actions per step: reserve for that.
+        let expected = schedule.max_n().or(steps).unwrap_or(0).saturating_mul(4);
+        let mut columns = Columns::with_capacity(
+            limit.map_or(expected, |l| l.min(expected)).min(1 << 26) as usize,
+        );
         let mut taken = 0;
         while limit.is_none_or(|l| taken < l) {
             let Some(action) = schedule.next() else { break };
@@ -632,7 +636,6 @@ impl CheckpointSchedule {
 }
 
 /// A schedule's actions column by column.
-#[derive(Default)]
 struct Columns {
     kind: Vec<u8>,
     flags: Vec<u8>,
@@ -644,6 +647,18 @@ struct Columns {
 }
 
 impl Columns {
+    fn with_capacity(actions: usize) -> Self {
+        Self {
+            kind: Vec::with_capacity(actions),
+            flags: Vec::with_capacity(actions),
+            storage: Vec::with_capacity(actions),
+            from: Vec::with_capacity(actions),
+            to: Vec::with_capacity(actions),
+            n0: Vec::with_capacity(8 * actions),
+            n1: Vec::with_capacity(8 * actions),
+        }
+    }
+
     fn push(&mut self, action: Action) {
         let (kind, flags, storage, from, to, a, b) = match action {
             Action::Forward {
