@@ -614,20 +614,20 @@ impl CheckpointSchedule {
             limit.map_or(expected, |l| l.min(expected)).min(1 << 26) as usize,
         );
         let mut taken = 0;
+        let mut online = schedule.max_n().is_none();
         while limit.is_none_or(|l| taken < l) {
             let Some(action) = schedule.next() else { break };
-            if let (Action::Forward { n1, .. }, Some(steps), None) =
-                (action, steps, schedule.max_n())
-            {
+            if let (true, Action::Forward { n1, .. }, Some(steps)) = (online, action, steps) {
                 if n1 >= steps {
                     schedule
                         .finalize(steps)
                         .map_err(|_| PyRuntimeError::new_err("Invalid checkpointing state"))?;
+                    online = false;
                 }
             }
             columns.push(action);
             taken += 1;
-            if steps.is_some() && action == Action::EndReverse {
+            if steps.is_some() && matches!(action, Action::EndReverse) {
                 break;
             }
         }
