@@ -188,8 +188,14 @@ fn arg<'py>(slf: &Bound<'py, PyAny>, i: usize) -> PyResult<Bound<'py, PyAny>> {
 }
 
 /// `Forward(n0, n1, write_ics, write_adj_deps, storage)`.
-#[pyclass(extends = CheckpointAction, module = "checkpointing", name = "Forward")]
-pub struct Forward;
+#[pyclass(extends = CheckpointAction, get_all, module = "checkpointing", name = "Forward")]
+pub struct Forward {
+    n0: Py<PyAny>,
+    n1: Py<PyAny>,
+    write_ics: Py<PyAny>,
+    write_adj_deps: Py<PyAny>,
+    storage: Py<PyAny>,
+}
 
 #[pymethods]
 impl Forward {
@@ -202,33 +208,19 @@ impl Forward {
         write_adj_deps: Py<PyAny>,
         storage: Py<PyAny>,
     ) -> PyResult<PyClassInitializer<Self>> {
-        let args = PyTuple::new(py, [n0, n1, write_ics, write_adj_deps, storage])?;
-        Ok(PyClassInitializer::from(CheckpointAction::new(args)).add_subclass(Self))
-    }
-
-    #[getter]
-    fn n0<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        arg(slf.as_any(), 0)
-    }
-
-    #[getter]
-    fn n1<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        arg(slf.as_any(), 1)
-    }
-
-    #[getter]
-    fn write_ics<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        arg(slf.as_any(), 2)
-    }
-
-    #[getter]
-    fn write_adj_deps<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        arg(slf.as_any(), 3)
-    }
-
-    #[getter]
-    fn storage<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        arg(slf.as_any(), 4)
+        let args = PyTuple::new(
+            py,
+            [&n0, &n1, &write_ics, &write_adj_deps, &storage].map(|a| a.clone_ref(py)),
+        )?;
+        Ok(
+            PyClassInitializer::from(CheckpointAction::new(args)).add_subclass(Self {
+                n0,
+                n1,
+                write_ics,
+                write_adj_deps,
+                storage,
+            }),
+        )
     }
 
     /// The steps `n0, ..., n1 - 1`.
@@ -250,8 +242,12 @@ impl Forward {
 }
 
 /// `Reverse(n1, n0, clear_adj_deps)`.
-#[pyclass(extends = CheckpointAction, module = "checkpointing", name = "Reverse")]
-pub struct Reverse;
+#[pyclass(extends = CheckpointAction, get_all, module = "checkpointing", name = "Reverse")]
+pub struct Reverse {
+    n1: Py<PyAny>,
+    n0: Py<PyAny>,
+    clear_adj_deps: Py<PyAny>,
+}
 
 #[pymethods]
 impl Reverse {
@@ -262,23 +258,14 @@ impl Reverse {
         n0: Py<PyAny>,
         clear_adj_deps: Py<PyAny>,
     ) -> PyResult<PyClassInitializer<Self>> {
-        let args = PyTuple::new(py, [n1, n0, clear_adj_deps])?;
-        Ok(PyClassInitializer::from(CheckpointAction::new(args)).add_subclass(Self))
-    }
-
-    #[getter]
-    fn n0<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        arg(slf.as_any(), 1)
-    }
-
-    #[getter]
-    fn n1<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        arg(slf.as_any(), 0)
-    }
-
-    #[getter]
-    fn clear_adj_deps<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        arg(slf.as_any(), 2)
+        let args = PyTuple::new(py, [&n1, &n0, &clear_adj_deps].map(|a| a.clone_ref(py)))?;
+        Ok(
+            PyClassInitializer::from(CheckpointAction::new(args)).add_subclass(Self {
+                n1,
+                n0,
+                clear_adj_deps,
+            }),
+        )
     }
 
     /// The steps `n1 - 1` down to `n0`.
@@ -304,8 +291,12 @@ impl Reverse {
 macro_rules! transfer_action {
     ($rust:ident, $name:literal, $doc:literal) => {
         #[doc = $doc]
-        #[pyclass(extends = CheckpointAction, module = "checkpointing", name = $name)]
-        pub struct $rust;
+        #[pyclass(extends = CheckpointAction, get_all, module = "checkpointing", name = $name)]
+        pub struct $rust {
+            n: Py<PyAny>,
+            from_storage: Py<PyAny>,
+            to_storage: Py<PyAny>,
+        }
 
         #[pymethods]
         impl $rust {
@@ -316,23 +307,17 @@ macro_rules! transfer_action {
                 from_storage: Py<PyAny>,
                 to_storage: Py<PyAny>,
             ) -> PyResult<PyClassInitializer<Self>> {
-                let args = PyTuple::new(py, [n, from_storage, to_storage])?;
-                Ok(PyClassInitializer::from(CheckpointAction::new(args)).add_subclass(Self))
-            }
-
-            #[getter]
-            fn n<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-                arg(slf.as_any(), 0)
-            }
-
-            #[getter]
-            fn from_storage<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-                arg(slf.as_any(), 1)
-            }
-
-            #[getter]
-            fn to_storage<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-                arg(slf.as_any(), 2)
+                let args = PyTuple::new(
+                    py,
+                    [&n, &from_storage, &to_storage].map(|a| a.clone_ref(py)),
+                )?;
+                Ok(
+                    PyClassInitializer::from(CheckpointAction::new(args)).add_subclass(Self {
+                        n,
+                        from_storage,
+                        to_storage,
+                    }),
+                )
             }
         }
     };
@@ -380,14 +365,19 @@ end_action!(
 
 /// The Python object of a Rust action.
 fn action_object(py: Python<'_>, action: Action) -> PyResult<Py<PyAny>> {
-    fn build<T: pyo3::PyClass<BaseType = CheckpointAction>>(
+    fn object<T: pyo3::PyClass>(
         py: Python<'_>,
-        value: T,
-        args: Bound<'_, PyTuple>,
+        init: PyClassInitializer<T>,
     ) -> PyResult<Py<PyAny>> {
-        let init = PyClassInitializer::from(CheckpointAction::new(args)).add_subclass(value);
         Ok(Bound::new(py, init)?.into_any().unbind())
     }
+    let int = |n: u64| -> PyResult<Py<PyAny>> { Ok(n.into_pyobject(py)?.into_any().unbind()) };
+    let bool = |b: bool| {
+        pyo3::types::PyBool::new(py, b)
+            .to_owned()
+            .into_any()
+            .unbind()
+    };
     match action {
         Action::Forward {
             n0,
@@ -395,57 +385,45 @@ fn action_object(py: Python<'_>, action: Action) -> PyResult<Py<PyAny>> {
             write_ics,
             write_adj_deps,
             storage,
-        } => {
-            let args = PyTuple::new(
+        } => object(
+            py,
+            Forward::new(
                 py,
-                [
-                    n0.into_pyobject(py)?.into_any(),
-                    n1.into_pyobject(py)?.into_any(),
-                    pyo3::types::PyBool::new(py, write_ics)
-                        .to_owned()
-                        .into_any(),
-                    pyo3::types::PyBool::new(py, write_adj_deps)
-                        .to_owned()
-                        .into_any(),
-                    storage_object(py, storage)?.into_bound(py),
-                ],
-            )?;
-            build(py, Forward, args)
-        }
+                int(n0)?,
+                int(n1)?,
+                bool(write_ics),
+                bool(write_adj_deps),
+                storage_object(py, storage)?,
+            )?,
+        ),
         Action::Reverse {
             n1,
             n0,
             clear_adj_deps,
-        } => {
-            let args = PyTuple::new(
+        } => object(
+            py,
+            Reverse::new(py, int(n1)?, int(n0)?, bool(clear_adj_deps))?,
+        ),
+        Action::Copy { n, from, to } => object(
+            py,
+            Copy::new(
                 py,
-                [
-                    n1.into_pyobject(py)?.into_any(),
-                    n0.into_pyobject(py)?.into_any(),
-                    pyo3::types::PyBool::new(py, clear_adj_deps)
-                        .to_owned()
-                        .into_any(),
-                ],
-            )?;
-            build(py, Reverse, args)
-        }
-        Action::Copy { n, from, to } | Action::Move { n, from, to } => {
-            let args = PyTuple::new(
+                int(n)?,
+                storage_object(py, from)?,
+                storage_object(py, to)?,
+            )?,
+        ),
+        Action::Move { n, from, to } => object(
+            py,
+            Move::new(
                 py,
-                [
-                    n.into_pyobject(py)?.into_any(),
-                    storage_object(py, from)?.into_bound(py),
-                    storage_object(py, to)?.into_bound(py),
-                ],
-            )?;
-            if matches!(action, Action::Copy { .. }) {
-                build(py, Copy, args)
-            } else {
-                build(py, Move, args)
-            }
-        }
-        Action::EndForward => build(py, EndForward, PyTuple::empty(py)),
-        Action::EndReverse => build(py, EndReverse, PyTuple::empty(py)),
+                int(n)?,
+                storage_object(py, from)?,
+                storage_object(py, to)?,
+            )?,
+        ),
+        Action::EndForward => object(py, EndForward::new(py)),
+        Action::EndReverse => object(py, EndReverse::new(py)),
     }
 }
 
