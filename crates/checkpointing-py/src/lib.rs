@@ -907,18 +907,35 @@ impl PyTwoLevel {
     }
 }
 
-/// `SingleMemoryStorageSchedule()`: every adjoint dependency kept in memory.
-#[pyclass(extends = CheckpointSchedule, module = "checkpointing", name = "SingleMemoryStorageSchedule")]
-pub struct PySingleMemory;
+/// A schedule class whose constructor takes no argument.
+macro_rules! schedule_without_parameters {
+    ($rust:ident, $name:literal, $doc:literal, $build:expr) => {
+        #[doc = $doc]
+        #[pyclass(extends = CheckpointSchedule, module = "checkpointing", name = $name)]
+        pub struct $rust;
 
-#[pymethods]
-impl PySingleMemory {
-    #[new]
-    fn new() -> PyClassInitializer<Self> {
-        PyClassInitializer::from(CheckpointSchedule::of(SingleMemoryStorageSchedule::new()))
-            .add_subclass(Self)
-    }
+        #[pymethods]
+        impl $rust {
+            #[new]
+            fn new() -> PyClassInitializer<Self> {
+                PyClassInitializer::from(CheckpointSchedule::of($build)).add_subclass(Self)
+            }
+        }
+    };
 }
+
+schedule_without_parameters!(
+    PySingleMemory,
+    "SingleMemoryStorageSchedule",
+    "`SingleMemoryStorageSchedule()`: every adjoint dependency kept in memory.",
+    SingleMemoryStorageSchedule::new()
+);
+schedule_without_parameters!(
+    PyNone,
+    "NoneCheckpointSchedule",
+    "`NoneCheckpointSchedule()`: forward only.",
+    NoneCheckpointSchedule::new()
+);
 
 /// `SingleDiskStorageSchedule(move_data=False)`: every adjoint dependency on
 /// disk.
@@ -934,19 +951,6 @@ impl PySingleDisk {
             move_data,
         )))
         .add_subclass(Self)
-    }
-}
-
-/// `NoneCheckpointSchedule()`: forward only.
-#[pyclass(extends = CheckpointSchedule, module = "checkpointing", name = "NoneCheckpointSchedule")]
-pub struct PyNone;
-
-#[pymethods]
-impl PyNone {
-    #[new]
-    fn new() -> PyClassInitializer<Self> {
-        PyClassInitializer::from(CheckpointSchedule::of(NoneCheckpointSchedule::new()))
-            .add_subclass(Self)
     }
 }
 
