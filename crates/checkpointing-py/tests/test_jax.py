@@ -109,3 +109,23 @@ def test_bad_schedules_are_refused():
         grad_with(checkpointing.Revolve(9, 2))
     with pytest.raises(ValueError, match="at least one step"):
         grad_with(lambda n: checkpointing.Revolve(n, 2), length=0)
+
+
+def test_a_pytree_carry_through_ram_and_disk_snapshots():
+    def step(carry, x):
+        u, k = carry["u"], carry["k"]
+        return {"u": jnp.sin(u * k + x), "k": k * 1.01}, u.sum()
+
+    def loss(scan):
+        def f(u0, k0, xs):
+            carry, ys = scan(step, {"u": u0, "k": k0}, xs)
+            return jnp.sum(carry["u"] ** 2) + carry["k"] + jnp.sum(ys)
+
+        return f
+
+    u0, k0, xs = jnp.linspace(0.0, 1.0, 5), jnp.asarray(0.9), jnp.linspace(-1.0, 1.0, 23)
+    ours = loss(lambda s, c, x: checkpointed_scan(s, c, x, schedule=lambda n: checkpointing.MultistageCheckpointSchedule(n, 1, 2)))
+    g1 = jax.grad(ours, argnums=(0, 1, 2))(u0, k0, xs)
+    g2 = jax.grad(loss(jax.lax.scan), argnums=(0, 1, 2))(u0, k0, xs)
+    for a, b in zip(g1, g2):
+        assert jnp.allclose(a, b, rtol=1e-12, atol=1e-15)

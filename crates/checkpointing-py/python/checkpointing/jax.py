@@ -88,6 +88,11 @@ class _Once:
         return schedule
 
 
+def _on_device(carry):
+    """A carry (any pytree) back on the device, from host memory or not."""
+    return jax.tree_util.tree_map(jnp.asarray, carry)
+
+
 def _at(xs, i):
     return None if xs is None else jax.tree_util.tree_map(lambda a: a[i], xs)
 
@@ -109,10 +114,17 @@ def _scan(fn, factory, length, init, xs, *consts):
 
 
 _compiled = {}
+_COMPILED_KEPT = 64
 
 
 def _jit(fn):
+    """The jitted step and VJP of a converted step function. A step defined
+    once is converted to the same function on every call (JAX caches the
+    conversion), so its compiled code is reused; a step closure created anew
+    for every call is compiled anew. At most 64 are kept."""
     if fn not in _compiled:
+        if len(_compiled) >= _COMPILED_KEPT:
+            _compiled.pop(next(iter(_compiled)))
         _compiled[fn] = (jax.jit(fn), jax.jit(partial(_vjp_step, fn)))
     return _compiled[fn][0]
 
@@ -184,8 +196,8 @@ class _Run:
         data = level[a.n] if keep else level.pop(a.n)
         if a.to_storage == self.S.WORK:
             if data.get("ics") is not None:
-                self.live, self.n = jnp.asarray(data["ics"]), a.n
-            self.deps.update({i: jnp.asarray(v) for i, v in data.get("deps", {}).items()})
+                self.live, self.n = _on_device(data["ics"]), a.n
+            self.deps.update({i: _on_device(v) for i, v in data.get("deps", {}).items()})
         elif a.to_storage != self.S.NONE:
             self.storage[a.to_storage][a.n] = dict(data)
 
