@@ -408,8 +408,7 @@ impl<E: Hdf5Element> DurableStore<Checkpoint<Vec<E>>> for Hdf5Store<E> {
     }
 
     fn complete_removals(&mut self) -> Result<(), StorageError> {
-        for name in self.held.take_pending() {
-            let step = self.held.parse(&name).map_or(0, |(step, _)| step);
+        for (step, name) in self.held.take_pending() {
             self.delete(step, &name)?;
         }
         Ok(())

@@ -198,16 +198,11 @@ impl Journal {
     /// one and it is readable.
     pub fn completed_actions(&self) -> Option<u64> {
         let payload = read_sealed(&self.path()).ok()?;
-        // `completed` follows two strings and a u32 (bincode layout).
-        let mut at = 0;
-        for _ in 0..2 {
-            let len = u64::from_le_bytes(payload.get(at..at + 8)?.try_into().ok()?);
-            at += 8 + usize::try_from(len).ok()?;
-        }
-        at += 4;
-        Some(u64::from_le_bytes(
-            payload.get(at..at + 8)?.try_into().ok()?,
-        ))
+        // An entry starts with spec, problem, initial_crc and completed;
+        // the rest (the states) is not decoded.
+        let (_, _, _, completed): (String, String, u32, u64) =
+            bincode::deserialize(&payload).ok()?;
+        Some(completed)
     }
 
     fn io(&self, source: std::io::Error) -> JournalError {

@@ -311,8 +311,7 @@ impl<T: Serialize + DeserializeOwned> DurableStore<T> for DiskStore<T> {
     }
 
     fn complete_removals(&mut self) -> Result<(), StorageError> {
-        for name in self.files.take_pending() {
-            let step = self.files.parse(&name).map_or(0, |(step, _)| step);
+        for (step, name) in self.files.take_pending() {
             self.delete(step, &name)?;
         }
         Ok(())

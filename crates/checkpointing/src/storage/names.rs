@@ -26,7 +26,7 @@ use crate::action::Step;
 /// let second = names.new_name(3);
 /// assert_ne!(first, second);
 /// assert_eq!(names.parse(&second).map(|(step, _)| step), Some(3));
-/// assert_eq!(names.take_pending(), vec![first]);
+/// assert_eq!(names.take_pending(), vec![(3, first)]);
 /// ```
 #[derive(Debug, Clone)]
 pub struct SnapshotNames {
@@ -35,8 +35,8 @@ pub struct SnapshotNames {
     /// Name and size in bytes of each snapshot held.
     held: HashMap<Step, (String, u64)>,
     bytes: u64,
-    /// Names of removed snapshots whose data is still on the medium.
-    deferred: Option<Vec<String>>,
+    /// Removed snapshots whose data is still on the medium.
+    deferred: Option<Vec<(Step, String)>>,
     generation: u64,
 }
 
@@ -71,7 +71,7 @@ impl SnapshotNames {
     pub fn new_name(&mut self, step: Step) -> String {
         let name = self.default_name(step);
         match &self.deferred {
-            Some(pending) if pending.contains(&name) => {
+            Some(pending) if pending.iter().any(|(_, held)| *held == name) => {
                 self.generation += 1;
                 format!("{}{step:020}.{}{}", self.stem, self.generation, self.ext)
             }
@@ -132,7 +132,7 @@ impl SnapshotNames {
         self.bytes -= size;
         Ok(match &mut self.deferred {
             Some(pending) => {
-                pending.push(name);
+                pending.push((step, name));
                 None
             }
             None => Some(name),
@@ -144,8 +144,9 @@ impl SnapshotNames {
         self.deferred.get_or_insert_with(Vec::new);
     }
 
-    /// The names whose removal is pending, now to be deleted.
-    pub fn take_pending(&mut self) -> Vec<String> {
+    /// The snapshots (step and name) whose removal is pending, now to be
+    /// deleted.
+    pub fn take_pending(&mut self) -> Vec<(Step, String)> {
         self.deferred
             .as_mut()
             .map(std::mem::take)
