@@ -183,10 +183,6 @@ impl CheckpointAction {
     }
 }
 
-fn arg<'py>(slf: &Bound<'py, PyAny>, i: usize) -> PyResult<Bound<'py, PyAny>> {
-    slf.getattr("args")?.get_item(i)
-}
-
 /// `Forward(n0, n1, write_ics, write_adj_deps, storage)`.
 #[pyclass(extends = CheckpointAction, get_all, module = "checkpointing", name = "Forward")]
 pub struct Forward {
@@ -224,20 +220,20 @@ impl Forward {
     }
 
     /// The steps `n0, ..., n1 - 1`.
-    fn __iter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        let range = slf.py().import("builtins")?.getattr("range")?;
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let range = py.import("builtins")?.getattr("range")?;
         range
-            .call1((arg(slf.as_any(), 0)?, arg(slf.as_any(), 1)?))?
+            .call1((&self.n0, &self.n1))?
             .try_iter()
             .map(Bound::into_any)
     }
 
-    fn __len__(slf: &Bound<'_, Self>) -> PyResult<usize> {
-        arg(slf.as_any(), 1)?.sub(arg(slf.as_any(), 0)?)?.extract()
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        self.n1.bind(py).sub(&self.n0)?.extract()
     }
 
-    fn __contains__(slf: &Bound<'_, Self>, step: &Bound<'_, PyAny>) -> PyResult<bool> {
-        Ok(arg(slf.as_any(), 0)?.le(step)? && step.lt(arg(slf.as_any(), 1)?)?)
+    fn __contains__(&self, py: Python<'_>, step: &Bound<'_, PyAny>) -> PyResult<bool> {
+        Ok(self.n0.bind(py).le(step)? && step.lt(&self.n1)?)
     }
 }
 
@@ -269,21 +265,21 @@ impl Reverse {
     }
 
     /// The steps `n1 - 1` down to `n0`.
-    fn __iter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        let range = slf.py().import("builtins")?.getattr("range")?;
-        let (n1, n0) = (arg(slf.as_any(), 0)?, arg(slf.as_any(), 1)?);
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let range = py.import("builtins")?.getattr("range")?;
+        let (n1, n0) = (self.n1.bind(py), self.n0.bind(py));
         range
             .call1((n1.sub(1)?, n0.sub(1)?, -1))?
             .try_iter()
             .map(Bound::into_any)
     }
 
-    fn __len__(slf: &Bound<'_, Self>) -> PyResult<usize> {
-        arg(slf.as_any(), 0)?.sub(arg(slf.as_any(), 1)?)?.extract()
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        self.n1.bind(py).sub(&self.n0)?.extract()
     }
 
-    fn __contains__(slf: &Bound<'_, Self>, step: &Bound<'_, PyAny>) -> PyResult<bool> {
-        Ok(arg(slf.as_any(), 1)?.le(step)? && step.lt(arg(slf.as_any(), 0)?)?)
+    fn __contains__(&self, py: Python<'_>, step: &Bound<'_, PyAny>) -> PyResult<bool> {
+        Ok(self.n0.bind(py).le(step)? && step.lt(&self.n1)?)
     }
 }
 
