@@ -16,7 +16,9 @@ as_root() {
 packages=()
 pkg-config --exists hdf5 2>/dev/null || packages+=(libhdf5-dev pkg-config)
 { command -v mpicc && command -v mpiexec; } >/dev/null || packages+=(libmpich-dev mpich)
-compgen -G "/usr/lib/llvm-*/lib/libclang*.so*" >/dev/null || packages+=(libclang-dev)
+# libclang itself, not libclang-cpp (which bindgen cannot use).
+{ compgen -G "/usr/lib/llvm-*/lib/libclang.so*" || compgen -G "/usr/lib/*/libclang-[0-9]*.so*"; } \
+    >/dev/null || packages+=(libclang-dev)
 command -v python3 >/dev/null || packages+=(python3)
 if command -v python3 >/dev/null && ! python3 -c "import venv, ensurepip" 2>/dev/null; then
     packages+=(python3-venv)
