@@ -1,11 +1,12 @@
 //! Periodic disk checkpoints with binomial checkpointing in between,
 //! `checkpoint_schedules.TwoLevelCheckpointSchedule`.
 
+use std::sync::Arc;
+
 use super::binomial::n_advance;
-use super::{
-    impl_schedule_position, pending_iterator, Cursor, Pending, Schedule, ScheduleError, Trajectory,
-};
+use super::{impl_schedule_position, Cursor, Pending, Schedule, ScheduleError, Trajectory};
 use crate::action::{Action, Step};
+use crate::record::ActionRecord;
 use crate::StorageLevel;
 
 /// Two-level checkpointing: the forward stores a restart checkpoint on disk
@@ -41,6 +42,83 @@ pub struct TwoLevelCheckpointSchedule {
     /// Checkpoints of the period being reversed; the first is its disk
     /// checkpoint.
     snapshots: Vec<Step>,
+    /// The actions reversing one full period, relative to its start.
+    full_period: PeriodActions,
+    /// The full period being replayed from `full_period`.
+    replay: Option<Replay>,
+}
+
+/// Where the replay of a full period's actions stands.
+#[derive(Debug, Clone)]
+struct Replay {
+    period: Arc<Period>,
+    next: usize,
+    /// The period's first step.
+    start: Step,
+    /// `r` when the period's reversal began.
+    r0: Step,
+}
+
+/// Every full period is reversed by the same actions shifted to its start:
+/// they are computed once, on the first full period, and replayed after.
+#[derive(Debug, Clone)]
+enum PeriodActions {
+    NotComputed,
+    Computed(Arc<Period>),
+    /// More than [`PERIOD_ACTIONS_LIMIT`] actions: computed each time.
+    TooMany,
+}
+
+/// The reversal of a full period starting at step 0 with `r = 0`.
+#[derive(Debug)]
+struct Period {
+    /// `(action, n, r)` after each action.
+    actions: Vec<(Action, Step, Step)>,
+    /// The actions as records, for [`Schedule::next_records`].
+    records: Vec<ActionRecord>,
+}
+
+/// The most actions of a full period's reversal kept for replay (bounds the
+/// memory to a few MiB whatever the period).
+const PERIOD_ACTIONS_LIMIT: usize = 1 << 16;
+
+/// `action` with every step moved `by` steps later.
+fn shifted(action: Action, by: Step) -> Action {
+    match action {
+        Action::Forward {
+            n0,
+            n1,
+            write_ics,
+            write_adj_deps,
+            storage,
+        } => Action::Forward {
+            n0: n0 + by,
+            n1: n1 + by,
+            write_ics,
+            write_adj_deps,
+            storage,
+        },
+        Action::Reverse {
+            n1,
+            n0,
+            clear_adj_deps,
+        } => Action::Reverse {
+            n1: n1 + by,
+            n0: n0 + by,
+            clear_adj_deps,
+        },
+        Action::Copy { n, from, to } => Action::Copy {
+            n: n + by,
+            from,
+            to,
+        },
+        Action::Move { n, from, to } => Action::Move {
+            n: n + by,
+            from,
+            to,
+        },
+        other => other,
+    }
 }
 
 impl TwoLevelCheckpointSchedule {
@@ -76,7 +154,62 @@ impl TwoLevelCheckpointSchedule {
             pending: Pending::default(),
             forward_ended: false,
             snapshots: Vec::new(),
+            full_period: PeriodActions::NotComputed,
+            replay: None,
         })
+    }
+
+    /// The actions reversing a full period that starts at step 0 with no
+    /// adjoint step taken, or `None` when there are too many to keep.
+    fn period_actions(&self) -> Option<Period> {
+        let p = self.period;
+        let mut scratch = Self {
+            cursor: Cursor::offline(p).ok()?,
+            pending: Pending::default(),
+            snapshots: Vec::new(),
+            full_period: PeriodActions::TooMany,
+            ..self.clone()
+        };
+        scratch.cursor.set(p, 0);
+        let mut actions = Vec::new();
+        while scratch.cursor.r() < p {
+            scratch.reverse_step(p);
+            while let Some(action) = scratch.pending.pop(&mut scratch.cursor) {
+                if actions.len() == PERIOD_ACTIONS_LIMIT {
+                    return None;
+                }
+                actions.push((action, scratch.cursor.n(), scratch.cursor.r()));
+            }
+        }
+        let records = actions.iter().map(|&(a, _, _)| a.into()).collect();
+        Some(Period { actions, records })
+    }
+
+    /// Starts replaying the reversal of the full period ending at
+    /// `max_n - r` when its actions are kept (computing them on first use);
+    /// `false` when the period must be reversed step by step.
+    fn replay_full_period(&mut self, max_n: Step) -> bool {
+        let r = self.cursor.r();
+        let remaining = max_n - r;
+        if !self.snapshots.is_empty() || remaining % self.period != 0 {
+            return false;
+        }
+        if let PeriodActions::NotComputed = self.full_period {
+            self.full_period = match self.period_actions() {
+                Some(period) => PeriodActions::Computed(Arc::new(period)),
+                None => PeriodActions::TooMany,
+            };
+        }
+        let PeriodActions::Computed(period) = &self.full_period else {
+            return false;
+        };
+        self.replay = Some(Replay {
+            period: Arc::clone(period),
+            next: 0,
+            start: remaining - self.period,
+            r0: r,
+        });
+        true
     }
 
     /// One adjoint step of the period being reversed (starting the period
@@ -180,6 +313,7 @@ impl TwoLevelCheckpointSchedule {
         );
     }
 
+    #[inline(never)]
     fn refill(&mut self) {
         let (n, r) = (self.cursor.n(), self.cursor.r());
         let Some(max_n) = self.cursor.max_n() else {
@@ -198,14 +332,38 @@ impl TwoLevelCheckpointSchedule {
             self.forward_ended = true;
             self.pending.push(Action::EndForward, n, r);
         } else if r < max_n {
-            self.reverse_step(max_n);
+            if !self.replay_full_period(max_n) {
+                self.reverse_step(max_n);
+            }
         } else {
             self.pending.push(Action::EndReverse, n, 0);
         }
     }
 }
 
-pending_iterator!(TwoLevelCheckpointSchedule);
+impl Iterator for TwoLevelCheckpointSchedule {
+    type Item = Action;
+
+    // Inlined into batch consumers (`Schedule::next_actions`), where a
+    // call per action would return the action through memory.
+    #[inline(always)]
+    fn next(&mut self) -> Option<Action> {
+        loop {
+            if let Some(replay) = &mut self.replay {
+                if let Some(&(action, n, dr)) = replay.period.actions.get(replay.next) {
+                    replay.next += 1;
+                    self.cursor.set(n + replay.start, replay.r0 + dr);
+                    return Some(shifted(action, replay.start));
+                }
+                self.replay = None;
+            }
+            if let Some(action) = self.pending.pop(&mut self.cursor) {
+                return Some(action);
+            }
+            self.refill();
+        }
+    }
+}
 
 impl Schedule for TwoLevelCheckpointSchedule {
     impl_schedule_position!();
@@ -216,5 +374,100 @@ impl Schedule for TwoLevelCheckpointSchedule {
 
     fn uses_storage(&self, level: StorageLevel) -> bool {
         level == self.binomial_storage
+    }
+
+    /// Replayed periods are copied from their records, shifted.
+    fn next_records(&mut self, out: &mut [ActionRecord]) -> usize {
+        let mut written = 0;
+        while written < out.len() {
+            if let Some(replay) = &mut self.replay {
+                let records = &replay.period.records[replay.next..];
+                let run = records.len().min(out.len() - written);
+                if run > 0 {
+                    for (slot, record) in out[written..written + run].iter_mut().zip(records) {
+                        *slot = ActionRecord {
+                            n0: record.n0 + replay.start,
+                            n1: record.n1 + replay.start,
+                            ..*record
+                        };
+                    }
+                    replay.next += run;
+                    written += run;
+                    let (_, n, dr) = replay.period.actions[replay.next - 1];
+                    self.cursor.set(n + replay.start, replay.r0 + dr);
+                    continue;
+                }
+            }
+            let Some(action) = self.next() else { break };
+            out[written] = action.into();
+            written += 1;
+            if action == Action::EndReverse {
+                break;
+            }
+        }
+        written
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Replaying a full period's kept actions gives the actions computed
+    /// step by step, over two adjoints, by action and by record.
+    #[test]
+    fn replayed_periods_equal_computed_ones() {
+        for period in 1..12 {
+            for snapshots in 0..4 {
+                for trajectory in [Trajectory::Maximum, Trajectory::Revolve] {
+                    for steps in [1, period, period + 1, 3 * period, 5 * period + 2] {
+                        let make = || {
+                            let mut s = TwoLevelCheckpointSchedule::new(
+                                period,
+                                snapshots,
+                                StorageLevel::Ram,
+                                trajectory,
+                            )
+                            .unwrap();
+                            while s.cursor.n() < steps {
+                                s.next();
+                            }
+                            s.finalize(steps).unwrap();
+                            s
+                        };
+                        let kept = make();
+                        let mut computed = make();
+                        computed.full_period = PeriodActions::TooMany;
+                        let take = |s: TwoLevelCheckpointSchedule| {
+                            let mut s = s;
+                            (0..20 * steps + 10)
+                                .map(|_| (s.next(), s.cursor.n(), s.cursor.r()))
+                                .collect::<Vec<_>>()
+                        };
+                        let mut batched = make();
+                        let expected = take(computed);
+                        assert_eq!(take(kept), expected, "{period} {snapshots} {steps}");
+                        // The same actions in records, batch by batch (a
+                        // batch ends early at each EndReverse).
+                        let mut records = Vec::new();
+                        let mut batch = [ActionRecord::default(); 5];
+                        while records.len() < expected.len() {
+                            let room = (expected.len() - records.len()).min(batch.len());
+                            let got = batched.next_records(&mut batch[..room]);
+                            assert!(got > 0);
+                            records.extend_from_slice(&batch[..got]);
+                            let position = expected[records.len() - 1];
+                            assert_eq!(
+                                (batched.cursor.n(), batched.cursor.r()),
+                                (position.1, position.2)
+                            );
+                        }
+                        for (record, (action, _, _)) in records.iter().zip(&expected) {
+                            assert_eq!(Action::try_from(*record).ok(), *action);
+                        }
+                    }
+                }
+            }
+        }
     }
 }
