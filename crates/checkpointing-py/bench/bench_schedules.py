@@ -1,7 +1,9 @@
 """Time to iterate whole schedules with checkpoint_schedules 1.0.4 and with
 this package, measured in the same run, and the ratio. For each schedule:
 the reference (one Python object per action), ours with one Python object per
-action (the drop-in), and ours through action_arrays (NumPy columns).
+action (the drop-in), ours through action_arrays (all the actions as NumPy
+columns at once) and ours through iter_action_arrays (chunks of 65,536
+actions as NumPy columns).
 
 Run: python bench/bench_schedules.py [--quick]   (needs checkpoint-schedules,
 numpy and this package installed, e.g. in .venv-test by scripts/test.sh).
@@ -42,6 +44,13 @@ def batched(make, steps):
     return time.perf_counter() - start, count
 
 
+def chunked(make, steps):
+    start = time.perf_counter()
+    schedule = make(checkpointing)
+    count = sum(len(chunk["kind"]) for chunk in checkpointing.iter_action_arrays(schedule, steps=steps))
+    return time.perf_counter() - start, count
+
+
 def best(f, repeats=5):
     """The fastest of `repeats` runs: the first ones pay for the allocator
     growing its heap to the arrays' size."""
@@ -68,16 +77,20 @@ QUICK = [
 
 def main():
     cases = QUICK if "--quick" in sys.argv else CASES
-    print("| schedule | actions | checkpoint_schedules s | ours s | ratio | ours, action_arrays s | ratio |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print(
+        "| schedule | actions | checkpoint_schedules s | ours s | ratio "
+        "| ours, action_arrays s | ratio | ours, iter_action_arrays s | ratio |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, steps, make in cases:
         ref_time, ref_count = iterate(make, checkpoint_schedules, steps)
         our_time, our_count = best(lambda: iterate(make, checkpointing, steps))
         arr_time, arr_count = best(lambda: batched(make, steps))
-        assert ref_count == our_count == arr_count, (name, ref_count, our_count, arr_count)
+        chunk_time, chunk_count = best(lambda: chunked(make, steps))
+        assert ref_count == our_count == arr_count == chunk_count, (name, ref_count, our_count, arr_count)
         print(
             f"| {name} | {our_count:,} | {ref_time:.4f} | {our_time:.4f} | {ref_time / our_time:,.0f}× "
-            f"| {arr_time:.4f} | {ref_time / arr_time:,.0f}× |",
+            f"| {arr_time:.4f} | {ref_time / arr_time:,.0f}× | {chunk_time:.4f} | {ref_time / chunk_time:,.0f}× |",
             flush=True,
         )
 

@@ -10,13 +10,13 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use std::sync::Mutex;
 
-use pyo3::types::{PyBytes, PyTuple};
+use pyo3::types::{PyByteArray, PyTuple};
 
 use checkpointing::{
-    Action, DiskRevolve, HRevolve, MixedCheckpointSchedule, MultistageCheckpointSchedule,
-    NoneCheckpointSchedule, OnlineR2, Periodic, PeriodicDiskRevolve, Revolve, Schedule,
-    ScheduleError, SingleDiskStorageSchedule, SingleMemoryStorageSchedule, StorageLevel,
-    Trajectory, TwoLevelCheckpointSchedule,
+    Action, ActionRecord, DiskRevolve, HRevolve, MixedCheckpointSchedule,
+    MultistageCheckpointSchedule, NoneCheckpointSchedule, OnlineR2, Periodic, PeriodicDiskRevolve,
+    Revolve, Schedule, ScheduleError, SingleDiskStorageSchedule, SingleMemoryStorageSchedule,
+    StorageLevel, Trajectory, TwoLevelCheckpointSchedule,
 };
 
 /// Objects of the Python package that the native module hands out:
@@ -556,18 +556,18 @@ impl CheckpointSchedule {
             .map_err(|_| PyRuntimeError::new_err("Invalid checkpointing state"))
     }
 
-    /// The next `limit` actions (all that remain if `None`) as columns of
-    /// little-endian bytes, for the batched NumPy API: `kind` (u8), `flags`
-    /// (u8: 1 write_ics, 2 write_adj_deps, 4 clear_adj_deps), `storage`,
-    /// `from_storage`, `to_storage` (i8), `n0`, `n1` (u64). An online
-    /// schedule is finalized with `steps` when its forward reaches it.
+    /// The next `limit` actions (all that remain if `None`) as packed
+    /// records (see [`RECORD`]) in a `bytearray`, for the batched NumPy
+    /// API, stopping after an `EndReverse` (a repeated adjoint starts in
+    /// another call). With `steps`, an online schedule is finalized when its
+    /// forward reaches them.
     #[pyo3(signature = (limit=None, steps=None))]
-    fn _take_columns<'py>(
+    fn _take_records<'py>(
         &mut self,
         py: Python<'py>,
         limit: Option<u64>,
         steps: Option<u64>,
-    ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+    ) -> PyResult<Bound<'py, PyByteArray>> {
         if let Some(error) = self.deferred.take() {
             return Err(error);
         }
@@ -584,113 +584,86 @@ impl CheckpointSchedule {
         }
         // Most schedules produce a few actions per step: reserve for that.
         let expected = schedule.max_n().or(steps).unwrap_or(0).saturating_mul(4);
-        let mut columns = Columns::with_capacity(
-            limit.map_or(expected, |l| l.min(expected)).min(1 << 26) as usize,
-        );
-        let mut taken = 0;
-        let mut online = schedule.max_n().is_none();
-        while limit.is_none_or(|l| taken < l) {
-            let Some(action) = schedule.next() else { break };
-            if let (true, Action::Forward { n1, .. }, Some(steps)) = (online, action, steps) {
-                if n1 >= steps {
-                    schedule
-                        .finalize(steps)
-                        .map_err(|_| PyRuntimeError::new_err("Invalid checkpointing state"))?;
-                    online = false;
-                }
+        let reserve = limit
+            .map_or(expected, |l| l.min(expected))
+            .clamp(64, 1 << 22);
+        let mut records = Records::new(py, reserve as usize)?;
+        let mut taken = 0u64;
+        loop {
+            let want = limit.map_or(BATCH, |l| (l - taken).min(BATCH as u64) as usize);
+            if want == 0 {
+                break;
             }
-            columns.push(action);
-            taken += 1;
-            if steps.is_some() && matches!(action, Action::EndReverse) {
+            let batch = records.next_batch(want)?;
+            let got = match steps {
+                // Until an online schedule is finalized, each forward
+                // action is checked against `steps`.
+                Some(steps) if schedule.max_n().is_none() => {
+                    let Some(action) = schedule.next() else { break };
+                    if let Action::Forward { n1, .. } = action {
+                        if n1 >= steps {
+                            schedule.finalize(steps).map_err(|_| {
+                                PyRuntimeError::new_err("Invalid checkpointing state")
+                            })?;
+                        }
+                    }
+                    batch[0] = ActionRecord::from(action);
+                    1
+                }
+                _ => schedule.next_records(batch),
+            };
+            let ended = got > 0 && batch[got - 1].kind == ActionRecord::END_REVERSE;
+            records.len += got;
+            taken += got as u64;
+            if got == 0 || ended {
                 break;
             }
         }
-        Ok(columns.into_bytes(py))
+        records.finish()
     }
 }
 
-/// A schedule's actions column by column.
-struct Columns {
-    kind: Vec<u8>,
-    flags: Vec<u8>,
-    storage: Vec<u8>,
-    from: Vec<u8>,
-    to: Vec<u8>,
-    n0: Vec<u8>,
-    n1: Vec<u8>,
+/// Actions asked of a schedule at a time by the batched API.
+const BATCH: usize = 1024;
+
+/// [`ActionRecord`]s written straight into a growing Python `bytearray`,
+/// so that NumPy views them without a copy (the Python side's structured
+/// dtype has the record's layout).
+struct Records<'py> {
+    buffer: Bound<'py, PyByteArray>,
+    /// Records written.
+    len: usize,
 }
 
-impl Columns {
-    fn with_capacity(actions: usize) -> Self {
-        Self {
-            kind: Vec::with_capacity(actions),
-            flags: Vec::with_capacity(actions),
-            storage: Vec::with_capacity(actions),
-            from: Vec::with_capacity(actions),
-            to: Vec::with_capacity(actions),
-            n0: Vec::with_capacity(8 * actions),
-            n1: Vec::with_capacity(8 * actions),
+const RECORD: usize = std::mem::size_of::<ActionRecord>();
+
+impl<'py> Records<'py> {
+    fn new(py: Python<'py>, capacity: usize) -> PyResult<Self> {
+        let buffer = PyByteArray::new(py, &[]);
+        buffer.resize(capacity * RECORD)?;
+        Ok(Self { buffer, len: 0 })
+    }
+
+    /// Room for `count` records after those written, growing the buffer.
+    fn next_batch(&mut self, count: usize) -> PyResult<&mut [ActionRecord]> {
+        let needed = (self.len + count) * RECORD;
+        if needed > self.buffer.len() {
+            self.buffer.resize(needed.max(2 * self.buffer.len()))?;
         }
+        // SAFETY: the GIL is held and no Python code runs while the slice
+        // lives, so nothing else can resize, read or write the bytearray.
+        let bytes = unsafe { self.buffer.as_bytes_mut() };
+        // CPython's allocators align blocks to at least 8 bytes; should one
+        // not, the cast fails and the error says so.
+        let records: &mut [ActionRecord] =
+            bytemuck::try_cast_slice_mut(&mut bytes[self.len * RECORD..needed])
+                .map_err(|e| PyRuntimeError::new_err(format!("action record buffer: {e}")))?;
+        Ok(records)
     }
 
-    fn push(&mut self, action: Action) {
-        let (kind, flags, storage, from, to, a, b) = match action {
-            Action::Forward {
-                n0,
-                n1,
-                write_ics,
-                write_adj_deps,
-                storage,
-            } => (
-                0u8,
-                u8::from(write_ics) | (u8::from(write_adj_deps) << 1),
-                level_code(storage),
-                0,
-                0,
-                n0,
-                n1,
-            ),
-            Action::Reverse {
-                n1,
-                n0,
-                clear_adj_deps,
-            } => (1, u8::from(clear_adj_deps) << 2, 0, 0, 0, n0, n1),
-            Action::Copy { n, from, to } => (2, 0, 0, level_code(from), level_code(to), n, n),
-            Action::Move { n, from, to } => (3, 0, 0, level_code(from), level_code(to), n, n),
-            Action::EndForward => (4, 0, 0, 0, 0, 0, 0),
-            Action::EndReverse => (5, 0, 0, 0, 0, 0, 0),
-        };
-        self.kind.push(kind);
-        self.flags.push(flags);
-        self.storage.push(storage as u8);
-        self.from.push(from as u8);
-        self.to.push(to as u8);
-        self.n0.extend_from_slice(&a.to_le_bytes());
-        self.n1.extend_from_slice(&b.to_le_bytes());
-    }
-
-    fn into_bytes(self, py: Python<'_>) -> Vec<Bound<'_, PyBytes>> {
-        [
-            self.kind,
-            self.flags,
-            self.storage,
-            self.from,
-            self.to,
-            self.n0,
-            self.n1,
-        ]
-        .iter()
-        .map(|column| PyBytes::new(py, column))
-        .collect()
-    }
-}
-
-fn level_code(level: StorageLevel) -> i8 {
-    match level {
-        StorageLevel::Ram => 0,
-        StorageLevel::Disk => 1,
-        StorageLevel::Work => -1,
-        StorageLevel::None => -2,
+    fn finish(self) -> PyResult<Bound<'py, PyByteArray>> {
+        self.buffer.resize(self.len * RECORD)?;
+        Ok(self.buffer)
     }
 }
 

@@ -359,6 +359,46 @@ def test_install_as_checkpoint_schedules():
         sys.modules["checkpoint_schedules"] = saved
 
 
+def test_iter_action_arrays_gives_the_action_arrays_in_chunks():
+    import numpy as np
+
+    makes = [
+        (lambda: ours.MultistageCheckpointSchedule(300, 4, 2), None),
+        (lambda: ours.Revolve(100, 3), None),
+        (lambda: ours.TwoLevelCheckpointSchedule(7, 2), 60),
+        (lambda: ours.SingleDiskStorageSchedule(), 9),
+    ]
+    for make, steps in makes:
+        whole = ours.action_arrays(make(), steps=steps)
+        assert whole["kind"][-1] == ours._arrays.END_REVERSE
+        for chunk in [1, 7, 1000]:
+            chunks = list(ours.iter_action_arrays(make(), chunk=chunk, steps=steps))
+            assert all(len(c["kind"]) <= chunk for c in chunks)
+            for column, values in whole.items():
+                assert np.array_equal(np.concatenate([c[column] for c in chunks]), values), (column, chunk)
+    with pytest.raises(ValueError, match="chunk"):
+        next(ours.iter_action_arrays(ours.Revolve(3, 1), chunk=0))
+    with pytest.raises(ValueError, match="online"):
+        next(ours.iter_action_arrays(ours.SingleMemoryStorageSchedule()))
+
+
+def test_action_arrays_stop_at_each_end_reverse():
+    # A two-level schedule repeats its adjoint: each call gives one.
+    schedule = ours.TwoLevelCheckpointSchedule(4, 1)
+    first = ours.action_arrays(schedule, steps=30)
+    second = ours.action_arrays(schedule)
+    third = ours.action_arrays(schedule, limit=5)
+    expected = [a for a, *_ in drive(ref.TwoLevelCheckpointSchedule(4, 1), 30)]
+    assert len(first["kind"]) == len(expected)
+    assert first["kind"][0] == ours._arrays.FORWARD and second["kind"][-1] == ours._arrays.END_REVERSE
+    # The second adjoint is the first without the forward sweep.
+    tail = len(second["kind"])
+    for column in ["kind", "n0", "n1", "storage", "from_storage", "to_storage"]:
+        assert first[column][-tail:].tolist() == second[column].tolist(), column
+        assert second[column][:5].tolist() == third[column].tolist(), column
+    assert not first["kind"].flags.writeable
+
+
 def test_action_arrays_hold_the_actions():
     import numpy as np
 

@@ -33,6 +33,7 @@
 pub mod action;
 pub mod executor;
 pub mod plot;
+pub mod record;
 pub mod replay;
 pub mod schedule;
 pub mod storage;
@@ -42,6 +43,7 @@ pub use executor::{
     ExecutionStats, Executor, ExecutorError, FnProblem, Journal, JournalError, Outcome, Problem,
     Progress, ResumableProblem, UserError,
 };
+pub use record::{ActionRecord, RecordError};
 pub use replay::{Cost, LevelCost, Replay, ReplayError, ReplayErrorKind};
 pub use schedule::{
     binomial_forward_steps, Cursor, DiskRevolve, Drive, HRevolve, MixedCheckpointSchedule,

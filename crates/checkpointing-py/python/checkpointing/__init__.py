@@ -6,8 +6,8 @@ attributes, ``repr``, equality and iteration, and exceptions of the same
 types, so that code written for that package runs unchanged after changing
 the import (or after :func:`install_as_checkpoint_schedules`). Also:
 ``Periodic`` and ``OnlineR2`` (Checkpointing.jl's schemes),
-:func:`action_arrays` (a schedule's actions as NumPy arrays, for millions of
-actions), and :func:`checkpointing.jax.checkpointed_scan`.
+:func:`action_arrays` and :func:`iter_action_arrays` (a schedule's actions as
+NumPy arrays, for millions of actions), and :func:`checkpointing.jax.checkpointed_scan`.
 
 >>> from checkpointing import Revolve
 >>> [str(a) for a in Revolve(2, 1)][:2]
@@ -43,6 +43,7 @@ __all__ = [
     "optimal_steps_binomial",
     "InvalidScheduleParameters",
     "action_arrays",
+    "iter_action_arrays",
     "install_as_checkpoint_schedules",
 ]
 
@@ -105,7 +106,7 @@ from ._native import (  # noqa: E402
     TwoLevelCheckpointSchedule,
     optimal_steps_binomial,
 )
-from ._arrays import action_arrays  # noqa: E402
+from ._arrays import action_arrays, iter_action_arrays  # noqa: E402
 
 
 def install_as_checkpoint_schedules():

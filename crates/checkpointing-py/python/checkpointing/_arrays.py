@@ -7,14 +7,53 @@ FORWARD, REVERSE, COPY, MOVE, END_FORWARD, END_REVERSE = range(6)
 STORAGE_CODES = {0: "RAM", 1: "DISK", -1: "WORK", -2: "NONE"}
 """Values of the storage columns: ``StorageType`` member names."""
 
+_RECORD_FIELDS = [
+    ("n0", "=u8"),
+    ("n1", "=u8"),
+    ("kind", "u1"),
+    ("flags", "u1"),
+    ("storage", "i1"),
+    ("from_storage", "i1"),
+    ("to_storage", "i1"),
+    ("_padding", "V3"),
+]
+"""The layout of the native records, Rust's ``checkpointing::ActionRecord``
+(24 bytes an action, native byte order)."""
+
+DEFAULT_CHUNK = 1 << 16
+"""Actions per chunk of :func:`iter_action_arrays`: large enough that the
+per-call cost vanishes, small enough that the arrays stay in cache."""
+
+
+def _columns(records):
+    import numpy as np
+
+    table = np.frombuffer(records, dtype=np.dtype(_RECORD_FIELDS))
+    flags = table["flags"].copy()  # contiguous: three passes over it follow
+    columns = {
+        "kind": table["kind"],
+        "n0": table["n0"],
+        "n1": table["n1"],
+        "write_ics": (flags & 1) != 0,
+        "write_adj_deps": (flags & 2) != 0,
+        "clear_adj_deps": (flags & 4) != 0,
+        "storage": table["storage"],
+        "from_storage": table["from_storage"],
+        "to_storage": table["to_storage"],
+    }
+    for column in columns.values():
+        column.flags.writeable = False
+    return columns
+
 
 def action_arrays(schedule, limit=None, steps=None):
     """Consumes up to ``limit`` actions of ``schedule`` (all that remain if
     ``None``) and returns them as a dict of read-only NumPy arrays of equal
-    length. An online schedule is finalized with ``steps`` when its forward
-    reaches it (as a driver would), and the arrays then end at its
-    ``EndReverse``; without ``steps`` or ``limit`` it must be finalized
-    already.
+    length. They stop after an ``EndReverse``: for schedules that allow
+    repeated adjoints, the next adjoint starts in the next call. An online
+    schedule is finalized with ``steps`` when its forward reaches it (as a
+    driver would), and the arrays then end at its ``EndReverse``; without
+    ``steps`` or ``limit`` it must be finalized already.
 
     - ``kind`` (uint8): 0 ``Forward``, 1 ``Reverse``, 2 ``Copy``, 3 ``Move``,
       4 ``EndForward``, 5 ``EndReverse``;
@@ -24,23 +63,38 @@ def action_arrays(schedule, limit=None, steps=None):
     - ``storage``, ``from_storage``, ``to_storage`` (int8): 0 RAM, 1 DISK,
       -1 WORK, -2 NONE (``STORAGE_CODES``).
 
+    The integer columns are views into one buffer of 24-byte records (their
+    stride is 24 bytes); ``numpy.ascontiguousarray`` copies one out.
+
     >>> from checkpointing import Revolve, action_arrays
     >>> a = action_arrays(Revolve(4, 2))
     >>> a["kind"].tolist()[:4], a["n1"].tolist()[:3]
     ([0, 0, 0, 4], [2, 3, 4])
     """
-    import numpy as np
+    return _columns(schedule._take_records(limit, steps))
 
-    kind, flags, storage, source, target, n0, n1 = schedule._take_columns(limit, steps)
-    flags = np.frombuffer(flags, dtype=np.uint8)
-    return {
-        "kind": np.frombuffer(kind, dtype=np.uint8),
-        "n0": np.frombuffer(n0, dtype="<u8"),
-        "n1": np.frombuffer(n1, dtype="<u8"),
-        "write_ics": (flags & 1) != 0,
-        "write_adj_deps": (flags & 2) != 0,
-        "clear_adj_deps": (flags & 4) != 0,
-        "storage": np.frombuffer(storage, dtype=np.int8),
-        "from_storage": np.frombuffer(source, dtype=np.int8),
-        "to_storage": np.frombuffer(target, dtype=np.int8),
-    }
+
+def iter_action_arrays(schedule, chunk=DEFAULT_CHUNK, steps=None):
+    """Iterates ``schedule`` to its next ``EndReverse`` (its end) in
+    chunks of at most ``chunk`` actions, yielding for each the dict of
+    :func:`action_arrays`. Memory stays bounded by one chunk whatever the
+    schedule's length, which also keeps the arrays in cache: the fastest
+    way through schedules of millions of actions. ``steps`` finalizes an
+    online schedule as in :func:`action_arrays`.
+
+    >>> from checkpointing import Revolve, iter_action_arrays
+    >>> [len(c["kind"]) for c in iter_action_arrays(Revolve(4, 2), chunk=6)]
+    [6, 6, 4]
+    """
+    if chunk < 1:
+        raise ValueError(f"chunk must be positive, got {chunk}")
+    if steps is None and schedule.max_n is None:
+        raise ValueError("an online schedule never ends by itself: give steps, or finalize it")
+    while True:
+        columns = action_arrays(schedule, limit=chunk, steps=steps)
+        kind = columns["kind"]
+        if len(kind) == 0:
+            return
+        yield columns
+        if kind[-1] == END_REVERSE:
+            return

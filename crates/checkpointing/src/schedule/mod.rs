@@ -24,6 +24,7 @@
 use std::collections::VecDeque;
 
 use crate::action::{Action, Step};
+use crate::record::ActionRecord;
 use crate::StorageLevel;
 
 mod basic;
@@ -286,6 +287,38 @@ pub trait Schedule: Iterator<Item = Action> {
     fn finalize(&mut self, n: Step) -> Result<(), ScheduleError> {
         self.cursor_mut().finalize(n)
     }
+
+    /// Writes the next actions into `out` as [`ActionRecord`]s and returns
+    /// how many it wrote: `out.len()` unless the schedule ended or an
+    /// [`Action::EndReverse`] was written, where it stops so that the caller
+    /// decides whether to go on into a repeated adjoint. The same actions as
+    /// calls to `next`, produced in one call for the whole batch: for
+    /// columnar consumers of millions of actions (the Python package's NumPy
+    /// API), without a dynamic call or a copy through memory per action.
+    ///
+    /// ```
+    /// use checkpointing::{ActionRecord, Revolve, Schedule};
+    /// let mut schedule: Box<dyn Schedule> = Box::new(Revolve::new(4, 2).unwrap());
+    /// let mut out = [ActionRecord::default(); 8];
+    /// assert_eq!(schedule.next_records(&mut out), 8);
+    /// assert_eq!(schedule.next_records(&mut out), 8);
+    /// assert_eq!(out[7].kind, ActionRecord::END_REVERSE);
+    /// assert_eq!(schedule.next_records(&mut out), 0);
+    /// ```
+    fn next_records(&mut self, out: &mut [ActionRecord]) -> usize {
+        for (written, slot) in out.iter_mut().enumerate() {
+            match self.next() {
+                Some(action) => {
+                    *slot = ActionRecord::from(action);
+                    if action == Action::EndReverse {
+                        return written + 1;
+                    }
+                }
+                None => return written,
+            }
+        }
+        out.len()
+    }
 }
 
 impl<S: Schedule + ?Sized> Schedule for Box<S> {
@@ -300,6 +333,9 @@ impl<S: Schedule + ?Sized> Schedule for Box<S> {
     }
     fn uses_storage(&self, level: StorageLevel) -> bool {
         (**self).uses_storage(level)
+    }
+    fn next_records(&mut self, out: &mut [ActionRecord]) -> usize {
+        (**self).next_records(out)
     }
 }
 

@@ -150,7 +150,7 @@ impl MultistageCheckpointSchedule {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn step(&mut self) -> Option<Action> {
         let (n, r) = (self.cursor.n(), self.cursor.r());
         match self.state {
@@ -256,7 +256,9 @@ fn allocate(max_n: Step, ram: u64, disk: u64, trajectory: Trajectory) -> Vec<Sto
 impl Iterator for MultistageCheckpointSchedule {
     type Item = Action;
 
-    #[inline]
+    // Inlined into batch consumers (`Schedule::next_actions`), where a
+    // call per action would return the action through memory.
+    #[inline(always)]
     fn next(&mut self) -> Option<Action> {
         self.step()
     }
