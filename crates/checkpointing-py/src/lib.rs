@@ -60,6 +60,13 @@ fn storage_object(py: Python<'_>, level: StorageLevel) -> PyResult<Py<PyAny>> {
         StorageLevel::Disk => 1,
         StorageLevel::Work => 2,
         StorageLevel::None => 3,
+        // No schedule of this package stores on a device (the Python
+        // `StorageType` has no such member, as in the reference).
+        StorageLevel::Device => {
+            return Err(PyValueError::new_err(
+                "StorageType has no DEVICE level: device schedules are Rust-only",
+            ))
+        }
     };
     Ok(storage[i].clone_ref(py))
 }

@@ -26,7 +26,10 @@ pub const MAXSIZE: Step = i64::MAX as Step;
 ///
 /// `Ram` and `Disk` hold stored checkpoints; `Work` is the live working data
 /// of the forward or the adjoint; `None` means "nowhere" (a `Move` to `None`
-/// deletes).
+/// deletes). `Device` (accelerator memory, e.g. a GPU's) is this library's
+/// extension for three-level hierarchies (device, then host RAM, then disk,
+/// [`HierarchicalRevolve`](crate::HierarchicalRevolve)); the reference
+/// package has no such level, and its schedules never use it.
 ///
 /// ```
 /// use checkpointing::StorageLevel;
@@ -47,11 +50,29 @@ pub enum StorageLevel {
     /// No storage; a `Move` to `None` deletes.
     #[serde(rename = "NONE")]
     None,
+    /// Accelerator memory (an extension: not in the reference package).
+    #[serde(rename = "DEVICE")]
+    Device,
 }
 
 impl StorageLevel {
-    /// Every level, in the order RAM, DISK, WORK, NONE.
-    pub const ALL: [StorageLevel; 4] = [Self::Ram, Self::Disk, Self::Work, Self::None];
+    /// Every level, in the order RAM, DISK, WORK, NONE, DEVICE.
+    pub const ALL: [StorageLevel; 5] =
+        [Self::Ram, Self::Disk, Self::Work, Self::None, Self::Device];
+
+    /// The levels that hold stored checkpoints: DEVICE, RAM, DISK (fastest
+    /// first).
+    pub const STORED: [StorageLevel; 3] = [Self::Device, Self::Ram, Self::Disk];
+
+    /// Whether the level holds stored checkpoints (DEVICE, RAM or DISK).
+    ///
+    /// ```
+    /// use checkpointing::StorageLevel;
+    /// assert!(StorageLevel::Device.is_stored() && !StorageLevel::Work.is_stored());
+    /// ```
+    pub fn is_stored(self) -> bool {
+        matches!(self, Self::Device | Self::Ram | Self::Disk)
+    }
 
     /// The upper-case name used by the reference package and in JSON lines.
     ///
@@ -64,6 +85,7 @@ impl StorageLevel {
             Self::Disk => "DISK",
             Self::Work => "WORK",
             Self::None => "NONE",
+            Self::Device => "DEVICE",
         }
     }
 }

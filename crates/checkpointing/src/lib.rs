@@ -46,10 +46,11 @@ pub use executor::{
 pub use record::{ActionRecord, RecordError};
 pub use replay::{Cost, LevelCost, Replay, ReplayError, ReplayErrorKind};
 pub use schedule::{
-    binomial_forward_steps, Cursor, DiskRevolve, Drive, HRevolve, MixedCheckpointSchedule,
-    MultistageCheckpointSchedule, NoneCheckpointSchedule, OnlineR2, Periodic, PeriodicDiskRevolve,
-    Revolve, Schedule, ScheduleError, ScheduleSpec, SingleDiskStorageSchedule,
-    SingleMemoryStorageSchedule, SpecError, Trajectory, TwoLevelCheckpointSchedule,
+    binomial_forward_steps, Cursor, DiskRevolve, Drive, HRevolve, HierarchicalRevolve, LevelSpec,
+    MixedCheckpointSchedule, MultistageCheckpointSchedule, NoneCheckpointSchedule, OnlineR2,
+    Periodic, PeriodicDiskRevolve, Revolve, Schedule, ScheduleError, ScheduleSpec,
+    SingleDiskStorageSchedule, SingleMemoryStorageSchedule, SpecError, Trajectory,
+    TwoLevelCheckpointSchedule,
 };
 pub use storage::{
     Checkpoint, DiskStore, DurableStore, Footprint, MemoryStore, SnapshotNames, SnapshotStore,

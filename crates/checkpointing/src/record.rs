@@ -72,7 +72,7 @@ impl ActionRecord {
     pub const CLEAR_ADJ_DEPS: u8 = 4;
 
     /// The code of a level in the storage fields: 0 RAM, 1 DISK, -1 WORK,
-    /// -2 NONE.
+    /// -2 NONE, 2 DEVICE.
     ///
     /// ```
     /// use checkpointing::{ActionRecord, StorageLevel};
@@ -84,6 +84,7 @@ impl ActionRecord {
             StorageLevel::Disk => 1,
             StorageLevel::Work => -1,
             StorageLevel::None => -2,
+            StorageLevel::Device => 2,
         }
     }
 

@@ -26,7 +26,7 @@ use serde::Serialize;
 use crate::action::{Action, Step};
 use crate::StorageLevel;
 
-/// Traffic and occupancy of one storage level (RAM or DISK).
+/// Traffic and occupancy of one storage level (DEVICE, RAM or DISK).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct LevelCost {
     /// Checkpoints written (forward restart data or adjoint dependencies).
@@ -56,6 +56,9 @@ pub struct Cost {
     pub ram: LevelCost,
     /// Disk traffic and occupancy.
     pub disk: LevelCost,
+    /// Device (accelerator memory) traffic and occupancy: zero unless a
+    /// schedule uses the three-level hierarchy.
+    pub device: LevelCost,
     /// Most steps whose adjoint dependencies were held in WORK at once.
     pub peak_work_steps: u64,
 }
@@ -88,6 +91,24 @@ impl Cost {
             + ub * self.adjoint_steps as f64
             + wd * self.disk.writes as f64
             + rd * self.disk.reads as f64
+    }
+
+    /// The traffic and occupancy of a stored level (DEVICE, RAM or DISK);
+    /// `None` for WORK and NONE.
+    ///
+    /// ```
+    /// use checkpointing::{Replay, Revolve, StorageLevel};
+    /// let cost = Replay::new(10).run(Revolve::new(10, 2).unwrap()).unwrap();
+    /// assert_eq!(cost.level(StorageLevel::Ram).unwrap().peak, 2);
+    /// assert!(cost.level(StorageLevel::Work).is_none());
+    /// ```
+    pub fn level(&self, level: StorageLevel) -> Option<&LevelCost> {
+        match level {
+            StorageLevel::Device => Some(&self.device),
+            StorageLevel::Ram => Some(&self.ram),
+            StorageLevel::Disk => Some(&self.disk),
+            StorageLevel::Work | StorageLevel::None => None,
+        }
     }
 }
 
@@ -263,6 +284,7 @@ pub struct Replay {
     max_n: Step,
     ram_budget: Option<u64>,
     disk_budget: Option<u64>,
+    device_budget: Option<u64>,
     require_freed: bool,
     forward_only: bool,
 }
@@ -293,8 +315,8 @@ struct Model<'a> {
     /// WORK.
     work: BTreeMap<Step, Step>,
     work_steps: u64,
-    /// Checkpoints held in RAM and on disk.
-    held: [u64; 2],
+    /// Checkpoints held on the device, in RAM and on disk.
+    held: [u64; 3],
 }
 
 type Check = Result<(), ReplayErrorKind>;
@@ -306,6 +328,7 @@ impl Replay {
             max_n,
             ram_budget: None,
             disk_budget: None,
+            device_budget: None,
             require_freed: false,
             forward_only: false,
         }
@@ -323,7 +346,13 @@ impl Replay {
         self
     }
 
-    /// Whether `EndReverse` must leave RAM and disk empty (schedules that
+    /// At most `budget` checkpoints on the device at once.
+    pub fn device_budget(mut self, budget: u64) -> Self {
+        self.device_budget = Some(budget);
+        self
+    }
+
+    /// Whether `EndReverse` must leave every level empty (schedules that
     /// allow a single adjoint promise this).
     pub fn require_freed(mut self, yes: bool) -> Self {
         self.require_freed = yes;
@@ -351,7 +380,7 @@ impl Replay {
             stored: BTreeMap::new(),
             work: BTreeMap::new(),
             work_steps: 0,
-            held: [0, 0],
+            held: [0; 3],
         };
         let mut index = 0;
         for action in actions {
@@ -410,19 +439,24 @@ impl Model<'_> {
         }
     }
 
+    /// The cost entry of a stored level (callers check `is_stored`).
     fn level_cost(&mut self, level: StorageLevel) -> &mut LevelCost {
-        if level == StorageLevel::Ram {
-            &mut self.cost.ram
-        } else {
-            &mut self.cost.disk
+        match level {
+            StorageLevel::Device => &mut self.cost.device,
+            StorageLevel::Ram => &mut self.cost.ram,
+            _ => &mut self.cost.disk,
         }
     }
 
     fn held(&mut self, level: StorageLevel) -> &mut u64 {
-        &mut self.held[usize::from(level == StorageLevel::Disk)]
+        let index = StorageLevel::STORED
+            .iter()
+            .position(|&l| l == level)
+            .unwrap_or(2);
+        &mut self.held[index]
     }
 
-    /// Stores `data` for step `n` in `level` (RAM or DISK), counting a write.
+    /// Stores `data` for step `n` in a stored level, counting a write.
     fn store(&mut self, level: StorageLevel, n: Step, data: Stored) -> Check {
         let entry = self.stored.get(&(level, n)).copied();
         let existing = entry.unwrap_or_default();
@@ -441,10 +475,10 @@ impl Model<'_> {
             });
         }
         if entry.is_none() {
-            let budget = if level == StorageLevel::Ram {
-                self.config.ram_budget
-            } else {
-                self.config.disk_budget
+            let budget = match level {
+                StorageLevel::Device => self.config.device_budget,
+                StorageLevel::Ram => self.config.ram_budget,
+                _ => self.config.disk_budget,
             };
             let count = *self.held(level) + 1;
             if let Some(budget) = budget.filter(|&b| count > b) {
@@ -507,7 +541,7 @@ impl Model<'_> {
             return Err(ReplayErrorKind::ForwardTooFar { n1, limit });
         }
         if write_ics {
-            if !matches!(storage, StorageLevel::Ram | StorageLevel::Disk) {
+            if !storage.is_stored() {
                 return Err(ReplayErrorKind::InvalidStorage {
                     what: "forward restart data",
                     level: storage,
@@ -518,7 +552,7 @@ impl Model<'_> {
         } else if write_adj_deps {
             match storage {
                 StorageLevel::Work => self.hold_deps(n0, n1)?,
-                StorageLevel::Ram | StorageLevel::Disk => self.store(
+                StorageLevel::Device | StorageLevel::Ram | StorageLevel::Disk => self.store(
                     storage,
                     n0,
                     Stored {
@@ -586,10 +620,7 @@ impl Model<'_> {
     fn transfer(&mut self, n: Step, from: StorageLevel, to: StorageLevel, is_move: bool) -> Check {
         let verb = if is_move { "move" } else { "copy" };
         let invalid = ReplayErrorKind::InvalidTransfer { verb, from, to };
-        if !matches!(from, StorageLevel::Ram | StorageLevel::Disk)
-            || from == to
-            || (!is_move && to == StorageLevel::None)
-        {
+        if !from.is_stored() || from == to || (!is_move && to == StorageLevel::None) {
             return Err(invalid);
         }
         let Some(data) = self.stored.get(&(from, n)).copied() else {
@@ -612,7 +643,9 @@ impl Model<'_> {
                     self.hold_deps(n, end)?;
                 }
             }
-            StorageLevel::Ram | StorageLevel::Disk => self.store(to, n, data)?,
+            StorageLevel::Device | StorageLevel::Ram | StorageLevel::Disk => {
+                self.store(to, n, data)?
+            }
         }
         self.level_cost(from).reads += 1;
         Ok(())
@@ -648,7 +681,7 @@ impl Model<'_> {
             });
         }
         if self.config.require_freed {
-            for level in [StorageLevel::Ram, StorageLevel::Disk] {
+            for level in StorageLevel::STORED {
                 let count = *self.held(level);
                 if count > 0 {
                     let example = self

@@ -488,3 +488,99 @@ fn jsonl_round_trip_replays_identically() {
     assert_eq!(text, actions);
     assert_eq!(spec.replay().run(parsed).unwrap(), spec.cost().unwrap());
 }
+
+/// Three-level H-Revolve (and its one- and two-level forms): every level
+/// within its budget, every checkpoint freed, and the replayed cost equal to
+/// the dynamic program's optimum.
+mod hierarchical {
+    use checkpointing::{HierarchicalRevolve, LevelSpec, Replay, StorageLevel};
+    use proptest::prelude::*;
+
+    fn levels() -> impl Strategy<Value = Vec<LevelSpec>> {
+        let order = Just(StorageLevel::STORED.to_vec()).prop_shuffle();
+        (
+            order,
+            1usize..=3,
+            prop::collection::vec((0u64..8, 0u32..12, 0u32..12), 3),
+            any::<bool>(),
+        )
+            .prop_map(|(order, count, params, dyadic)| {
+                // Integral costs (the exact table search) or fractional ones.
+                let scale = if dyadic { 2.0 } else { 3.0 };
+                order[..count]
+                    .iter()
+                    .zip(params)
+                    .enumerate()
+                    .map(|(k, (&level, (snapshots, w, r)))| {
+                        let snapshots = if k == 0 { snapshots.max(1) } else { snapshots };
+                        LevelSpec::new(level, snapshots, f64::from(w) / scale, f64::from(r) / scale)
+                    })
+                    .collect()
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+        #[test]
+        fn hierarchical_revolve_is_valid_and_optimal(max_n in 1u64..250, levels in levels(), uf in 1u32..4) {
+            let uf = f64::from(uf);
+            let schedule = HierarchicalRevolve::new(max_n, &levels, uf, uf).unwrap();
+            let optimum = schedule.optimal_cost();
+            let mut replay = Replay::new(max_n).require_freed(true);
+            for spec in &levels {
+                replay = match spec.level {
+                    StorageLevel::Device => replay.device_budget(spec.snapshots),
+                    StorageLevel::Ram => replay.ram_budget(spec.snapshots),
+                    _ => replay.disk_budget(spec.snapshots),
+                };
+            }
+            let unused: Vec<_> = StorageLevel::STORED.iter().filter(|l| levels.iter().all(|s| s.level != **l)).collect();
+            for level in unused {
+                replay = match level {
+                    StorageLevel::Device => replay.device_budget(0),
+                    StorageLevel::Ram => replay.ram_budget(0),
+                    _ => replay.disk_budget(0),
+                };
+            }
+            let cost = replay.run(schedule).unwrap();
+            prop_assert_eq!(cost.adjoint_steps, max_n);
+            let traffic: f64 = levels.iter().map(|spec| {
+                let c = cost.level(spec.level).unwrap();
+                spec.write_cost * c.writes as f64 + spec.read_cost * c.reads as f64
+            }).sum();
+            let replayed = uf * (cost.forward_steps + cost.adjoint_steps) as f64 + traffic;
+            if max_n >= 2 {
+                let modelled = replayed - uf * max_n as f64;
+                prop_assert!((modelled - optimum).abs() <= 1e-9 * optimum, "{} vs {}", modelled, optimum);
+            }
+        }
+    }
+
+    #[test]
+    fn bad_levels_are_typed_errors() {
+        let ok = LevelSpec::new(StorageLevel::Device, 2, 0.0, 0.0);
+        let cases: [(&[LevelSpec], &str); 5] = [
+            (&[], "give 1 to 3 levels"),
+            (&[ok, ok], "given twice"),
+            (
+                &[ok, LevelSpec::new(StorageLevel::Work, 1, 0.0, 0.0)],
+                "stores no snapshots",
+            ),
+            (
+                &[LevelSpec::new(StorageLevel::Device, 0, 0.0, 0.0)],
+                "first (cheapest) level",
+            ),
+            (
+                &[LevelSpec::new(StorageLevel::Device, 1, -1.0, 0.0)],
+                "write_cost",
+            ),
+        ];
+        for (levels, message) in cases {
+            let error = HierarchicalRevolve::new(10, levels, 1.0, 1.0)
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(message), "{error}");
+        }
+        assert!(HierarchicalRevolve::new(0, &[ok], 1.0, 1.0).is_err());
+    }
+}

@@ -4,8 +4,9 @@ actions: one Python object per action costs more than the schedule itself."""
 FORWARD, REVERSE, COPY, MOVE, END_FORWARD, END_REVERSE = range(6)
 """Values of the ``kind`` column."""
 
-STORAGE_CODES = {0: "RAM", 1: "DISK", -1: "WORK", -2: "NONE"}
-"""Values of the storage columns: ``StorageType`` member names."""
+STORAGE_CODES = {0: "RAM", 1: "DISK", -1: "WORK", -2: "NONE", 2: "DEVICE"}
+"""Values of the storage columns: ``StorageType`` member names (``DEVICE``,
+a Rust-only level, appears in no schedule of this package)."""
 
 _RECORD_FIELDS = [
     ("n0", "=u8"),

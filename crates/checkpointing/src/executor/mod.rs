@@ -193,8 +193,11 @@ pub struct ExecutionStats {
     pub ram: StoreStats,
     /// The DISK store's counters.
     pub disk: StoreStats,
-    /// Most bytes of snapshots held in memory at once: the RAM and DISK
-    /// stores' resident bytes plus the adjoint dependencies in WORK,
+    /// The DEVICE store's counters (zero without one, see
+    /// [`Executor::with_device`]).
+    pub device: StoreStats,
+    /// Most bytes of snapshots held in memory at once: the DEVICE, RAM and
+    /// DISK stores' resident bytes plus the adjoint dependencies in WORK,
     /// measured from the values' buffers after every action.
     pub peak_snapshot_bytes: u64,
     /// Most adjoint-dependency states held in WORK at once.
@@ -225,6 +228,8 @@ pub struct Outcome<A> {
 pub struct Executor<'p, S, R, D> {
     ram: R,
     disk: D,
+    /// The DEVICE level's store, for three-level schedules.
+    device: Option<Box<dyn SnapshotStore<Checkpoint<S>> + 'p>>,
     progress: Option<Box<dyn FnMut(Progress) + 'p>>,
     _state: PhantomData<fn(S) -> S>,
 }
@@ -236,6 +241,15 @@ impl<'p, S: Clone + Footprint>
     /// stores.
     pub fn in_memory() -> Self {
         Self::new(MemoryStore::new(), MemoryStore::new())
+    }
+}
+
+/// Why no store serves `level`.
+fn missing_store(verb: &str, level: StorageLevel) -> String {
+    if level == StorageLevel::Device {
+        format!("cannot {verb} {level}: the executor has no device store (Executor::with_device)")
+    } else {
+        format!("cannot {verb} {level}")
     }
 }
 
@@ -428,8 +442,49 @@ where
         Self {
             ram,
             disk,
+            device: None,
             progress: None,
             _state: PhantomData,
+        }
+    }
+
+    /// Adds a store for the DEVICE level (accelerator memory), which
+    /// three-level schedules ([`HierarchicalRevolve`](crate::HierarchicalRevolve))
+    /// use besides RAM and DISK. Without one, an action on DEVICE is an
+    /// [`ExecutorError::Inconsistent`] error.
+    ///
+    /// ```
+    /// use checkpointing::{Executor, FnProblem, HierarchicalRevolve, LevelSpec, MemoryStore, StorageLevel};
+    /// let mut problem = FnProblem::new(|_, x: &mut f64| *x *= 2.0, |_, _: &f64, l: &mut f64| *l *= 2.0);
+    /// let mut executor = Executor::in_memory().with_device(MemoryStore::new());
+    /// let schedule = HierarchicalRevolve::new(12, &[
+    ///     LevelSpec::new(StorageLevel::Device, 1, 0.0, 0.0),
+    ///     LevelSpec::new(StorageLevel::Ram, 1, 1.0, 1.0),
+    ///     LevelSpec::new(StorageLevel::Disk, 2, 4.0, 4.0),
+    /// ], 1.0, 1.0).unwrap();
+    /// let out = executor.run(&mut problem, schedule, 1.0, |_| Ok(1.0)).unwrap();
+    /// assert_eq!(out.adjoint, 4096.0);
+    /// assert!(out.stats.device.writes > 0);
+    /// ```
+    pub fn with_device(mut self, store: impl SnapshotStore<Checkpoint<S>> + 'p) -> Self {
+        self.device = Some(Box::new(store));
+        self
+    }
+
+    /// The store of a stored level, `None` for WORK, NONE and a DEVICE level
+    /// without a store.
+    fn level_store(
+        &mut self,
+        level: StorageLevel,
+    ) -> Option<&mut dyn SnapshotStore<Checkpoint<S>>> {
+        match level {
+            StorageLevel::Ram => Some(&mut self.ram),
+            StorageLevel::Disk => Some(&mut self.disk),
+            StorageLevel::Device => match self.device.as_mut() {
+                Some(store) => Some(store.as_mut()),
+                None => None,
+            },
+            StorageLevel::Work | StorageLevel::None => None,
         }
     }
 
@@ -599,22 +654,21 @@ where
                         .adjoint
                         .take()
                         .ok_or_else(|| inconsistent("EndReverse before EndForward".into()))?;
-                    for (level, store) in [
-                        (
-                            StorageLevel::Ram,
-                            &mut self.ram as &mut dyn SnapshotStore<_>,
-                        ),
-                        (StorageLevel::Disk, &mut self.disk),
-                    ] {
-                        store
-                            .flush()
-                            .map_err(|source| ExecutorError::Storage { level, source })?;
+                    for level in StorageLevel::STORED {
+                        if let Some(store) = self.level_store(level) {
+                            store
+                                .flush()
+                                .map_err(|source| ExecutorError::Storage { level, source })?;
+                        }
                     }
                     journal.finish(&mut self.disk)?;
                     work.stats.actions = index as u64 + 1;
                     self.record_peak(&mut work);
                     work.stats.ram = self.ram.stats();
                     work.stats.disk = self.disk.stats();
+                    if let Some(device) = &self.device {
+                        work.stats.device = device.stats();
+                    }
                     return Ok(Outcome {
                         adjoint,
                         stats: work.stats,
@@ -638,10 +692,8 @@ where
             };
             if let Action::Copy { n, from, to } | Action::Move { n, from, to } = action {
                 if to != StorageLevel::None {
-                    match from {
-                        StorageLevel::Ram => self.ram.prefetch(n),
-                        StorageLevel::Disk => self.disk.prefetch(n),
-                        _ => {}
+                    if let Some(store) = self.level_store(from) {
+                        store.prefetch(n);
                     }
                 }
             }
@@ -650,7 +702,9 @@ where
     }
 
     fn record_peak<A>(&self, work: &mut Work<S, A>) {
-        let bytes = self.ram.resident_bytes() + self.disk.resident_bytes() + work.deps_bytes;
+        let device = self.device.as_ref().map_or(0, |d| d.resident_bytes());
+        let bytes =
+            self.ram.resident_bytes() + self.disk.resident_bytes() + device + work.deps_bytes;
         work.stats.peak_snapshot_bytes = work.stats.peak_snapshot_bytes.max(bytes);
         work.stats.peak_work_states = work.stats.peak_work_states.max(work.deps.len() as u64);
     }
@@ -672,14 +726,8 @@ where
         inconsistent: impl Fn(String) -> ExecutorError,
     ) -> Result<(), ExecutorError> {
         let storage = |source| ExecutorError::Storage { level, source };
-        let store: &mut dyn SnapshotStore<Checkpoint<S>> = match level {
-            StorageLevel::Ram => &mut self.ram,
-            StorageLevel::Disk => &mut self.disk,
-            _ => {
-                return Err(inconsistent(format!(
-                    "cannot store a checkpoint in {level}"
-                )))
-            }
+        let Some(store) = self.level_store(level) else {
+            return Err(inconsistent(missing_store("store a checkpoint in", level)));
         };
         // A level may already hold the other kind of data for this step.
         let checkpoint = if store.contains(n) {
@@ -824,14 +872,8 @@ where
             level: from,
             source,
         };
-        let store: &mut dyn SnapshotStore<Checkpoint<S>> = match from {
-            StorageLevel::Ram => &mut self.ram,
-            StorageLevel::Disk => &mut self.disk,
-            _ => {
-                return Err(inconsistent(format!(
-                    "cannot read a checkpoint from {from}"
-                )))
-            }
+        let Some(store) = self.level_store(from) else {
+            return Err(inconsistent(missing_store("read a checkpoint from", from)));
         };
         if to == StorageLevel::None {
             return if is_move {

@@ -2,11 +2,11 @@
 //! with write and read costs, `checkpoint_schedules.HRevolve`.
 
 use super::ops::{
-    sequence_schedule, Machine, Op, Program, SequenceSchedule, TAPE_ONE, TWO_STEPS_RAM,
+    sequence_schedule, Machine, Op, Program, SequenceSchedule, TAPE_ONE, TIERS, TWO_STEPS_RAM,
 };
 use super::revolve::{single_step, RevolveFrame};
 use super::search::{lane_min, last_minimum, RowSearch};
-use super::{check_cost, require_ram_snapshot, Cursor, ScheduleError};
+use super::{check_cost, require_ram_snapshot, Cursor, Schedule, ScheduleError};
 use crate::action::Step;
 use crate::StorageLevel;
 
@@ -47,14 +47,16 @@ pub struct HRevolve(SequenceSchedule<HRevolveProgram>);
 
 sequence_schedule!(HRevolve, |s| s.0.program.c[1] > 0);
 
-/// The reference's `hrevolve(l, cvect, wvect, rvect, uf, ub)`.
+/// The reference's `hrevolve(l, cvect, wvect, rvect, uf, ub)`, for any
+/// number of levels K (the reference uses K = 2). Its operations name the
+/// levels by tier ([`TIERS`]: tier 0, the cheapest, is written `Ram`).
 #[derive(Debug, Clone)]
 pub(crate) struct HRevolveProgram {
     l: Step,
-    /// Snapshots per level (RAM, disk).
-    c: [usize; 2],
-    w: [f64; 2],
-    r: [f64; 2],
+    /// Snapshots per tier, cheapest first.
+    c: Vec<usize>,
+    w: Vec<f64>,
+    r: Vec<f64>,
     uf: f64,
     table: HTable,
 }
@@ -72,6 +74,9 @@ pub(crate) enum HFrame {
         cmem: usize,
         shift: Step,
     },
+    /// The left part of a split on tier `k > 0` is reversed: its checkpoint
+    /// at `shift` is no longer needed.
+    Release { k: usize, shift: Step },
 }
 
 impl From<RevolveFrame> for HFrame {
@@ -85,8 +90,8 @@ impl From<RevolveFrame> for HFrame {
 #[derive(Debug, Clone)]
 struct HTable {
     len: usize,
-    opt: [Vec<f64>; 2],
-    optp: [Vec<f64>; 2],
+    opt: Vec<Vec<f64>>,
+    optp: Vec<Vec<f64>>,
 }
 
 impl HTable {
@@ -94,14 +99,17 @@ impl HTable {
     /// in the same floating-point operation order. (`HRevolve` passes its
     /// `uf` where the table expects `ub` and vice versa; the caller passes
     /// them the same way.)
-    fn new(lmax: usize, c: [usize; 2], w: [f64; 2], r: [f64; 2], ub: f64, uf: f64) -> Self {
+    fn new(lmax: usize, c: &[usize], w: &[f64], r: &[f64], ub: f64, uf: f64) -> Self {
         let len = lmax + 1;
-        let size = |k: usize| len * (c[k] + 1);
-        let mut opt = [vec![f64::INFINITY; size(0)], vec![f64::INFINITY; size(1)]];
+        let levels = c.len();
+        let mut opt: Vec<Vec<f64>> = c
+            .iter()
+            .map(|&ck| vec![f64::INFINITY; len * (ck + 1)])
+            .collect();
         let mut optp = opt.clone();
         let at = |_k: usize, l: usize, m: usize| m * len + l;
         let row = |m: usize| m * len..(m + 1) * len;
-        for k in 0..2 {
+        for k in 0..levels {
             for m in 0..=c[k] {
                 opt[k][at(k, 0, m)] = ub;
                 optp[k][at(k, 0, m)] = ub;
@@ -126,8 +134,10 @@ impl HTable {
         // `largest` (the one-snapshot row), terms three times that, and a
         // carried bound moves by at most that per cell.
         let lf = lmax as f64;
-        let largest = (lf + 1.0) * ub + lf * (lf + 1.0) / 2.0 * uf + (lf + 2.0) * uf + w[1] + r[1];
-        let exact = [uf, ub, w[1], r[1]].iter().all(|x| x.fract() == 0.0)
+        let (w_sum, r_sum): (f64, f64) = (w.iter().sum(), r.iter().sum());
+        let largest =
+            (lf + 1.0) * ub + lf * (lf + 1.0) / 2.0 * uf + (lf + 2.0) * uf + w_sum + r_sum;
+        let exact = [uf, ub].iter().chain(w).chain(r).all(|x| x.fract() == 0.0)
             && 8.0 * largest * (lf + 1.0) < 2f64.powi(52);
         let row_search =
             |o: &[f64]| (exact && o.iter().all(|x| x.is_finite())).then(|| RowSearch::new(1, o));
@@ -153,17 +163,42 @@ impl HTable {
                 opt[0][at(0, l, m)] = w[0] + best;
             }
         }
-        let top = |opt: &[Vec<f64>; 2], l: usize| opt[0][at(0, l, c[0])];
-        for l in 2..=lmax {
-            opt[1][at(1, l, 0)] = top(&opt, l);
+        for k in 1..levels {
+            Self::fill_upper(&mut opt, &mut optp, k, lmax, c, w, r, uf, &row_search);
         }
-        for m in 1..=c[1] {
-            let mut monotone = nondecreasing((0..=lmax).map(|l| opt[1][at(1, l, m - 1)]));
-            let mut search = row_search(&opt[1][row(m - 1)]);
+        Self { len, opt, optp }
+    }
+
+    /// Fills tier `k > 0` of the tables from tier `k - 1`.
+    #[allow(clippy::too_many_arguments)]
+    fn fill_upper(
+        opt: &mut [Vec<f64>],
+        optp: &mut [Vec<f64>],
+        k: usize,
+        lmax: usize,
+        c: &[usize],
+        w: &[f64],
+        r: &[f64],
+        uf: f64,
+        row_search: &dyn Fn(&[f64]) -> Option<RowSearch<f64>>,
+    ) {
+        let len = lmax + 1;
+        let at = |l: usize, m: usize| m * len + l;
+        let row = |m: usize| m * len..(m + 1) * len;
+        let (below, rest) = opt.split_at_mut(k);
+        let top = |l: usize| below[k - 1][at(l, c[k - 1])];
+        let opt_k = &mut rest[0];
+        let optp_k = &mut optp[k];
+        for l in 2..=lmax {
+            opt_k[at(l, 0)] = top(l);
+        }
+        for m in 1..=c[k] {
+            let mut monotone = nondecreasing((0..=lmax).map(|l| opt_k[at(l, m - 1)]));
+            let mut search = row_search(&opt_k[row(m - 1)]);
             let mut hint = 1;
             for l in 1..=lmax {
-                let lower = top(&opt, l);
-                let (o, p) = (&opt[1][row(m - 1)], &optp[1][row(m)]);
+                let lower = top(l);
+                let (o, p) = (&opt_k[row(m - 1)], &optp_k[row(m)]);
                 if l >= 2 {
                     monotone &= p[l - 1] >= p[l - 2];
                 }
@@ -173,7 +208,7 @@ impl HTable {
                         p,
                         l,
                         uf,
-                        r: r[1],
+                        r: r[k],
                     };
                     let (arg, best) = split.min(lower, hint, monotone, search.as_mut());
                     hint = arg;
@@ -181,11 +216,10 @@ impl HTable {
                 } else {
                     lower
                 };
-                optp[1][at(1, l, m)] = best;
-                opt[1][at(1, l, m)] = lower.min(w[1] + best);
+                optp_k[at(l, m)] = best;
+                opt_k[at(l, m)] = lower.min(w[k] + best);
             }
         }
-        Self { len, opt, optp }
     }
 
     fn opt(&self, k: usize, l: Step, m: usize) -> f64 {
@@ -255,12 +289,9 @@ fn nondecreasing(values: impl Iterator<Item = f64>) -> bool {
     })
 }
 
+/// The tier of level `k` in operations.
 fn level(k: usize) -> StorageLevel {
-    if k == 0 {
-        StorageLevel::Ram
-    } else {
-        StorageLevel::Disk
-    }
+    TIERS[k]
 }
 
 /// Largest table built: `snapshots · max_n² / 2` cell updates.
@@ -299,17 +330,8 @@ impl HRevolve {
                 ),
             });
         }
-        let c = [snapshots_in_ram as usize, snapshots_on_disk as usize];
-        let (w, r) = ([0.0, wd], [0.0, rd]);
-        let table = HTable::new(l as usize, c, w, r, uf, ub);
-        let program = HRevolveProgram {
-            l,
-            c,
-            w,
-            r,
-            uf,
-            table,
-        };
+        let c = vec![snapshots_in_ram as usize, snapshots_on_disk as usize];
+        let program = HRevolveProgram::new(l, c, vec![0.0, wd], vec![0.0, rd], uf, ub);
         Ok(Self(SequenceSchedule::new(cursor, program)))
     }
 
@@ -317,21 +339,229 @@ impl HRevolve {
     /// wd·disk writes + rd·disk reads`, from H-Revolve's cost table:
     /// the optimum the replayed schedule attains.
     pub fn optimal_cost(&self) -> f64 {
-        let p = &self.0.program;
-        let (l, k) = (p.l, 1);
-        // hrevolve starts from level 1 with all its disk snapshots; the root
-        // recursion picks the cheaper of writing to disk or staying in RAM.
-        let disk = p.w[1] + p.table.optp(k, l, p.c[1]);
-        let ram = p.table.opt(0, l, p.c[0]);
-        if p.c[1] > 0 && disk < ram {
-            disk
-        } else {
-            ram
+        self.0.program.optimal_cost()
+    }
+}
+
+/// One level of a storage hierarchy for [`HierarchicalRevolve`]: where,
+/// how many snapshots, and what writing and reading one costs (in the unit
+/// of the forward and adjoint step costs: seconds, or multiples of a step).
+///
+/// ```
+/// use checkpointing::{LevelSpec, StorageLevel};
+/// let host = LevelSpec::new(StorageLevel::Ram, 16, 0.4, 0.4);
+/// assert_eq!(host.snapshots, 16);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LevelSpec {
+    /// The level: DEVICE, RAM or DISK.
+    pub level: StorageLevel,
+    /// Snapshots it can hold at once.
+    pub snapshots: u64,
+    /// Cost of writing one snapshot to it.
+    pub write_cost: f64,
+    /// Cost of reading one snapshot from it.
+    pub read_cost: f64,
+}
+
+impl LevelSpec {
+    /// A level holding `snapshots` snapshots, written for `write_cost` and
+    /// read for `read_cost`.
+    pub fn new(level: StorageLevel, snapshots: u64, write_cost: f64, read_cost: f64) -> Self {
+        Self {
+            level,
+            snapshots,
+            write_cost,
+            read_cost,
         }
     }
 }
 
+/// H-Revolve over a hierarchy of up to three storage levels (e.g. GPU
+/// memory, then host RAM, then disk), each with its own snapshot budget and
+/// write and read costs: the schedule of least modelled cost
+/// `uf·forward + ub·adjoint + Σ (write_cost·writes + read_cost·reads)`
+/// over the levels (Herrmann & Pallez, "H-Revolve: a framework for adjoint
+/// computation on synchronous hierarchical platforms", ACM TOMS 46(2),
+/// 2020, doi 10.1145/3378672), the dynamic program of [`HRevolve`] for K
+/// levels.
+///
+/// The levels are given cheapest first; the first needs at least one
+/// snapshot. Unlike [`HRevolve`] (which keeps the reference package's
+/// translation), every checkpoint is deleted once the schedule no longer
+/// needs it, so each level stays within its budget and `EndReverse` leaves
+/// every level empty; the replay checker verifies both
+/// ([`Replay::device_budget`](crate::Replay::device_budget)).
+///
+/// ```
+/// use checkpointing::{HierarchicalRevolve, LevelSpec, Replay, StorageLevel};
+/// let levels = [
+///     LevelSpec::new(StorageLevel::Device, 3, 0.01, 0.01),
+///     LevelSpec::new(StorageLevel::Ram, 5, 0.3, 0.3),
+///     LevelSpec::new(StorageLevel::Disk, 20, 2.0, 2.0),
+/// ];
+/// let schedule = HierarchicalRevolve::new(500, &levels, 1.0, 1.0).unwrap();
+/// let optimum = schedule.optimal_cost();
+/// let cost = Replay::new(500).device_budget(3).ram_budget(5).disk_budget(20)
+///     .require_freed(true).run(schedule).unwrap();
+/// assert_eq!(cost.adjoint_steps, 500);
+/// assert!(cost.device.writes > 0 && cost.ram.writes > 0);
+/// // The replayed cost is the table's optimum (+ uf per step: the taping
+/// // convention of the model).
+/// let replayed = cost.forward_steps as f64 + cost.adjoint_steps as f64
+///     + 0.01 * (cost.device.writes + cost.device.reads) as f64
+///     + 0.3 * (cost.ram.writes + cost.ram.reads) as f64
+///     + 2.0 * (cost.disk.writes + cost.disk.reads) as f64;
+/// assert!((replayed - (optimum + 500.0)).abs() < 1e-6 * replayed);
+/// ```
+#[derive(Debug, Clone)]
+pub struct HierarchicalRevolve {
+    inner: SequenceSchedule<HRevolveProgram>,
+    levels: Vec<LevelSpec>,
+}
+
+impl HierarchicalRevolve {
+    /// The schedule for `max_n` steps over `levels` (cheapest first, one to
+    /// three distinct stored levels), with forward and adjoint step costs
+    /// `uf` and `ub`.
+    ///
+    /// Errors: [`ScheduleError::ZeroSteps`]; [`ScheduleError::InvalidParameter`]
+    /// for no level, more than three, a level given twice or one that
+    /// stores nothing (WORK, NONE); [`ScheduleError::TooFewSnapshots`]
+    /// without a snapshot on the first level; [`ScheduleError::InvalidCost`];
+    /// [`ScheduleError::TooLarge`] past `2·10^10` table updates.
+    pub fn new(max_n: Step, levels: &[LevelSpec], uf: f64, ub: f64) -> Result<Self, ScheduleError> {
+        let (uf, ub) = (check_cost("uf", uf)?, check_cost("ub", ub)?);
+        let cursor = Cursor::offline(max_n)?;
+        let invalid = |reason: String| ScheduleError::InvalidParameter {
+            name: "levels",
+            reason,
+        };
+        if levels.is_empty() || levels.len() > TIERS.len() {
+            return Err(invalid(format!(
+                "give 1 to {} levels, got {}",
+                TIERS.len(),
+                levels.len()
+            )));
+        }
+        for (i, spec) in levels.iter().enumerate() {
+            if !spec.level.is_stored() {
+                return Err(invalid(format!("{} stores no snapshots", spec.level)));
+            }
+            if levels[..i].iter().any(|other| other.level == spec.level) {
+                return Err(invalid(format!("{} given twice", spec.level)));
+            }
+            check_cost("write_cost", spec.write_cost)?;
+            check_cost("read_cost", spec.read_cost)?;
+        }
+        if levels[0].snapshots == 0 {
+            return Err(ScheduleError::TooFewSnapshots {
+                schedule: "HierarchicalRevolve",
+                got: 0,
+                need: 1,
+                context: "on its first (cheapest) level",
+            });
+        }
+        let l = max_n - 1;
+        let total: u64 = levels.iter().map(|spec| spec.snapshots).sum();
+        let work = total as f64 * (l as f64).powi(2) / 2.0;
+        if work > TABLE_LIMIT {
+            return Err(ScheduleError::TooLarge {
+                what: "H-Revolve cost table",
+                reason: format!("{total} snapshots x {l}^2 / 2 cell updates"),
+            });
+        }
+        // Snapshots beyond one per step are never used: capping them keeps
+        // the tables small.
+        let c = levels
+            .iter()
+            .map(|spec| spec.snapshots.min(max_n) as usize)
+            .collect();
+        let w = levels.iter().map(|spec| spec.write_cost).collect();
+        let r = levels.iter().map(|spec| spec.read_cost).collect();
+        let program = HRevolveProgram::new(l, c, w, r, uf, ub);
+        let mut tiers = TIERS;
+        for (tier, spec) in tiers.iter_mut().zip(levels) {
+            *tier = spec.level;
+        }
+        Ok(Self {
+            inner: SequenceSchedule::with_levels(cursor, program, tiers),
+            levels: levels.to_vec(),
+        })
+    }
+
+    /// The modelled cost of the schedule from the dynamic program's tables
+    /// (without the `uf` per step of taping, see the example).
+    pub fn optimal_cost(&self) -> f64 {
+        self.inner.program.optimal_cost()
+    }
+
+    /// The levels, cheapest first.
+    pub fn levels(&self) -> &[LevelSpec] {
+        &self.levels
+    }
+}
+
+impl Iterator for HierarchicalRevolve {
+    type Item = crate::Action;
+
+    #[inline]
+    fn next(&mut self) -> Option<crate::Action> {
+        self.inner.next_action()
+    }
+}
+
+impl Schedule for HierarchicalRevolve {
+    fn cursor(&self) -> &Cursor {
+        &self.inner.cursor
+    }
+
+    fn cursor_mut(&mut self) -> &mut Cursor {
+        &mut self.inner.cursor
+    }
+
+    fn is_exhausted(&self) -> bool {
+        self.inner.is_exhausted()
+    }
+
+    fn uses_storage(&self, level: StorageLevel) -> bool {
+        self.levels
+            .iter()
+            .any(|spec| spec.level == level && spec.snapshots > 0)
+    }
+}
+
 impl HRevolveProgram {
+    /// The program for `l + 1` steps with `c[k]` snapshots on tier `k`
+    /// (cheapest first) written for `w[k]` and read for `r[k]`.
+    pub(crate) fn new(l: Step, c: Vec<usize>, w: Vec<f64>, r: Vec<f64>, uf: f64, ub: f64) -> Self {
+        let table = HTable::new(l as usize, &c, &w, &r, uf, ub);
+        Self {
+            l,
+            c,
+            w,
+            r,
+            uf,
+            table,
+        }
+    }
+
+    /// The modelled cost from the tables: hrevolve starts on the top tier
+    /// with all its snapshots; each recursion picks the cheaper of writing
+    /// on its tier or going one tier down.
+    pub(crate) fn optimal_cost(&self) -> f64 {
+        let l = self.l;
+        let mut k = self.c.len() - 1;
+        while k > 0 {
+            let here = self.w[k] + self.table.optp(k, l, self.c[k]);
+            if self.c[k] > 0 && here < self.table.opt(k - 1, l, self.c[k - 1]) {
+                return here;
+            }
+            k -= 1;
+        }
+        self.table.opt(0, l, self.c[0])
+    }
+
     fn recurse(&self, m: &mut Machine<HFrame>, l: Step, k: usize, cmem: usize, s: Step) {
         use Op::*;
         let ram = StorageLevel::Ram;
@@ -430,7 +660,8 @@ impl Program for HRevolveProgram {
     type Frame = HFrame;
 
     fn start(&self, m: &mut Machine<HFrame>) {
-        self.recurse(m, self.l, 1, self.c[1], 0);
+        let top = self.c.len() - 1;
+        self.recurse(m, self.l, top, self.c[top], 0);
     }
 
     fn resume(&self, frame: HFrame, m: &mut Machine<HFrame>) {
@@ -447,6 +678,9 @@ impl Program for HRevolveProgram {
                 shift,
             } => {
                 m.emit(Op::Read(level(k), shift));
+                if k > 0 {
+                    m.frames.push(HFrame::Release { k, shift });
+                }
                 self.aux(m, jmin - 1, k, cmem, shift);
                 // The reference closes a RAM split with a discard unless
                 // the left part already ends with one (it does unless empty).
@@ -454,6 +688,7 @@ impl Program for HRevolveProgram {
                     m.emit(Op::Discard(StorageLevel::Ram, shift));
                 }
             }
+            HFrame::Release { k, shift } => m.emit(Op::Discard(level(k), shift)),
         }
     }
 }
@@ -528,7 +763,7 @@ mod tests {
         ];
         for (lmax, c, [wd, rd], uf, ub) in cases {
             let (w, r) = ([0.0, wd], [0.0, rd]);
-            let table = HTable::new(lmax, c, w, r, uf, ub);
+            let table = HTable::new(lmax, &c, &w, &r, uf, ub);
             let oracle = full_scan(lmax, c, w, r, uf, ub);
             for k in 0..2 {
                 for m in 0..=c[k] {

@@ -46,7 +46,7 @@ pub use basic::{NoneCheckpointSchedule, SingleDiskStorageSchedule, SingleMemoryS
 pub use binomial::{binomial_forward_steps, Trajectory};
 pub use disk_revolve::{DiskRevolve, PeriodicDiskRevolve};
 pub use drive::Drive;
-pub use hrevolve::HRevolve;
+pub use hrevolve::{HRevolve, HierarchicalRevolve, LevelSpec};
 pub use mixed::MixedCheckpointSchedule;
 pub use multistage::MultistageCheckpointSchedule;
 pub use online_r2::OnlineR2;

@@ -25,6 +25,13 @@ pub(crate) enum Op {
     Backward(Step, Step),
 }
 
+/// How operations name the levels of a hierarchy: by tier, cheapest first.
+/// Tier 0 is written `Ram`, tier 1 `Disk` (so the two-level programs of
+/// the reference need no mapping) and tier 2 `Device`, a name only:
+/// [`OpTranslator::with_levels`] maps tiers to the levels of the actions.
+pub(crate) const TIERS: [StorageLevel; 3] =
+    [StorageLevel::Ram, StorageLevel::Disk, StorageLevel::Device];
+
 /// One step taped and reversed at once (a sequence of 0 further steps).
 pub(crate) const TAPE_ONE: [Op; 4] = [
     Op::WriteForward(1),
@@ -78,6 +85,12 @@ pub(crate) struct OpTranslator {
     n: Step,
     r: Step,
     pub(crate) pending: Pending,
+    /// The storage level of each tier.
+    levels: [StorageLevel; 3],
+    /// With `Some`, a `Discard` of a checkpoint still held deletes it (a
+    /// `Move` to NONE), and this holds the checkpoints stored; with `None`,
+    /// discards are dropped, as the reference does.
+    held: Option<std::collections::BTreeSet<(StorageLevel, Step)>>,
 }
 
 impl OpTranslator {
@@ -89,7 +102,27 @@ impl OpTranslator {
             n: 0,
             r: 0,
             pending: Pending::default(),
+            levels: TIERS,
+            held: None,
         }
+    }
+
+    /// A translator that stores tier `k` in `levels[k]` and deletes the
+    /// checkpoints that the operations discard.
+    pub(crate) fn with_levels(max_n: Step, levels: [StorageLevel; 3]) -> Self {
+        Self {
+            levels,
+            held: Some(Default::default()),
+            ..Self::new(max_n)
+        }
+    }
+
+    /// The storage level of a tier.
+    fn level(&self, tier: StorageLevel) -> StorageLevel {
+        TIERS
+            .iter()
+            .position(|&t| t == tier)
+            .map_or(tier, |k| self.levels[k])
     }
 
     /// A translator for a reversal that starts after the forward has ended
@@ -108,11 +141,14 @@ impl OpTranslator {
         match op {
             Op::Forward(n0, n1) => {
                 let (write_ics, write_adj_deps, storage) = match self.prev {
-                    Some(Op::Write(level, _)) => (true, false, level),
+                    Some(Op::Write(tier, _)) => (true, false, self.level(tier)),
                     Some(Op::WriteForward(_)) => (false, true, StorageLevel::Work),
                     _ => (false, false, StorageLevel::Work),
                 };
                 self.n = n1;
+                if let (true, Some(held)) = (write_ics, &mut self.held) {
+                    held.insert((storage, n0));
+                }
                 let action = Action::Forward {
                     n0,
                     n1,
@@ -134,17 +170,35 @@ impl OpTranslator {
                 };
                 self.pending.push(action, self.n, self.r);
             }
-            Op::Read(from, n) => {
+            Op::Read(tier, n) => {
                 self.n = n;
-                let to = StorageLevel::Work;
+                let (from, to) = (self.level(tier), StorageLevel::Work);
                 let action = if n + self.r + 1 == self.max_n {
+                    if let Some(held) = &mut self.held {
+                        held.remove(&(from, n));
+                    }
                     Action::Move { n, from, to }
                 } else {
                     Action::Copy { n, from, to }
                 };
                 self.pending.push(action, self.n, self.r);
             }
-            Op::Write(..) | Op::Discard(..) | Op::WriteForward(_) | Op::DiscardForward(_) => {}
+            Op::Discard(tier, n) => {
+                let level = self.level(tier);
+                if self
+                    .held
+                    .as_mut()
+                    .is_some_and(|held| held.remove(&(level, n)))
+                {
+                    let action = Action::Move {
+                        n,
+                        from: level,
+                        to: StorageLevel::None,
+                    };
+                    self.pending.push(action, self.n, self.r);
+                }
+            }
+            Op::Write(..) | Op::WriteForward(_) | Op::DiscardForward(_) => {}
         }
         self.prev = Some(op);
     }
@@ -214,6 +268,13 @@ pub(crate) struct SequenceSchedule<P: Program> {
 impl<P: Program> SequenceSchedule<P> {
     pub(crate) fn new(cursor: Cursor, program: P) -> Self {
         let translator = OpTranslator::new(cursor.steps());
+        Self::with_translator(cursor, program, translator)
+    }
+
+    /// A schedule storing tier `k` in `levels[k]` and deleting discarded
+    /// checkpoints ([`OpTranslator::with_levels`]).
+    pub(crate) fn with_levels(cursor: Cursor, program: P, levels: [StorageLevel; 3]) -> Self {
+        let translator = OpTranslator::with_levels(cursor.steps(), levels);
         Self::with_translator(cursor, program, translator)
     }
 
