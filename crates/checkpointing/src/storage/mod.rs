@@ -87,6 +87,14 @@ pub enum StorageError {
         /// Its error.
         reason: String,
     },
+    /// A copy to or from accelerator (GPU) memory failed.
+    #[error("snapshot of step {step}: device copy failed: {reason}")]
+    Device {
+        /// The step.
+        step: Step,
+        /// The driver's error.
+        reason: String,
+    },
     /// The value could not be serialized or deserialized.
     #[error("snapshot of step {step}: cannot (de)serialize: {reason}")]
     Serialization {

@@ -1,0 +1,284 @@
+//! Snapshots of device states in pinned (page-locked) host memory, copied
+//! asynchronously on the GPU's copy stream so that transfers overlap the
+//! kernels on the compute stream.
+
+use std::collections::BTreeMap;
+
+use checkpointing::{Checkpoint, SnapshotStore, Step, StorageError, StoreStats};
+use cudarc::driver::{CudaEvent, DriverError, PinnedHostSlice};
+
+use crate::gpu::{DeviceState, Gpu};
+
+/// A snapshot on the host, and the copies still in flight.
+struct HostSnapshot {
+    ics: Option<PinnedHostSlice<f64>>,
+    deps: Vec<PinnedHostSlice<f64>>,
+    /// Device buffers whose copy to the host may still run: they live
+    /// until `copied` has completed.
+    in_flight: Vec<DeviceState>,
+    copied: Option<CudaEvent>,
+}
+
+impl HostSnapshot {
+    fn bytes(&self) -> u64 {
+        self.ics
+            .iter()
+            .chain(&self.deps)
+            .map(|p| p.num_bytes() as u64)
+            .sum()
+    }
+
+    /// Waits for the copy to the host and releases the device buffers.
+    fn settle(&mut self) -> Result<(), DriverError> {
+        if let Some(event) = self.copied.take() {
+            event.synchronize()?;
+        }
+        self.in_flight.clear();
+        Ok(())
+    }
+}
+
+/// The host (RAM) level of a GPU run: device states saved into pinned host
+/// buffers by device-to-host copies on [`Gpu::copy_stream`], which first
+/// waits for the compute stream's work so far; reads copy back on the same
+/// stream and make the compute stream wait for them. [`SnapshotStore::prefetch`]
+/// starts a read early (the executor announces reads a few actions ahead),
+/// so the transfer overlaps the steps before it. Pinned buffers are reused.
+///
+/// ```
+/// use checkpointing::{Checkpoint, SnapshotStore};
+/// use checkpointing_cuda::{Gpu, HostStore};
+/// let Ok(gpu) = Gpu::new(0) else { return }; // needs a GPU
+/// let mut store = HostStore::new(&gpu).with_max_bytes(1 << 30);
+/// let state = gpu.upload(&[1.0, 2.0]).unwrap();
+/// store.save(3, Checkpoint { ics: Some(state), deps: vec![] }).unwrap();
+/// let back = store.take(3).unwrap().ics.unwrap();
+/// assert_eq!(gpu.download(&back).unwrap(), vec![1.0, 2.0]);
+/// ```
+pub struct HostStore {
+    gpu: Gpu,
+    snapshots: BTreeMap<Step, HostSnapshot>,
+    /// Reads started by `prefetch`: the device copy and its completion.
+    prefetched: BTreeMap<Step, (Checkpoint<DeviceState>, CudaEvent)>,
+    spare: Vec<PinnedHostSlice<f64>>,
+    max_bytes: Option<u64>,
+    resident: u64,
+    stats: StoreStats,
+}
+
+impl HostStore {
+    /// An unlimited store on `gpu`'s host.
+    pub fn new(gpu: &Gpu) -> Self {
+        Self {
+            gpu: gpu.clone(),
+            snapshots: BTreeMap::new(),
+            prefetched: BTreeMap::new(),
+            spare: Vec::new(),
+            max_bytes: None,
+            resident: 0,
+            stats: StoreStats::default(),
+        }
+    }
+
+    /// At most `bytes` of pinned memory held in snapshots.
+    pub fn with_max_bytes(mut self, bytes: u64) -> Self {
+        self.max_bytes = Some(bytes);
+        self
+    }
+
+    fn pinned(&mut self, len: usize) -> Result<PinnedHostSlice<f64>, DriverError> {
+        if let Some(i) = self.spare.iter().position(|p| p.len() == len) {
+            return Ok(self.spare.swap_remove(i));
+        }
+        // SAFETY: the buffer is written by a device copy before any read.
+        unsafe { self.gpu.context().alloc_pinned::<f64>(len) }
+    }
+
+    fn copy_to_host(&mut self, state: &DeviceState) -> Result<PinnedHostSlice<f64>, DriverError> {
+        let mut pinned = self.pinned(state.0.len())?;
+        self.gpu.copy_stream().memcpy_dtoh(&state.0, &mut pinned)?;
+        Ok(pinned)
+    }
+
+    fn copy_to_device(&self, pinned: &PinnedHostSlice<f64>) -> Result<DeviceState, DriverError> {
+        let copies = self.gpu.copy_stream();
+        // SAFETY: the buffer is written in full by the copy before use.
+        let mut data = unsafe { copies.alloc::<f64>(pinned.len()) }?;
+        copies.memcpy_htod(pinned, &mut data)?;
+        Ok(DeviceState(data))
+    }
+
+    /// Starts copying `step` back to the device; the event completes with
+    /// the copies.
+    fn start_read(
+        &mut self,
+        step: Step,
+    ) -> Result<(Checkpoint<DeviceState>, CudaEvent), DriverError> {
+        let snapshot = self.snapshots.get_mut(&step).expect("caller checked");
+        snapshot.settle()?;
+        let snapshot = &self.snapshots[&step];
+        let ics = snapshot
+            .ics
+            .as_ref()
+            .map(|p| self.copy_to_device(p))
+            .transpose()?;
+        let deps = snapshot
+            .deps
+            .iter()
+            .map(|p| self.copy_to_device(p))
+            .collect::<Result<_, _>>()?;
+        let done = self.gpu.copy_stream().record_event(None)?;
+        Ok((Checkpoint { ics, deps }, done))
+    }
+
+    fn read(&mut self, step: Step) -> Result<Checkpoint<DeviceState>, StorageError> {
+        if !self.snapshots.contains_key(&step) {
+            return Err(StorageError::Missing { step, path: None });
+        }
+        let device = |e: DriverError| StorageError::Device {
+            step,
+            reason: e.to_string(),
+        };
+        let (checkpoint, done) = match self.prefetched.remove(&step) {
+            Some(read) => read,
+            None => self.start_read(step).map_err(device)?,
+        };
+        self.gpu.compute_stream().wait(&done).map_err(device)?;
+        let bytes = self.snapshots[&step].bytes();
+        self.stats.reads += 1;
+        self.stats.bytes_read += bytes;
+        Ok(checkpoint)
+    }
+
+    fn drop_snapshot(&mut self, step: Step) -> Result<(), StorageError> {
+        let mut snapshot = self
+            .snapshots
+            .remove(&step)
+            .ok_or(StorageError::Missing { step, path: None })?;
+        self.prefetched.remove(&step);
+        snapshot.settle().map_err(|e| StorageError::Device {
+            step,
+            reason: e.to_string(),
+        })?;
+        self.resident -= snapshot.bytes();
+        self.spare.extend(snapshot.ics);
+        self.spare.extend(snapshot.deps);
+        Ok(())
+    }
+}
+
+impl SnapshotStore<Checkpoint<DeviceState>> for HostStore {
+    fn save(&mut self, step: Step, value: Checkpoint<DeviceState>) -> Result<(), StorageError> {
+        if self.snapshots.contains_key(&step) {
+            return Err(StorageError::AlreadyStored { step });
+        }
+        let bytes: u64 = value
+            .ics
+            .iter()
+            .chain(&value.deps)
+            .map(|s| (s.0.len() * std::mem::size_of::<f64>()) as u64)
+            .sum();
+        if let Some(max) = self.max_bytes.filter(|&m| self.resident + bytes > m) {
+            return Err(StorageError::BudgetExceeded {
+                step,
+                what: format!(
+                    "{} + {bytes} bytes of pinned memory over {max}",
+                    self.resident
+                ),
+            });
+        }
+        let device = |e: DriverError| StorageError::Device {
+            step,
+            reason: e.to_string(),
+        };
+        // The copies start once the compute stream has produced the states.
+        let produced = self
+            .gpu
+            .compute_stream()
+            .record_event(None)
+            .map_err(device)?;
+        self.gpu.copy_stream().wait(&produced).map_err(device)?;
+        let ics = value
+            .ics
+            .as_ref()
+            .map(|s| self.copy_to_host(s))
+            .transpose()
+            .map_err(device)?;
+        let deps = value
+            .deps
+            .iter()
+            .map(|s| self.copy_to_host(s))
+            .collect::<Result<_, _>>()
+            .map_err(device)?;
+        let copied = self.gpu.copy_stream().record_event(None).map_err(device)?;
+        let mut in_flight = value.deps;
+        in_flight.extend(value.ics);
+        self.snapshots.insert(
+            step,
+            HostSnapshot {
+                ics,
+                deps,
+                in_flight,
+                copied: Some(copied),
+            },
+        );
+        self.resident += bytes;
+        self.stats.writes += 1;
+        self.stats.bytes_written += bytes;
+        self.stats.record_held(self.snapshots.len(), self.resident);
+        Ok(())
+    }
+
+    fn load(&mut self, step: Step) -> Result<Checkpoint<DeviceState>, StorageError> {
+        self.read(step)
+    }
+
+    fn take(&mut self, step: Step) -> Result<Checkpoint<DeviceState>, StorageError> {
+        let checkpoint = self.read(step)?;
+        self.drop_snapshot(step)?;
+        Ok(checkpoint)
+    }
+
+    fn remove(&mut self, step: Step) -> Result<(), StorageError> {
+        self.drop_snapshot(step)
+    }
+
+    fn contains(&self, step: Step) -> bool {
+        self.snapshots.contains_key(&step)
+    }
+
+    fn len(&self) -> usize {
+        self.snapshots.len()
+    }
+
+    fn held_steps(&self) -> Vec<Step> {
+        self.snapshots.keys().copied().collect()
+    }
+
+    fn prefetch(&mut self, step: Step) {
+        if self.snapshots.contains_key(&step) && !self.prefetched.contains_key(&step) {
+            // A failed early read is retried, and reported, by the read.
+            if let Ok(read) = self.start_read(step) {
+                self.prefetched.insert(step, read);
+            }
+        }
+    }
+
+    fn flush(&mut self) -> Result<(), StorageError> {
+        for (&step, snapshot) in self.snapshots.iter_mut() {
+            snapshot.settle().map_err(|e| StorageError::Device {
+                step,
+                reason: e.to_string(),
+            })?;
+        }
+        Ok(())
+    }
+
+    fn resident_bytes(&self) -> u64 {
+        self.resident
+    }
+
+    fn stats(&self) -> StoreStats {
+        self.stats
+    }
+}
