@@ -3,6 +3,7 @@
 
 use checkpointing::{Checkpoint, DiskStore, SnapshotStore, Step, StorageError, StoreStats};
 
+use crate::device_error;
 use crate::gpu::{DeviceState, Gpu, GpuError};
 
 /// Device states on disk through a [`DiskStore`] of host vectors: saving
@@ -30,19 +31,12 @@ impl DeviceDiskStore {
         }
     }
 
-    fn device(step: Step) -> impl Fn(GpuError) -> StorageError {
-        move |e| StorageError::Device {
-            step,
-            reason: e.to_string(),
-        }
-    }
-
     fn upload(
         &self,
         step: Step,
         host: Checkpoint<Vec<f64>>,
     ) -> Result<Checkpoint<DeviceState>, StorageError> {
-        let up = |v: Vec<f64>| self.gpu.upload(&v).map_err(Self::device(step));
+        let up = |v: Vec<f64>| self.gpu.upload(&v).map_err(device_error::<GpuError>(step));
         Ok(Checkpoint {
             ics: host.ics.map(up).transpose()?,
             deps: host.deps.into_iter().map(up).collect::<Result<_, _>>()?,
@@ -52,7 +46,7 @@ impl DeviceDiskStore {
 
 impl SnapshotStore<Checkpoint<DeviceState>> for DeviceDiskStore {
     fn save(&mut self, step: Step, value: Checkpoint<DeviceState>) -> Result<(), StorageError> {
-        let down = |s: &DeviceState| self.gpu.download(s).map_err(Self::device(step));
+        let down = |s: &DeviceState| self.gpu.download(s).map_err(device_error::<GpuError>(step));
         let host = Checkpoint {
             ics: value.ics.as_ref().map(down).transpose()?,
             deps: value.deps.iter().map(down).collect::<Result<_, _>>()?,

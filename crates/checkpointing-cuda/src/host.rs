@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use checkpointing::{Checkpoint, SnapshotStore, Step, StorageError, StoreStats};
 use cudarc::driver::{CudaEvent, DriverError, PinnedHostSlice};
 
+use crate::device_error;
 use crate::gpu::{DeviceState, Gpu};
 
 /// A snapshot on the host, and the copies still in flight.
@@ -135,10 +136,7 @@ impl HostStore {
         if !self.snapshots.contains_key(&step) {
             return Err(StorageError::Missing { step, path: None });
         }
-        let device = |e: DriverError| StorageError::Device {
-            step,
-            reason: e.to_string(),
-        };
+        let device = device_error::<DriverError>(step);
         let (checkpoint, done) = match self.prefetched.remove(&step) {
             Some(read) => read,
             None => self.start_read(step).map_err(device)?,
@@ -156,10 +154,7 @@ impl HostStore {
             .remove(&step)
             .ok_or(StorageError::Missing { step, path: None })?;
         self.prefetched.remove(&step);
-        snapshot.settle().map_err(|e| StorageError::Device {
-            step,
-            reason: e.to_string(),
-        })?;
+        snapshot.settle().map_err(device_error(step))?;
         self.resident -= snapshot.bytes();
         self.spare.extend(snapshot.ics);
         self.spare.extend(snapshot.deps);
@@ -187,10 +182,7 @@ impl SnapshotStore<Checkpoint<DeviceState>> for HostStore {
                 ),
             });
         }
-        let device = |e: DriverError| StorageError::Device {
-            step,
-            reason: e.to_string(),
-        };
+        let device = device_error::<DriverError>(step);
         // The copies start once the compute stream has produced the states.
         let produced = self
             .gpu
@@ -266,10 +258,7 @@ impl SnapshotStore<Checkpoint<DeviceState>> for HostStore {
 
     fn flush(&mut self) -> Result<(), StorageError> {
         for (&step, snapshot) in self.snapshots.iter_mut() {
-            snapshot.settle().map_err(|e| StorageError::Device {
-                step,
-                reason: e.to_string(),
-            })?;
+            snapshot.settle().map_err(device_error(step))?;
         }
         Ok(())
     }

@@ -20,7 +20,15 @@ pub use gpu::{DeviceState, Gpu, GpuError, GpuHeat2d};
 pub use heat2d::{Heat2d, Heat2dCpu};
 pub use host::HostStore;
 
-use checkpointing::{Checkpoint, MemoryStore};
+use checkpointing::{Checkpoint, MemoryStore, Step, StorageError};
+
+/// A storage error for a failed device operation on the snapshot of `step`.
+fn device_error<E: std::fmt::Display>(step: Step) -> impl Fn(E) -> StorageError + Copy {
+    move |e| StorageError::Device {
+        step,
+        reason: e.to_string(),
+    }
+}
 
 /// The device level: snapshots kept as device buffers (saving moves the
 /// state's buffer in, restoring copies device to device), at most
