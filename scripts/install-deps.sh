@@ -3,8 +3,9 @@
 # missing: the HDF5 C library (Debian's libhdf5-dev, for the `hdf5` features);
 # MPICH and libclang (checkpointing-mpi: rsmpi generates its bindings with
 # bindgen); and a Python venv `.venv-test` with h5py and NumPy (a test reads
-# an HDF5 snapshot back from Python), and maturin, pytest, JAX and the
-# reference checkpoint-schedules 1.0.4 (the Python package's tests).
+# an HDF5 snapshot back from Python), and maturin, pytest, JAX, equinox and
+# the reference checkpoint-schedules 1.0.4 (the Python package's tests), as
+# listed in scripts/requirements-test.txt.
 # Idempotent; uses apt-get (via sudo when not root) and pip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,10 +30,11 @@ if [ ${#packages[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${packages[@]}" >/dev/null
 fi
 
-if ! { .venv-test/bin/python -c "import h5py, numpy, pytest, jax, checkpoint_schedules" \
-        && .venv-test/bin/maturin --version; } >/dev/null 2>&1; then
-    echo "== Python venv .venv-test: h5py, NumPy, pytest, maturin, JAX, checkpoint-schedules 1.0.4"
+requirements=scripts/requirements-test.txt
+stamp=.venv-test/requirements.sha256
+if ! { [ -x .venv-test/bin/python ] && sha256sum --check --status "$stamp" 2>/dev/null; }; then
+    echo "== Python venv .venv-test: $requirements"
     python3 -m venv .venv-test
-    .venv-test/bin/pip install --quiet --disable-pip-version-check \
-        h5py numpy pytest maturin jax "checkpoint-schedules==1.0.4"
+    .venv-test/bin/pip install --quiet --disable-pip-version-check -r "$requirements"
+    sha256sum "$requirements" > "$stamp"
 fi
