@@ -162,19 +162,20 @@ impl DemoConfig {
         drop(executor);
         let gradient = outcome.adjoint;
 
-        let store_all = (self.steps * state_bytes <= self.store_all_limit).then(|| {
-            let (_, reference) = heat.gradient_store_all(initial, self.steps);
-            let max_diff = gradient
-                .iter()
-                .zip(&reference)
-                .map(|(a, b)| (a - b).abs())
-                .fold(0.0, f64::max);
-            let bitwise = gradient
-                .iter()
-                .zip(&reference)
-                .all(|(a, b)| a.to_bits() == b.to_bits());
-            (max_diff, bitwise)
-        });
+        let store_all =
+            (self.steps.saturating_mul(state_bytes) <= self.store_all_limit).then(|| {
+                let (_, reference) = heat.gradient_store_all(initial, self.steps);
+                let max_diff = gradient
+                    .iter()
+                    .zip(&reference)
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0.0, f64::max);
+                let bitwise = gradient
+                    .iter()
+                    .zip(&reference)
+                    .all(|(a, b)| a.to_bits() == b.to_bits());
+                (max_diff, bitwise)
+            });
         let snapshots = match spec {
             ScheduleSpec::SingleMemory { .. } | ScheduleSpec::SingleDisk { .. } => None,
             ScheduleSpec::Periodic { .. } => Some(cost.ram.peak.max(1)),

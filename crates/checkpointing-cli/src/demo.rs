@@ -55,8 +55,9 @@ pub(crate) fn run(args: DemoArgs) -> Result<(), Failure> {
     }
 }
 
-fn mib(bytes: u64) -> String {
-    format!("{:.3} MiB", bytes as f64 / (1024.0 * 1024.0))
+/// Bytes as MiB; `f64` so that a product of two large counts cannot overflow.
+fn mib(bytes: f64) -> String {
+    format!("{:.3} MiB", bytes / (1024.0 * 1024.0))
 }
 
 fn print_report(config: &DemoConfig, r: &DemoReport) {
@@ -78,7 +79,7 @@ fn print_report(config: &DemoConfig, r: &DemoReport) {
         ),
         None => println!(
             "vs store-all                  skipped: store-all would need {}",
-            mib(config.steps * r.state_bytes)
+            mib(config.steps as f64 * r.state_bytes as f64)
         ),
     }
     let minimum = r
@@ -87,7 +88,7 @@ fn print_report(config: &DemoConfig, r: &DemoReport) {
     println!(
         "forward steps                 {} done, {} recomputed; minimum for these snapshots {minimum}",
         s.forward_steps,
-        s.forward_steps - config.steps
+        s.forward_steps.saturating_sub(config.steps)
     );
     println!("adjoint steps                 {}", s.adjoint_steps);
     println!(
@@ -99,14 +100,14 @@ fn print_report(config: &DemoConfig, r: &DemoReport) {
         s.disk.writes,
         s.disk.reads,
         s.disk.peak_snapshots,
-        mib(s.disk.bytes_written)
+        mib(s.disk.bytes_written as f64)
     );
     println!(
         "peak snapshot memory          {} (measured; state {} , {:.2} states; store-all {})",
-        mib(s.peak_snapshot_bytes),
-        mib(r.state_bytes),
+        mib(s.peak_snapshot_bytes as f64),
+        mib(r.state_bytes as f64),
         s.peak_snapshot_bytes as f64 / r.state_bytes as f64,
-        mib(config.steps * r.state_bytes)
+        mib(config.steps as f64 * r.state_bytes as f64)
     );
     let (fwd, grad) = (r.forward_time.as_secs_f64(), r.gradient_time.as_secs_f64());
     println!(

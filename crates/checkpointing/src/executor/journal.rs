@@ -524,16 +524,13 @@ where
         }
         problem.restore_accumulators(entry.accumulators);
         let mut deps = Window::default();
-        let mut deps_bytes = 0;
         for (step, state) in entry.deps {
-            deps_bytes += state.footprint() as u64;
             deps.insert(step, state);
         }
         Ok(Start {
             work: Work {
                 live: entry.live,
                 deps,
-                deps_bytes,
                 adjoint: entry.adjoint,
                 stats: entry.stats,
                 spare: Vec::new(),

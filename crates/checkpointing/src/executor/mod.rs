@@ -267,20 +267,26 @@ struct Work<S, A> {
     live: Option<(Step, S)>,
     /// Adjoint dependencies held in WORK: the state before each step.
     deps: Window<S>,
-    deps_bytes: u64,
     adjoint: Option<A>,
     stats: ExecutionStats,
     /// States no longer needed, whose buffers are reused for copies.
     spare: Vec<S>,
 }
 
-/// Values keyed by step, for keys that stay close together (the adjoint
-/// dependencies in WORK are a few consecutive steps): a deque indexed from
-/// its first key, `O(1)` per insert and remove.
+/// The adjoint dependencies held in WORK, keyed by step, with the bytes each
+/// occupied when it was inserted. Keys stay close together (a few
+/// consecutive steps): a deque indexed from its first key, `O(1)` per insert
+/// and remove.
+///
+/// Each value's footprint is measured once, on insertion, and that figure is
+/// what its removal subtracts: a state's buffers may change capacity between
+/// two measurements (a restore, a recycled buffer), and subtracting a second
+/// measurement would drift or underflow.
 struct Window<S> {
     first: Step,
-    slots: VecDeque<Option<S>>,
+    slots: VecDeque<Option<(S, u64)>>,
     len: usize,
+    bytes: u64,
 }
 
 impl<S> Default for Window<S> {
@@ -289,6 +295,7 @@ impl<S> Default for Window<S> {
             first: 0,
             slots: VecDeque::new(),
             len: 0,
+            bytes: 0,
         }
     }
 }
@@ -298,13 +305,22 @@ impl<S> Window<S> {
         self.len
     }
 
+    /// Bytes of the values held, as measured when each was inserted.
+    fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
     fn get(&self, step: Step) -> Option<&S> {
         let i = step.checked_sub(self.first)?;
-        self.slots.get(usize::try_from(i).ok()?)?.as_ref()
+        let (value, _) = self.slots.get(usize::try_from(i).ok()?)?.as_ref()?;
+        Some(value)
     }
 
     /// Inserts; returns `false` (and drops nothing) if `step` is held.
-    fn insert(&mut self, step: Step, value: S) -> bool {
+    fn insert(&mut self, step: Step, value: S) -> bool
+    where
+        S: Footprint,
+    {
         if self.len == 0 {
             self.slots.clear();
             self.first = step;
@@ -320,8 +336,10 @@ impl<S> Window<S> {
         if self.slots[i].is_some() {
             return false;
         }
-        self.slots[i] = Some(value);
+        let bytes = value.footprint() as u64;
+        self.slots[i] = Some((value, bytes));
         self.len += 1;
+        self.bytes += bytes;
         true
     }
 
@@ -329,13 +347,14 @@ impl<S> Window<S> {
     fn iter(&self) -> impl Iterator<Item = (Step, &S)> {
         (self.first..)
             .zip(&self.slots)
-            .filter_map(|(step, slot)| Some((step, slot.as_ref()?)))
+            .filter_map(|(step, slot)| Some((step, &slot.as_ref()?.0)))
     }
 
     fn remove(&mut self, step: Step) -> Option<S> {
         let i = usize::try_from(step.checked_sub(self.first)?).ok()?;
-        let value = self.slots.get_mut(i)?.take()?;
+        let (value, bytes) = self.slots.get_mut(i)?.take()?;
         self.len -= 1;
+        self.bytes -= bytes;
         while matches!(self.slots.front(), Some(None)) {
             self.slots.pop_front();
             self.first += 1;
@@ -366,7 +385,6 @@ impl<S, A> Start<S, A> {
             work: Work {
                 live: Some((0, initial)),
                 deps: Window::default(),
-                deps_bytes: 0,
                 adjoint: None,
                 stats: ExecutionStats::default(),
                 spare: Vec::new(),
@@ -704,7 +722,7 @@ where
     fn record_peak<A>(&self, work: &mut Work<S, A>) {
         let device = self.device.as_ref().map_or(0, |d| d.resident_bytes());
         let bytes =
-            self.ram.resident_bytes() + self.disk.resident_bytes() + device + work.deps_bytes;
+            self.ram.resident_bytes() + self.disk.resident_bytes() + device + work.deps.bytes();
         work.stats.peak_snapshot_bytes = work.stats.peak_snapshot_bytes.max(bytes);
         work.stats.peak_work_states = work.stats.peak_work_states.max(work.deps.len() as u64);
     }
@@ -779,7 +797,6 @@ where
         let mut n = n0;
         while n < n1 {
             if keep_in_work {
-                work.deps_bytes += state.footprint() as u64;
                 let copy = work.duplicate(&state);
                 if !work.deps.insert(n, copy) {
                     return Err(inconsistent(format!(
@@ -843,7 +860,6 @@ where
                 })?;
             if clear {
                 let state = work.deps.remove(n).expect("just read");
-                work.deps_bytes -= state.footprint() as u64;
                 if work.spare.len() < SPARE_STATES {
                     work.spare.push(state);
                 }
@@ -900,7 +916,6 @@ where
                     }
                 }
                 for (k, state) in (n..).zip(checkpoint.deps) {
-                    work.deps_bytes += state.footprint() as u64;
                     if !work.deps.insert(k, state) {
                         return Err(inconsistent(format!(
                             "adjoint dependencies of step {k} already held"
