@@ -10,6 +10,8 @@
 //! bytes, ...) so that the slowly varying sign and exponent bytes of a
 //! smooth field form long runs that LZ4 or Zstandard compress well.
 
+use std::io::Read;
+
 use serde::{Deserialize, Serialize};
 
 use checkpointing::Footprint;
@@ -135,6 +137,9 @@ impl Compressor {
     }
 }
 
+/// Most bytes one LZ4 block can decode to per compressed byte.
+const LZ4_MAX_RATIO: usize = 255;
+
 /// Compressed bytes with what is needed to decode them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Blob {
@@ -176,10 +181,25 @@ impl Blob {
         let out = match self.codec {
             Codec::Identity => self.data.clone(),
             Codec::Lz4 => {
+                // LZ4 cannot expand a block more than 255 times: a larger
+                // declared size is corrupt, and is not allocated.
+                if raw_len > self.data.len().saturating_mul(LZ4_MAX_RATIO) {
+                    return Err(fail(format!(
+                        "{raw_len} bytes declared from {} compressed, beyond LZ4's maximum ratio",
+                        self.data.len()
+                    )));
+                }
                 lz4_flex::block::decompress(&self.data, raw_len).map_err(|e| fail(e.to_string()))?
             }
             Codec::Zstd { .. } => {
-                zstd::bulk::decompress(&self.data, raw_len).map_err(|e| fail(e.to_string()))?
+                // Zstandard's ratio is unbounded: decode as a stream, so that
+                // memory grows with what the frame really holds, and stop one
+                // byte past the declared size.
+                let mut out = Vec::new();
+                zstd::stream::read::Decoder::with_buffer(&self.data[..])
+                    .and_then(|decoder| decoder.take(self.raw_len + 1).read_to_end(&mut out))
+                    .map_err(|e| fail(e.to_string()))?;
+                out
             }
         };
         if out.len() != raw_len {

@@ -76,7 +76,7 @@ impl<St> CompressedStore<St> {
             step,
             reason: e.to_string(),
         })?;
-        bincode::deserialize(&raw).map_err(|e| StorageError::Serialization {
+        checkpointing::storage::decode_bounded(&raw).map_err(|e| StorageError::Serialization {
             step,
             reason: e.to_string(),
         })

@@ -32,6 +32,8 @@
 
 pub mod action;
 pub mod executor;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod plot;
 pub mod record;
 pub mod replay;

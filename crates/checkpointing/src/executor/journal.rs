@@ -31,7 +31,9 @@ use super::{
 };
 use crate::action::Step;
 use crate::schedule::ScheduleSpec;
-use crate::storage::{write_atomically, Checkpoint, DurableStore, Footprint, SnapshotStore};
+use crate::storage::{
+    decode_bounded, write_atomically, Checkpoint, DurableStore, Footprint, SnapshotStore,
+};
 use crate::StorageLevel;
 
 /// The journal's file name inside its directory.
@@ -197,11 +199,16 @@ impl Journal {
     /// How many actions the journal on disk records as done, if there is
     /// one and it is readable.
     pub fn completed_actions(&self) -> Option<u64> {
+        use bincode::Options;
         let payload = read_sealed(&self.path()).ok()?;
         // An entry starts with spec, problem, initial_crc and completed;
         // the rest (the states) is not decoded.
-        let (_, _, _, completed): (String, String, u32, u64) =
-            bincode::deserialize(&payload).ok()?;
+        let (_, _, _, completed): (String, String, u32, u64) = bincode::DefaultOptions::new()
+            .with_fixint_encoding()
+            .allow_trailing_bytes()
+            .with_limit(payload.len() as u64)
+            .deserialize(&payload)
+            .ok()?;
         Some(completed)
     }
 
@@ -249,15 +256,77 @@ struct Entry<S, A, G> {
     disk: Vec<(Step, String)>,
 }
 
-fn read_sealed(path: &Path) -> Result<Vec<u8>, JournalError> {
-    let corrupted = |reason: String| JournalError::Corrupted {
-        path: path.to_path_buf(),
-        reason,
-    };
+/// Reads and decodes the journal entry in `path`.
+fn decode_entry<S, A, G>(path: &Path) -> Result<Entry<S, A, G>, JournalError>
+where
+    S: DeserializeOwned,
+    A: DeserializeOwned,
+    G: DeserializeOwned,
+{
     let bytes = fs::read(path).map_err(|source| JournalError::Io {
         path: path.to_path_buf(),
         source,
     })?;
+    decode_entry_bytes(path, &bytes)
+}
+
+/// Checks the bytes of a journal file (read from `path`) and decodes its
+/// entry.
+fn decode_entry_bytes<S, A, G>(path: &Path, bytes: &[u8]) -> Result<Entry<S, A, G>, JournalError>
+where
+    S: DeserializeOwned,
+    A: DeserializeOwned,
+    G: DeserializeOwned,
+{
+    decode_bounded(unseal(path, bytes)?).map_err(|e| JournalError::Corrupted {
+        path: path.to_path_buf(),
+        reason: format!("cannot decode the entry: {e}"),
+    })
+}
+
+/// Decodes a journal file's bytes as an entry with states `S`, adjoint `A`
+/// and accumulators `G`, as a resumed run does.
+#[cfg(feature = "fuzzing")]
+pub(crate) fn decode_journal_file<S, A, G>(bytes: &[u8]) -> Result<(), JournalError>
+where
+    S: DeserializeOwned,
+    A: DeserializeOwned,
+    G: DeserializeOwned,
+{
+    decode_entry_bytes::<S, A, G>(Path::new(FILE), bytes).map(drop)
+}
+
+/// A journal file's bytes around `payload`: magic, length, CRC-32.
+fn seal(payload: &[u8]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(HEADER + payload.len());
+    bytes.extend_from_slice(MAGIC);
+    bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+    bytes.extend_from_slice(payload);
+    bytes
+}
+
+/// [`seal`], for fuzzing the decoder behind the checksum.
+#[cfg(feature = "fuzzing")]
+pub(crate) fn seal_journal(payload: &[u8]) -> Vec<u8> {
+    seal(payload)
+}
+
+fn read_sealed(path: &Path) -> Result<Vec<u8>, JournalError> {
+    let bytes = fs::read(path).map_err(|source| JournalError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    unseal(path, &bytes).map(<[u8]>::to_vec)
+}
+
+/// The payload of a journal file's bytes, once its header and checksum are
+/// checked.
+fn unseal<'b>(path: &Path, bytes: &'b [u8]) -> Result<&'b [u8], JournalError> {
+    let corrupted = |reason: String| JournalError::Corrupted {
+        path: path.to_path_buf(),
+        reason,
+    };
     if bytes.len() < HEADER || &bytes[..8] != MAGIC {
         return Err(corrupted("not a journal (bad header)".into()));
     }
@@ -272,7 +341,7 @@ fn read_sealed(path: &Path) -> Result<Vec<u8>, JournalError> {
     if crc32fast::hash(&bytes[HEADER..]) != crc {
         return Err(corrupted("checksum mismatch".into()));
     }
-    Ok(bytes[HEADER..].to_vec())
+    Ok(&bytes[HEADER..])
 }
 
 /// The journal while a run goes on.
@@ -296,11 +365,7 @@ impl Recorder<'_> {
             path: self.journal.path(),
             reason: format!("cannot serialize the entry: {e}"),
         })?;
-        let mut bytes = Vec::with_capacity(HEADER + payload.len());
-        bytes.extend_from_slice(MAGIC);
-        bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-        bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-        bytes.extend_from_slice(&payload);
+        let bytes = seal(&payload);
         let temp = self.journal.dir.join(format!(".{FILE}.tmp"));
         write_atomically(&self.journal.dir, &temp, &self.journal.path(), &bytes)
             .map_err(|e| self.journal.io(e))
@@ -474,12 +539,7 @@ where
     {
         let journal = recorder.journal;
         let path = journal.path();
-        let payload = read_sealed(&path)?;
-        let entry: Entry<S, P::Adjoint, P::Accumulators> =
-            bincode::deserialize(&payload).map_err(|e| JournalError::Corrupted {
-                path: path.clone(),
-                reason: format!("cannot decode the entry: {e}"),
-            })?;
+        let entry: Entry<S, P::Adjoint, P::Accumulators> = decode_entry(&path)?;
         let same_spec = serde_json::from_str::<ScheduleSpec>(&entry.spec)
             .is_ok_and(|spec| spec == journal.spec);
         if !same_spec {

@@ -13,6 +13,8 @@
 
 mod journal;
 
+#[cfg(feature = "fuzzing")]
+pub(crate) use journal::{decode_journal_file, seal_journal};
 pub use journal::{Journal, JournalError, ResumableProblem};
 
 use std::collections::VecDeque;

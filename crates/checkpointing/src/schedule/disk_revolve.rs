@@ -248,6 +248,14 @@ impl From<RevolveFrame> for PeriodicFrame {
 
 /// `β(x, y) = (x + y)! / (x! y!)` in floating point, as the reference
 /// computes it.
+/// Most terms of the period search (`t` of `β(s + 1, t)`): reached only
+/// for cost ratios `(wd + rd) / uf` far beyond any machine's.
+const PERIOD_SEARCH_LIMIT: u64 = 10_000_000;
+
+/// `β(x, y)` in floating point, as the reference computes it (only the
+/// period search's check uses it now; the search advances the same
+/// product one factor at a time).
+#[cfg_attr(not(debug_assertions), allow(dead_code))]
 fn beta_f64(x: u64, y: u64) -> f64 {
     let mut b = 1.0f64;
     for k in 1..=y {
@@ -287,11 +295,30 @@ impl PeriodicDiskRevolve {
         // mxrr_close_formula(cm, uf, rd, wd), called with wd and rd swapped.
         let (wd_, rd_) = (rd, wd);
         let limit = (wd_ + rd_) / uf;
-        let mut t = 0;
-        while beta_f64(cm + 1, t) <= limit {
+        // β(cm + 1, t) and β(cm, t), each advanced by the last factor of
+        // beta_f64's product, so the same rounding as the reference's.
+        let (mut t, mut above, mut period) = (0u64, 1.0f64, 1.0f64);
+        while above <= limit {
+            // A period of at least max_n steps covers the loop: no disk
+            // checkpoint is written, as with any longer period; stop there
+            // rather than search on for costs with a huge ratio.
+            if period >= max_n as f64 {
+                break;
+            }
+            if t >= PERIOD_SEARCH_LIMIT {
+                return Err(ScheduleError::TooLarge {
+                    what: "Periodic Disk-Revolve period",
+                    reason: format!(
+                        "no period found within {PERIOD_SEARCH_LIMIT} terms for costs wd = {wd}, rd = {rd}, uf = {uf}"
+                    ),
+                });
+            }
             t += 1;
+            above = above * (cm + 1 + t) as f64 / t as f64;
+            period = period * (cm + t) as f64 / t as f64;
         }
-        let mx = beta_f64(cm, t) as Step;
+        debug_assert_eq!(period, beta_f64(cm, t));
+        let mx = period as Step;
         if mx == 0 || mx > u32::MAX as Step {
             return Err(ScheduleError::TooLarge {
                 what: "Periodic Disk-Revolve period",
@@ -308,7 +335,9 @@ impl PeriodicDiskRevolve {
         Ok(Self(SequenceSchedule::new(cursor, program)))
     }
 
-    /// The number of steps between disk checkpoints.
+    /// The number of steps between disk checkpoints: `β(s, t)` as above,
+    /// or, when that would be at least `max_n`, the first `β(s, t')` that
+    /// is (the schedule is the same: one period covers the loop).
     pub fn period(&self) -> Step {
         self.0.program.mx
     }

@@ -150,51 +150,87 @@ impl<T> DiskStore<T> {
         }
     }
 
-    /// Reads and verifies the file of `step`; returns the payload.
-    fn read_verified(&self, step: Step) -> Result<Vec<u8>, StorageError> {
+    /// Reads the file of `step`; returns its path and bytes.
+    fn read_file(&self, step: Step) -> Result<(PathBuf, Vec<u8>), StorageError> {
         if !self.files.contains(step) {
             return Err(StorageError::Missing { step, path: None });
         }
         let path = self.path_of(step);
-        let mut bytes = fs::read(&path).map_err(|e| match e.kind() {
+        let bytes = fs::read(&path).map_err(|e| match e.kind() {
             ErrorKind::NotFound => StorageError::Missing {
                 step,
                 path: Some(path.clone()),
             },
             _ => Self::io(step, &path, e),
         })?;
-        let corrupted = |reason: String| StorageError::Corrupted {
-            step,
-            path: path.clone(),
-            reason,
-        };
-        if bytes.len() < HEADER {
-            return Err(corrupted(format!(
-                "{} bytes, shorter than its header",
-                bytes.len()
-            )));
-        }
-        if &bytes[..8] != MAGIC {
-            return Err(corrupted("not a snapshot file (bad magic)".into()));
-        }
-        let word = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().expect("8 bytes"));
-        let (file_step, len) = (word(8), word(16));
-        let crc = u32::from_le_bytes(bytes[24..28].try_into().expect("4 bytes"));
-        if (bytes.len() - HEADER) as u64 != len {
-            return Err(corrupted(format!(
-                "truncated: {} payload bytes, header says {len}",
-                bytes.len() - HEADER
-            )));
-        }
-        if crc32(&bytes[8..24], &bytes[HEADER..]) != crc {
-            return Err(corrupted("checksum mismatch".into()));
-        }
-        if file_step != step {
-            return Err(corrupted(format!("file holds step {file_step}")));
-        }
-        bytes.drain(..HEADER);
-        Ok(bytes)
+        Ok((path, bytes))
     }
+}
+
+/// The bytes of `step`'s snapshot file holding `value`: the header (magic,
+/// step, payload length, CRC-32 of step, length and payload) and the
+/// payload, `value` in bincode's fixed-width little-endian format.
+pub(crate) fn encode_snapshot_file<T: Serialize>(
+    step: Step,
+    value: &T,
+) -> Result<Vec<u8>, StorageError> {
+    let mut bytes = Vec::with_capacity(HEADER + 64);
+    bytes.extend_from_slice(MAGIC);
+    bytes.extend_from_slice(&step.to_le_bytes());
+    bytes.extend_from_slice(&[0; 12]);
+    bincode::serialize_into(&mut bytes, value).map_err(|e| StorageError::Serialization {
+        step,
+        reason: e.to_string(),
+    })?;
+    let len = (bytes.len() - HEADER) as u64;
+    bytes[16..24].copy_from_slice(&len.to_le_bytes());
+    let crc = crc32(&bytes[8..24], &bytes[HEADER..]);
+    bytes[24..28].copy_from_slice(&crc.to_le_bytes());
+    Ok(bytes)
+}
+
+/// Checks the bytes of `step`'s snapshot file (read from `path`) and decodes
+/// its value: a short, foreign, truncated or tampered file, one holding
+/// another step, or a payload that does not decode within its own length is
+/// an error naming the step and the file.
+pub(crate) fn decode_snapshot_file<T: DeserializeOwned>(
+    step: Step,
+    path: &Path,
+    bytes: &[u8],
+) -> Result<T, StorageError> {
+    let corrupted = |reason: String| StorageError::Corrupted {
+        step,
+        path: path.to_path_buf(),
+        reason,
+    };
+    if bytes.len() < HEADER {
+        return Err(corrupted(format!(
+            "{} bytes, shorter than its header",
+            bytes.len()
+        )));
+    }
+    if &bytes[..8] != MAGIC {
+        return Err(corrupted("not a snapshot file (bad magic)".into()));
+    }
+    let word = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().expect("8 bytes"));
+    let (file_step, len) = (word(8), word(16));
+    let crc = u32::from_le_bytes(bytes[24..28].try_into().expect("4 bytes"));
+    if (bytes.len() - HEADER) as u64 != len {
+        return Err(corrupted(format!(
+            "truncated: {} payload bytes, header says {len}",
+            bytes.len() - HEADER
+        )));
+    }
+    if crc32(&bytes[8..24], &bytes[HEADER..]) != crc {
+        return Err(corrupted("checksum mismatch".into()));
+    }
+    if file_step != step {
+        return Err(corrupted(format!("file holds step {file_step}")));
+    }
+    super::decode_bounded(&bytes[HEADER..]).map_err(|e| StorageError::Serialization {
+        step,
+        reason: e.to_string(),
+    })
 }
 
 /// Writes `bytes` to `path` atomically: to `temp`, fsync, rename, fsync of
@@ -237,18 +273,7 @@ impl<T: Serialize + DeserializeOwned> SnapshotStore<T> for DiskStore<T> {
                 what: format!("{max} snapshots already on disk"),
             });
         }
-        let mut bytes = Vec::with_capacity(HEADER + 64);
-        bytes.extend_from_slice(MAGIC);
-        bytes.extend_from_slice(&step.to_le_bytes());
-        bytes.extend_from_slice(&[0; 12]);
-        bincode::serialize_into(&mut bytes, &value).map_err(|e| StorageError::Serialization {
-            step,
-            reason: e.to_string(),
-        })?;
-        let len = (bytes.len() - HEADER) as u64;
-        bytes[16..24].copy_from_slice(&len.to_le_bytes());
-        let crc = crc32(&bytes[8..24], &bytes[HEADER..]);
-        bytes[24..28].copy_from_slice(&crc.to_le_bytes());
+        let bytes = encode_snapshot_file(step, &value)?;
         let name = self.files.new_name(step);
         let path = self.dir.join(&name);
         self.write_atomically(step, &path, &bytes)?;
@@ -261,13 +286,10 @@ impl<T: Serialize + DeserializeOwned> SnapshotStore<T> for DiskStore<T> {
     }
 
     fn load(&mut self, step: Step) -> Result<T, StorageError> {
-        let payload = self.read_verified(step)?;
-        let value = bincode::deserialize(&payload).map_err(|e| StorageError::Serialization {
-            step,
-            reason: e.to_string(),
-        })?;
+        let (path, bytes) = self.read_file(step)?;
+        let value = decode_snapshot_file(step, &path, &bytes)?;
         self.stats.reads += 1;
-        self.stats.bytes_read += (payload.len() + HEADER) as u64;
+        self.stats.bytes_read += bytes.len() as u64;
         Ok(value)
     }
 

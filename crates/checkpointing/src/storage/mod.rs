@@ -17,8 +17,37 @@ mod names;
 
 pub(crate) use disk::write_atomically;
 pub use disk::DiskStore;
+#[cfg(feature = "fuzzing")]
+pub(crate) use disk::{decode_snapshot_file, encode_snapshot_file};
 pub use memory::MemoryStore;
 pub use names::SnapshotNames;
+
+/// Decodes a value that [`bincode::serialize`] wrote, from bytes read back
+/// from a file: never reads past `payload`, allocates at most what
+/// `payload`'s length allows (a corrupted or hostile length prefix is an
+/// error, not an attempt to allocate it) and refuses trailing bytes.
+///
+/// Every store and the journal decode what they read with this.
+///
+/// ```
+/// let bytes = bincode::serialize(&vec![1.0_f64, 2.0]).unwrap();
+/// let back: Vec<f64> = checkpointing::storage::decode_bounded(&bytes).unwrap();
+/// assert_eq!(back, [1.0, 2.0]);
+/// // A length prefix of 2^60 elements in an 8-byte payload.
+/// let hostile = (1u64 << 60).to_le_bytes();
+/// assert!(checkpointing::storage::decode_bounded::<Vec<f64>>(&hostile).is_err());
+/// let mut trailing = bytes.clone();
+/// trailing.push(0);
+/// assert!(checkpointing::storage::decode_bounded::<Vec<f64>>(&trailing).is_err());
+/// ```
+pub fn decode_bounded<T: serde::de::DeserializeOwned>(payload: &[u8]) -> Result<T, bincode::Error> {
+    use bincode::Options;
+    bincode::DefaultOptions::new()
+        .with_fixint_encoding()
+        .reject_trailing_bytes()
+        .with_limit(payload.len() as u64)
+        .deserialize(payload)
+}
 
 /// Why a store could not save, load or remove a snapshot. Every variant
 /// names the step.

@@ -1,0 +1,189 @@
+//! Writes the seed inputs of every target into `corpus/<target>/seed-*`
+//! (run once; libFuzzer's runs grow the corpus from them):
+//! `cargo run -p checkpointing-fuzz --features hdf5 --example make_seeds`.
+
+use checkpointing::{
+    fuzzing, Action, ActionRecord, Checkpoint, ExecutionStats, Revolve, Schedule, ScheduleSpec,
+    StorageLevel, Trajectory,
+};
+use checkpointing_fuzz::corpus_dir;
+use checkpointing_store::{Codec, Compressor};
+
+fn write(target: &str, name: &str, bytes: &[u8]) {
+    let dir = corpus_dir(target);
+    std::fs::create_dir_all(&dir).expect("corpus directory");
+    std::fs::write(dir.join(format!("seed-{name}")), bytes).expect("seed written");
+}
+
+fn with_mode(mode: u8, bytes: &[u8]) -> Vec<u8> {
+    std::iter::once(mode).chain(bytes.iter().copied()).collect()
+}
+
+fn specs() -> Vec<ScheduleSpec> {
+    let costs = (1.0, 1.0, 2.0, 2.0);
+    vec![
+        ScheduleSpec::None { steps: 5 },
+        ScheduleSpec::SingleMemory { steps: 5 },
+        ScheduleSpec::SingleDisk {
+            steps: 5,
+            move_data: true,
+        },
+        ScheduleSpec::Revolve {
+            max_n: 10,
+            snapshots_in_ram: 3,
+            uf: costs.0,
+            ub: costs.1,
+            wd: costs.2,
+            rd: costs.3,
+        },
+        ScheduleSpec::Revolve {
+            max_n: 10,
+            snapshots_in_ram: 2,
+            uf: 0.1,
+            ub: 0.7,
+            wd: 2.0,
+            rd: 2.0,
+        },
+        ScheduleSpec::Hrevolve {
+            max_n: 12,
+            snapshots_in_ram: 2,
+            snapshots_on_disk: 2,
+            uf: 1.0,
+            ub: 1.0,
+            wd: 2.0,
+            rd: 2.0,
+        },
+        ScheduleSpec::DiskRevolve {
+            max_n: 12,
+            snapshots_in_ram: 2,
+            uf: 1.0,
+            ub: 1.0,
+            wd: 2.0,
+            rd: 2.0,
+        },
+        ScheduleSpec::PeriodicDiskRevolve {
+            max_n: 12,
+            snapshots_in_ram: 2,
+            uf: 1.0,
+            ub: 1.0,
+            wd: 2.0,
+            rd: 2.0,
+        },
+        ScheduleSpec::Multistage {
+            max_n: 12,
+            snapshots_in_ram: 1,
+            snapshots_on_disk: 2,
+            trajectory: Trajectory::Revolve,
+        },
+        ScheduleSpec::Mixed {
+            max_n: 12,
+            snapshots: 3,
+            storage: StorageLevel::Ram,
+        },
+        ScheduleSpec::Periodic {
+            max_n: 12,
+            period: 4,
+        },
+        ScheduleSpec::TwoLevel {
+            steps: 12,
+            period: 4,
+            binomial_snapshots: 2,
+            binomial_storage: StorageLevel::Disk,
+            binomial_trajectory: Trajectory::Maximum,
+        },
+        ScheduleSpec::OnlineR2 {
+            steps: 12,
+            snapshots: 3,
+        },
+    ]
+}
+
+fn main() {
+    let actions: Vec<Action> = Revolve::new(6, 2).expect("valid").collect();
+    let text: String = actions.iter().map(|a| format!("{a}\n")).collect();
+    write("action_text", "revolve", text.as_bytes());
+    let json: String = actions
+        .iter()
+        .map(|a| format!("{}\n", a.to_json()))
+        .collect();
+    write("action_json", "revolve", json.as_bytes());
+    let mut schedule = Revolve::new(10, 3).expect("valid");
+    let mut records = vec![ActionRecord::default(); 64];
+    let filled = schedule.next_records(&mut records);
+    write(
+        "record",
+        "revolve",
+        bytemuck::cast_slice(&records[..filled]),
+    );
+
+    for spec in specs() {
+        let json = serde_json::to_string(&spec).expect("specs serialize");
+        write("schedule_spec", spec.name(), json.as_bytes());
+    }
+
+    let checkpoint = Checkpoint {
+        ics: Some(vec![1.0, 2.0]),
+        deps: vec![vec![3.0, 4.0]],
+    };
+    let file = fuzzing::encode_snapshot_file(7, &checkpoint).expect("encodes");
+    write("disk_snapshot", "file", &with_mode(0, &file));
+    let payload = bincode::serialize(&checkpoint).expect("encodes");
+    write("disk_snapshot", "payload", &with_mode(1, &payload));
+
+    for (name, codec) in [
+        ("identity", Codec::Identity),
+        ("lz4", Codec::Lz4),
+        ("zstd", Codec::Zstd { level: 1 }),
+    ] {
+        let blob = Compressor::new(codec).compress(&payload);
+        write(
+            "compressed_blob",
+            name,
+            &bincode::serialize(&blob).expect("encodes"),
+        );
+    }
+
+    // A journal entry, field for field (bincode writes a struct as a tuple).
+    let entry = (
+        r#"{"schedule":"revolve","max_n":4,"snapshots_in_ram":2}"#.to_string(),
+        "heat".to_string(),
+        7u32,
+        3u64,
+        Some((2u64, vec![1.0_f64])),
+        vec![(2u64, vec![1.0_f64])],
+        Some(vec![0.5_f64]),
+        ExecutionStats::default(),
+        (0.25_f64, vec![0.0_f64]),
+        vec![(0u64, checkpoint)],
+        vec![(1u64, "snapshot-1".to_string())],
+    );
+    let payload = bincode::serialize(&entry).expect("encodes");
+    write("journal", "payload", &with_mode(1, &payload));
+    write(
+        "journal",
+        "file",
+        &with_mode(0, &fuzzing::seal_journal(&payload)),
+    );
+
+    let commands = [
+        "schedule\0revolve\0--max-n\x004\0--snapshots-in-ram\x002",
+        "cost\0multistage\0--max-n\x00100\0--snapshots-in-ram\x003\0--snapshots-on-disk\x005",
+        "cost\0two-level\0--steps\x0020\0--period\x005\0--binomial-snapshots\x002",
+        "schedule\0single-disk\0--steps\x005\0--move-data\0--format\0jsonl",
+        "compare\0--max-n\x001000\0--snapshots\x0010",
+        "cost\0hrevolve\0--max-n\x0020\0--snapshots-in-ram\x002\0--snapshots-on-disk\x003\0--wd\x005",
+    ];
+    for (k, command) in commands.iter().enumerate() {
+        write("cli_args", &k.to_string(), command.as_bytes());
+    }
+
+    // Shape (element, rows, cols), then (kind, value) for step, crc32, ics,
+    // then the data.
+    let mut hdf5 = vec![0u8, 2, 3];
+    for (kind, value) in [(1u8, 0u64), (2, 0), (3, 1)] {
+        hdf5.push(kind);
+        hdf5.extend_from_slice(&value.to_le_bytes());
+    }
+    hdf5.extend((0..6).flat_map(|k| (k as f64).to_le_bytes()));
+    write("hdf5_snapshot", "valid", &hdf5);
+}
