@@ -95,7 +95,8 @@ fn bad_trajectory_name() {
 
 #[test]
 fn finalize_rules() {
-    // Online: finalize before the forward got there, zero, twice.
+    // Online: finalize before the forward got there, zero, twice (the same
+    // n again is accepted, as by the reference; another n is not).
     let mut s = SingleDiskStorageSchedule::new(false);
     assert_eq!(s.finalize(0), Err(ScheduleError::FinalizeZero));
     s.next();
@@ -105,10 +106,16 @@ fn finalize_rules() {
         Err(ScheduleError::FinalizeAhead { n: 3, forward: 2 })
     );
     assert_eq!(s.finalize(2), Ok(()));
+    assert_eq!(s.finalize(2), Ok(()));
     assert_eq!(
-        s.finalize(2),
-        Err(ScheduleError::AlreadyFinalized { max_n: 2 })
+        s.finalize(1),
+        Err(ScheduleError::FinalizeMismatch {
+            n: 1,
+            max_n: 2,
+            forward: 2
+        })
     );
+    assert_eq!(s.finalize(0), Err(ScheduleError::FinalizeZero));
     assert_eq!(s.max_n(), Some(2));
 
     // Online, forward "to sys.maxsize": finalize cuts it.
@@ -118,8 +125,14 @@ fn finalize_rules() {
     assert_eq!(s.n(), 7);
     assert_eq!(
         s.finalize(8),
-        Err(ScheduleError::AlreadyFinalized { max_n: 7 })
+        Err(ScheduleError::FinalizeMismatch {
+            n: 8,
+            max_n: 7,
+            forward: 7
+        })
     );
+    assert_eq!(s.finalize(7), Ok(()));
+    assert_eq!((s.n(), s.max_n()), (7, Some(7)));
 
     // Offline: only max_n, once the forward is there.
     let mut s = Revolve::new(4, 2).unwrap();
@@ -138,6 +151,87 @@ fn finalize_rules() {
         Err(ScheduleError::FinalizeMismatch { .. })
     ));
     assert_eq!(s.finalize(4), Ok(()));
+}
+
+/// Drives `schedule` for `n` steps as the reference's test suite and
+/// pyadjoint's checkpoint manager do: `finalize(n)` after every `Forward`
+/// that reaches `n` (a `Forward` of an online schedule past `n` is cut at
+/// `n`), for `adjoints` adjoints (fewer if the schedule ends first). Every
+/// such `finalize` must be accepted; returns how many there were.
+fn drive_as_clients_do(schedule: &mut dyn Schedule, n: u64, adjoints: usize) -> usize {
+    use checkpointing::Action;
+    let (mut finalizes, mut ends) = (0, 0);
+    while let Some(action) = schedule.next() {
+        match action {
+            Action::Forward { n1, .. } if n1.min(n) == n => {
+                assert_eq!(
+                    schedule.finalize(n),
+                    Ok(()),
+                    "{action} of a schedule of {n} steps"
+                );
+                assert_eq!((schedule.n(), schedule.max_n()), (n, Some(n)));
+                finalizes += 1;
+            }
+            Action::EndReverse => {
+                ends += 1;
+                if ends == adjoints {
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    finalizes
+}
+
+#[test]
+fn finalize_repeated_whenever_a_forward_reaches_n() {
+    use checkpointing::{OnlineR2, TwoLevelCheckpointSchedule};
+    for n in 1..40u64 {
+        // Online schedules with repeated adjoints: the first sweep and every
+        // recomputation that reaches n finalize again.
+        for s in 1..4 {
+            let mut two_level =
+                TwoLevelCheckpointSchedule::new(2, s, StorageLevel::Ram, Trajectory::Maximum)
+                    .unwrap();
+            let finalizes = drive_as_clients_do(&mut two_level, n, 2);
+            // The first sweep reaches n; with n <= period, so does the
+            // recomputation of each adjoint: finalize is repeated.
+            assert!(finalizes >= 1, "n = {n}: {finalizes}");
+            if n <= 2 {
+                assert!(finalizes >= 2, "n = {n}: {finalizes}");
+            }
+            let mut online = OnlineR2::new(s).unwrap();
+            assert!(drive_as_clients_do(&mut online, n, 1) >= 1);
+        }
+        let mut memory = SingleMemoryStorageSchedule::new();
+        assert_eq!(drive_as_clients_do(&mut memory, n, 3), 1);
+        for move_data in [false, true] {
+            let mut disk = SingleDiskStorageSchedule::new(move_data);
+            assert_eq!(drive_as_clients_do(&mut disk, n, 2), 1);
+        }
+        // Offline schedules: finalize(max_n) is a check, accepted at max_n.
+        let mut revolve = Revolve::new(n, 2).unwrap();
+        assert!(drive_as_clients_do(&mut revolve, n, 1) >= 1);
+        let mut multistage =
+            MultistageCheckpointSchedule::new(n, 1, 1, Trajectory::Maximum).unwrap();
+        assert!(drive_as_clients_do(&mut multistage, n, 1) >= 1);
+        // Once finalized, another n is refused, as is the same n while the
+        // forward is elsewhere.
+        let mut two_level =
+            TwoLevelCheckpointSchedule::new(3, 1, StorageLevel::Disk, Trajectory::Maximum).unwrap();
+        drive_as_clients_do(&mut two_level, n, 1);
+        assert!(matches!(
+            two_level.finalize(n + 1),
+            Err(ScheduleError::FinalizeMismatch { max_n, .. }) if max_n == n
+        ));
+        if two_level.n() != n {
+            assert!(matches!(
+                two_level.finalize(n),
+                Err(ScheduleError::FinalizeMismatch { .. })
+            ));
+        }
+    }
 }
 
 #[test]

@@ -216,15 +216,20 @@ fn errors_are_typed() {
         schedule.next();
     }
     schedule.finalize(3).unwrap();
-    assert_eq!(
+    // The same n again, with the forward still there: a no-op.
+    assert_eq!(schedule.finalize(3), Ok(()));
+    assert!(matches!(
+        schedule.finalize(4),
+        Err(ScheduleError::FinalizeMismatch { n: 4, max_n: 3, .. })
+    ));
+    // Once the forward has left step 3, even the same n is refused.
+    while schedule.n() == 3 {
+        schedule.next();
+    }
+    assert!(matches!(
         schedule.finalize(3),
-        Err(ScheduleError::AlreadyFinalized { max_n: 3 })
-    );
-    schedule.next();
-    assert_eq!(
-        schedule.finalize(3),
-        Err(ScheduleError::AlreadyFinalized { max_n: 3 })
-    );
+        Err(ScheduleError::FinalizeMismatch { n: 3, max_n: 3, .. })
+    ));
     assert_eq!(OnlineR2::optimal_range(u64::MAX), u64::MAX);
 }
 

@@ -113,9 +113,41 @@ impl FromStr for Trajectory {
     }
 }
 
-/// The number of steps to advance before the next checkpoint when `n >= 1`
-/// steps remain and `snapshots >= 1` are free: `n_advance` of
-/// `checkpoint_schedules.multistage`.
+/// The number of steps a binomial schedule advances before storing the next
+/// checkpoint when `n` steps remain and `snapshots` are free: `n_advance(n,
+/// snapshots, trajectory=...)` of `checkpoint_schedules.multistage` 1.0.4
+/// (snapshots above `n - 1` are ignored, as there).
+///
+/// Errors: [`ScheduleError::ZeroSteps`] for `n = 0`;
+/// [`ScheduleError::TooFewSnapshots`] for `snapshots = 0`.
+///
+/// ```
+/// use checkpointing::schedule::binomial_advance;
+/// use checkpointing::Trajectory;
+/// assert_eq!(binomial_advance(10, 1, Trajectory::Maximum), Ok(9));
+/// assert_eq!(binomial_advance(10, 9, Trajectory::Maximum), Ok(1));
+/// assert_eq!(binomial_advance(10, 3, Trajectory::Revolve), Ok(4));
+/// ```
+pub fn binomial_advance(
+    n: u64,
+    snapshots: u64,
+    trajectory: Trajectory,
+) -> Result<u64, ScheduleError> {
+    if n == 0 {
+        return Err(ScheduleError::ZeroSteps);
+    }
+    if snapshots == 0 {
+        return Err(ScheduleError::TooFewSnapshots {
+            schedule: "n_advance",
+            got: 0,
+            need: 1,
+            context: "to advance",
+        });
+    }
+    Ok(n_advance(n, snapshots, trajectory))
+}
+
+/// [`binomial_advance`] for `n >= 1` and `snapshots >= 1`.
 pub(crate) fn n_advance(n: u64, snapshots: u64, trajectory: Trajectory) -> u64 {
     debug_assert!(n >= 1 && snapshots >= 1);
     // u64 arithmetic is several times faster than u128; it is exact while no

@@ -6,15 +6,173 @@ use super::{impl_schedule_position, pending_iterator, Cursor, Pending, Schedule,
 use crate::action::{Action, Step};
 use crate::StorageLevel;
 
-/// What the optimal mixed schedule does first with `n` steps left.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum StepKind {
+/// What the optimal mixed schedule does first with `n` steps left: the
+/// `StepType` of `checkpoint_schedules.mixed` (see [`MixedStepKind::step_type`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MixedStepKind {
     /// Advance `k - 1` steps, then tape one step and reverse it.
     ForwardReverse,
     /// Advance one step storing its adjoint dependencies.
     WriteAdjDeps,
     /// Store forward restart data and advance `k` steps.
     WriteIcs,
+}
+
+impl MixedStepKind {
+    /// The value of the reference's `StepType` member (`FORWARD_REVERSE =
+    /// 2`, `WRITE_ADJ_DEPS = 3`, `WRITE_ICS = 4`).
+    ///
+    /// ```
+    /// use checkpointing::schedule::MixedStepKind;
+    /// assert_eq!(MixedStepKind::WriteIcs.step_type(), 4);
+    /// ```
+    pub fn step_type(self) -> u8 {
+        match self {
+            Self::ForwardReverse => 2,
+            Self::WriteAdjDeps => 3,
+            Self::WriteIcs => 4,
+        }
+    }
+}
+
+/// One cell of the mixed dynamic program: what to do first with `n` steps
+/// and `s` free units, how many steps that advances, and the total number
+/// of steps advanced (forward and adjoint) by the optimal schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MixedStep {
+    /// The first action.
+    pub kind: MixedStepKind,
+    /// Steps it advances (for `ForwardReverse`, `advance - 1` plain steps
+    /// and one taped step).
+    pub advance: Step,
+    /// Total steps advanced by the optimal schedule, forward and adjoint.
+    pub cost: u64,
+}
+
+/// The table of the mixed dynamic program for every `n <= max_n` and
+/// `s <= snapshots`: the values of `mixed_steps_tabulation(max_n,
+/// snapshots)` of `checkpoint_schedules.mixed` 1.0.4, the table
+/// [`MixedCheckpointSchedule`] is built from.
+///
+/// ```
+/// use checkpointing::schedule::{MixedCostTable, MixedStepKind};
+/// let table = MixedCostTable::new(10, 3).unwrap();
+/// let cell = table.get(10, 3).unwrap();
+/// assert_eq!((cell.kind, cell.advance, cell.cost), (MixedStepKind::WriteIcs, 4, 19));
+/// // No unit for two steps or more: no schedule.
+/// assert_eq!(table.get(5, 0), None);
+/// ```
+#[derive(Debug, Clone)]
+pub struct MixedCostTable {
+    max_n: Step,
+    table: MixedTable,
+}
+
+impl MixedCostTable {
+    /// Tabulates the program for `n <= max_n` steps and `s <= snapshots`
+    /// units (`snapshots` is not clamped to `max_n - 1`, as in the
+    /// reference's tabulation).
+    ///
+    /// Errors: [`ScheduleError::ZeroSteps`] for `max_n = 0`;
+    /// [`ScheduleError::TooLarge`] past the limit of
+    /// [`MixedCheckpointSchedule::new`] (`max_n² · min(snapshots, max_n - 1)
+    /// / 2 > 2·10^10`), or when the table would not fit in memory.
+    pub fn new(max_n: Step, snapshots: u64) -> Result<Self, ScheduleError> {
+        if max_n == 0 {
+            return Err(ScheduleError::ZeroSteps);
+        }
+        let work = (max_n as f64).powi(2) * snapshots.min(max_n - 1) as f64 / 2.0;
+        let cells = (max_n as f64 + 1.0) * (snapshots as f64 + 1.0);
+        // 13 bytes a cell; refuse above 16 GiB.
+        if work > TABLE_LIMIT
+            || cells * 13.0 > 16.0 * (1u64 << 30) as f64
+            || max_n > u32::MAX as u64
+        {
+            return Err(ScheduleError::TooLarge {
+                what: "mixed cost table",
+                reason: format!("{max_n} steps x {snapshots} snapshots"),
+            });
+        }
+        Ok(Self {
+            max_n,
+            table: MixedTable::new(max_n as usize, snapshots as usize),
+        })
+    }
+
+    /// The largest number of steps tabulated.
+    pub fn max_n(&self) -> Step {
+        self.max_n
+    }
+
+    /// The largest number of units tabulated.
+    pub fn snapshots(&self) -> u64 {
+        self.table.snapshots as u64
+    }
+
+    /// The cell for `n` steps and `s` units, as tabulated (`s` not clamped:
+    /// `s >= n - 1` gives `n <= s + 1`'s cell). `None` outside the table,
+    /// for `n = 0`, and for `s = 0` with `n >= 2` (no schedule; the
+    /// reference's tabulation leaves `(NONE, 0, -1)` there).
+    pub fn get(&self, n: Step, s: u64) -> Option<MixedStep> {
+        if n == 0 || n > self.max_n || s > self.snapshots() || (s == 0 && n >= 2) {
+            return None;
+        }
+        let at = n as usize * (self.table.snapshots + 1) + s as usize;
+        Some(MixedStep {
+            kind: self.table.kind[at],
+            advance: self.table.advance[at] as Step,
+            cost: self.table.cost[at],
+        })
+    }
+}
+
+/// The first step of the optimal mixed schedule of `n` steps with `s` units
+/// and its total cost: `mixed_step_memoization(n, s)` of
+/// `checkpoint_schedules.mixed` 1.0.4 (units above `n - 1` are clamped, as
+/// there).
+///
+/// Errors: [`ScheduleError::ZeroSteps`] for `n = 0`;
+/// [`ScheduleError::TooFewSnapshots`] for `s = 0` with `n > 1`;
+/// [`ScheduleError::TooLarge`] as [`MixedCostTable::new`].
+///
+/// ```
+/// use checkpointing::schedule::{mixed_step, MixedStepKind};
+/// let first = mixed_step(10, 3).unwrap();
+/// assert_eq!((first.kind, first.advance, first.cost), (MixedStepKind::WriteIcs, 4, 19));
+/// assert_eq!(mixed_step(3, 9).unwrap().kind, MixedStepKind::WriteAdjDeps);
+/// ```
+pub fn mixed_step(n: Step, s: u64) -> Result<MixedStep, ScheduleError> {
+    if n == 0 {
+        return Err(ScheduleError::ZeroSteps);
+    }
+    let s = s.min(n - 1);
+    if s == 0 && n > 1 {
+        return Err(ScheduleError::TooFewSnapshots {
+            schedule: "mixed_step",
+            got: 0,
+            need: 1,
+            context: "when n > 1",
+        });
+    }
+    let table = MixedCostTable::new(n, s)?;
+    Ok(table
+        .get(n, s)
+        .expect("n >= 1 and s >= 1 or n = 1 are tabulated"))
+}
+
+/// The total number of steps advanced (forward and adjoint) by the optimal
+/// mixed schedule of `n` steps with `s` units: `optimal_steps_mixed(n, s)`
+/// of `checkpoint_schedules.mixed` 1.0.4, the steps
+/// [`MixedCheckpointSchedule`]`(n, s)` advances. Errors as [`mixed_step`].
+///
+/// ```
+/// use checkpointing::schedule::optimal_steps_mixed;
+/// assert_eq!(optimal_steps_mixed(10, 3), Ok(19));
+/// // One unit: advance n - 1 steps storing restart data, then n(n+1)/2 - 1.
+/// assert_eq!(optimal_steps_mixed(6, 1), Ok(20));
+/// ```
+pub fn optimal_steps_mixed(n: Step, s: u64) -> Result<u64, ScheduleError> {
+    mixed_step(n, s).map(|step| step.cost)
 }
 
 /// The dynamic program of Maddison (2024): for `n` steps and `s` free
@@ -24,7 +182,7 @@ enum StepKind {
 struct MixedTable {
     snapshots: usize,
     /// `kind`, `advance` and `cost` of `(n, s)` at `n * (snapshots + 1) + s`.
-    kind: Vec<StepKind>,
+    kind: Vec<MixedStepKind>,
     advance: Vec<u32>,
     cost: Vec<u64>,
 }
@@ -38,7 +196,7 @@ impl MixedTable {
         let size = (max_n + 1) * width;
         let mut table = Self {
             snapshots,
-            kind: vec![StepKind::ForwardReverse; size],
+            kind: vec![MixedStepKind::ForwardReverse; size],
             advance: vec![1; size],
             cost: vec![1; size],
         };
@@ -54,24 +212,24 @@ impl MixedTable {
             });
             for n in 1..=max_n {
                 let (kind, advance, cost) = if n == 1 {
-                    (StepKind::ForwardReverse, 1, 1)
+                    (MixedStepKind::ForwardReverse, 1, 1)
                 } else if s == 0 {
                     // Never used: a schedule with n >= 2 steps has s >= 1.
-                    (StepKind::ForwardReverse, 1, u64::MAX / 4)
+                    (MixedStepKind::ForwardReverse, 1, u64::MAX / 4)
                 } else if n <= s + 1 {
-                    (StepKind::WriteAdjDeps, 1, n as u64)
+                    (MixedStepKind::WriteAdjDeps, 1, n as u64)
                 } else if s == 1 {
                     let n = n as u64;
-                    (StepKind::WriteIcs, (n - 1) as u32, n * (n + 1) / 2 - 1)
+                    (MixedStepKind::WriteIcs, (n - 1) as u32, n * (n + 1) / 2 - 1)
                 } else {
                     let hint = table.advance[(n - 1) * width + s] as usize;
                     let search = search.as_mut().expect("built for s >= 2");
                     let (arg, best) = split(search, &row, &prev, n, hint);
                     let adj = 1 + prev[n - 1];
                     if adj < best {
-                        (StepKind::WriteAdjDeps, 1, adj)
+                        (MixedStepKind::WriteAdjDeps, 1, adj)
                     } else {
-                        (StepKind::WriteIcs, arg as u32, best)
+                        (MixedStepKind::WriteIcs, arg as u32, best)
                     }
                 };
                 let at = n * width + s;
@@ -87,7 +245,7 @@ impl MixedTable {
 
     /// `(kind, advance)` for `n >= 1` steps and `s` free units (clamped to
     /// `n - 1`, as the reference does).
-    fn get(&self, n: Step, s: u64) -> (StepKind, Step) {
+    fn get(&self, n: Step, s: u64) -> (MixedStepKind, Step) {
         let s = s.min(n - 1).min(self.snapshots as u64) as usize;
         let at = n as usize * (self.snapshots + 1) + s;
         (self.kind[at], self.advance[at] as Step)
@@ -142,7 +300,7 @@ pub struct MixedCheckpointSchedule {
     storage: StorageLevel,
     table: MixedTable,
     /// Stored units: kind and step.
-    stack: Vec<(StepKind, Step)>,
+    stack: Vec<(MixedStepKind, Step)>,
     pending: Pending,
     exhausted: bool,
     done: bool,
@@ -207,19 +365,19 @@ impl MixedCheckpointSchedule {
             let (kind, advance) = self.table.get(target - n0, free);
             let n1 = n0 + advance;
             let (f0, write_ics, write_adj_deps, storage) = match kind {
-                StepKind::ForwardReverse => {
+                MixedStepKind::ForwardReverse => {
                     if n1 > n0 + 1 {
                         let advance = forward(n0, n1 - 1, false, false, StorageLevel::Work);
                         self.pending.push(advance, n1 - 1, r);
                     }
                     (n1 - 1, false, true, StorageLevel::Work)
                 }
-                StepKind::WriteAdjDeps => {
+                MixedStepKind::WriteAdjDeps => {
                     self.stack.push((kind, n0));
                     (n0, false, true, self.storage)
                 }
-                StepKind::WriteIcs if reuse => (n0, false, false, StorageLevel::Work),
-                StepKind::WriteIcs => {
+                MixedStepKind::WriteIcs if reuse => (n0, false, false, StorageLevel::Work),
+                MixedStepKind::WriteIcs => {
                     self.stack.push((kind, n0));
                     (n0, true, false, self.storage)
                 }
@@ -255,7 +413,7 @@ impl MixedCheckpointSchedule {
             self.stack.pop();
         }
         n = match kind {
-            StepKind::WriteAdjDeps => cp_n + 1,
+            MixedStepKind::WriteAdjDeps => cp_n + 1,
             _ => cp_n,
         };
         let (from, to) = (self.storage, StorageLevel::Work);
@@ -302,20 +460,20 @@ impl Schedule for MixedCheckpointSchedule {
 
 #[cfg(test)]
 mod tests {
-    use super::{MixedTable, StepKind};
+    use super::{MixedStepKind, MixedTable};
 
     /// The reference's table by full scans: the oracle for the pruned one.
-    fn full_scan(max_n: usize, snapshots: usize) -> Vec<(StepKind, u32, u64)> {
+    fn full_scan(max_n: usize, snapshots: usize) -> Vec<(MixedStepKind, u32, u64)> {
         let width = snapshots + 1;
-        let mut t = vec![(StepKind::ForwardReverse, 1, 1u64); (max_n + 1) * width];
+        let mut t = vec![(MixedStepKind::ForwardReverse, 1, 1u64); (max_n + 1) * width];
         for s in 0..=snapshots {
             for n in 1..=max_n {
                 let cell = if n == 1 {
-                    (StepKind::ForwardReverse, 1, 1)
+                    (MixedStepKind::ForwardReverse, 1, 1)
                 } else if s == 0 {
-                    (StepKind::ForwardReverse, 1, u64::MAX / 4)
+                    (MixedStepKind::ForwardReverse, 1, u64::MAX / 4)
                 } else if n <= s + 1 {
-                    (StepKind::WriteAdjDeps, 1, n as u64)
+                    (MixedStepKind::WriteAdjDeps, 1, n as u64)
                 } else {
                     let (mut arg, mut best) = (0, u64::MAX);
                     for i in 2..n {
@@ -326,9 +484,9 @@ mod tests {
                     }
                     let adj = 1 + t[(n - 1) * width + s - 1].2;
                     if adj < best {
-                        (StepKind::WriteAdjDeps, 1, adj)
+                        (MixedStepKind::WriteAdjDeps, 1, adj)
                     } else {
-                        (StepKind::WriteIcs, arg as u32, best)
+                        (MixedStepKind::WriteIcs, arg as u32, best)
                     }
                 };
                 t[n * width + s] = cell;

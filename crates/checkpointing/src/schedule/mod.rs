@@ -43,11 +43,14 @@ mod spec;
 mod two_level;
 
 pub use basic::{NoneCheckpointSchedule, SingleDiskStorageSchedule, SingleMemoryStorageSchedule};
-pub use binomial::{binomial_forward_steps, Trajectory};
+pub use binomial::{binomial_advance, binomial_forward_steps, Trajectory};
 pub use disk_revolve::{DiskRevolve, PeriodicDiskRevolve};
 pub use drive::Drive;
 pub use hrevolve::{HRevolve, HierarchicalRevolve, LevelSpec};
-pub use mixed::MixedCheckpointSchedule;
+pub use mixed::{
+    mixed_step, optimal_steps_mixed, MixedCheckpointSchedule, MixedCostTable, MixedStep,
+    MixedStepKind,
+};
 pub use multistage::MultistageCheckpointSchedule;
 pub use online_r2::OnlineR2;
 pub use periodic::Periodic;
@@ -101,7 +104,10 @@ pub enum ScheduleError {
         /// Where the forward is.
         forward: Step,
     },
-    /// `finalize(n)` on a schedule whose number of steps is already known.
+    /// `finalize(n)` on a schedule whose number of steps is already known
+    /// (offline, or online and finalized before), with `n` other than
+    /// `max_n` or the forward not at `n`. Repeating `finalize(max_n)` while
+    /// the forward is at `max_n` is not an error.
     #[error("cannot finalize with n = {n}: the schedule already has max_n = {max_n} and the forward is at step {forward}")]
     FinalizeMismatch {
         /// The requested number of steps.
@@ -110,14 +116,6 @@ pub enum ScheduleError {
         max_n: Step,
         /// Where the forward is.
         forward: Step,
-    },
-    /// A second `finalize` on an online schedule.
-    #[error(
-        "online schedule already finalized with max_n = {max_n}; it cannot be finalized again"
-    )]
-    AlreadyFinalized {
-        /// The number of steps of the first `finalize`.
-        max_n: Step,
     },
     /// A dynamic program would not fit in reasonable time or memory.
     #[error("{what} is too large: {reason}")]
@@ -201,9 +199,37 @@ impl Cursor {
         self.online
     }
 
-    /// The reference package's `finalize(n)`, with a typed error for every
-    /// case it rejects, and a second `finalize` of an online schedule
-    /// rejected too.
+    /// The reference package's `finalize(n)` (`CheckpointSchedule.finalize`
+    /// of `checkpoint_schedules` 1.0.4), rule for rule, with a typed error
+    /// for every case it rejects:
+    ///
+    /// * `n == 0`: [`ScheduleError::FinalizeZero`] (the reference's
+    ///   `ValueError`);
+    /// * `max_n` unknown (an online schedule not yet finalized): accepted
+    ///   once the forward has reached `n` (`n() >= n`; the forward position
+    ///   becomes `n`, and `max_n` becomes `n`), else
+    ///   [`ScheduleError::FinalizeAhead`];
+    /// * `max_n` known (an offline schedule, or an online one finalized
+    ///   before): accepted, as a no-op, when `n == max_n` and the forward is
+    ///   at `n`, else [`ScheduleError::FinalizeMismatch`] (the reference's
+    ///   `RuntimeError` for both).
+    ///
+    /// So clients may call `finalize(n)` again whenever a later forward
+    /// reaches `n` (as `pyadjoint`'s checkpoint manager and the
+    /// reference's own tests do), on any schedule.
+    ///
+    /// ```
+    /// use checkpointing::{Schedule, ScheduleError, SingleMemoryStorageSchedule};
+    /// let mut schedule = SingleMemoryStorageSchedule::new();
+    /// schedule.next(); // Forward(0, sys.maxsize, ...)
+    /// assert_eq!(schedule.finalize(5), Ok(()));
+    /// assert_eq!(schedule.finalize(5), Ok(())); // the same n again: a no-op
+    /// assert!(matches!(
+    ///     schedule.finalize(6),
+    ///     Err(ScheduleError::FinalizeMismatch { n: 6, max_n: 5, forward: 5 })
+    /// ));
+    /// assert_eq!(schedule.max_n(), Some(5));
+    /// ```
     pub fn finalize(&mut self, n: Step) -> Result<(), ScheduleError> {
         if n == 0 {
             return Err(ScheduleError::FinalizeZero);
@@ -215,7 +241,6 @@ impl Cursor {
                 Ok(())
             }
             None => Err(ScheduleError::FinalizeAhead { n, forward: self.n }),
-            Some(max_n) if self.online => Err(ScheduleError::AlreadyFinalized { max_n }),
             Some(max_n) if self.n != n || max_n != n => Err(ScheduleError::FinalizeMismatch {
                 n,
                 max_n,
@@ -282,8 +307,10 @@ pub trait Schedule: Iterator<Item = Action> {
     }
 
     /// Tell an online schedule the number of forward steps, once the forward
-    /// has reached it. On an offline schedule this only checks that `n` is
-    /// its `max_n` and that the forward is there.
+    /// has reached it. Once `max_n` is known (an offline schedule, or after a
+    /// first `finalize`) this only checks that `n` is `max_n` and that the
+    /// forward is there, so a repeated `finalize(max_n)` whenever a forward
+    /// reaches `max_n` is accepted. The rules are [`Cursor::finalize`]'s.
     fn finalize(&mut self, n: Step) -> Result<(), ScheduleError> {
         self.cursor_mut().finalize(n)
     }
