@@ -371,3 +371,51 @@ fn plot_writes_an_svg() {
     ]);
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// Loops too long to replay are answered from the closed form at once,
+/// numbers past u64 printed in full; `--replay` replays a small one.
+#[test]
+fn cost_of_huge_loops_comes_from_the_closed_form() {
+    let text = stdout(&[
+        "cost",
+        "revolve",
+        "--max-n",
+        "99999999999",
+        "--snapshots-in-ram",
+        "1",
+    ]);
+    let value: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(value["source"], "closed form");
+    // One snapshot: every step recomputed from the start, n (n + 1) / 2.
+    assert!(
+        text.contains("\"forward_steps\":4999999999950000000000"),
+        "{text}"
+    );
+    assert_eq!(value["adjoint_steps"], 99_999_999_999u64);
+    let text = stdout(&[
+        "cost",
+        "revolve",
+        "--max-n",
+        "18446744073709551615",
+        "--snapshots-in-ram",
+        "2",
+    ]);
+    assert!(text.contains("\"source\":\"closed form\""), "{text}");
+    let text = stdout(&[
+        "cost", "periodic", "--max-n", "10", "--period", "3", "--replay",
+    ]);
+    let value: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(value["actions"], 16, "{text}");
+    assert_eq!(value["forward_steps"], 19, "{text}");
+    usage_error(
+        &[
+            "cost",
+            "revolve",
+            "--max-n",
+            "18446744073709551615",
+            "--snapshots-in-ram",
+            "0",
+        ],
+        "at least 1 snapshot",
+    );
+}

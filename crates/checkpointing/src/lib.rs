@@ -51,7 +51,7 @@ pub use schedule::{
     binomial_forward_steps, Cursor, DiskRevolve, Drive, HRevolve, HierarchicalRevolve, LevelSpec,
     MixedCheckpointSchedule, MultistageCheckpointSchedule, NoneCheckpointSchedule, OnlineR2,
     Periodic, PeriodicDiskRevolve, Revolve, Schedule, ScheduleError, ScheduleSpec,
-    SingleDiskStorageSchedule, SingleMemoryStorageSchedule, SpecError, Trajectory,
+    SingleDiskStorageSchedule, SingleMemoryStorageSchedule, SpecError, StepCounts, Trajectory,
     TwoLevelCheckpointSchedule,
 };
 pub use storage::{

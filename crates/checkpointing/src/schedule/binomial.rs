@@ -9,21 +9,60 @@ use std::str::FromStr;
 
 use super::ScheduleError;
 
-/// `β(s, r) = C(s + r, s)`, or `None` past `u128`.
+/// `β(s, r) = C(s + r, s)`, or `None` past `u128`: `min(s, r)` factors
+/// (`C(m + k, k) = Π_{i=1..k} (m + i)/i` with `k = min(s, r)`, every prefix
+/// an integer).
 fn beta(s: u64, r: u64) -> Option<u128> {
+    let (m, k) = (s.max(r) as u128, s.min(r) as u128);
     let mut b: u128 = 1;
-    for k in 1..=r as u128 {
-        b = b.checked_mul(s as u128 + k)? / k;
+    for i in 1..=k {
+        b = b.checked_mul(m + i)? / i;
     }
     Some(b)
 }
 
+/// Whether `β(s, r) >= n`, stopping as soon as a prefix of the product
+/// reaches `n` (so at most about 128 factors for any `u64` arguments).
+fn beta_reaches(s: u64, r: u64, n: u128) -> bool {
+    let (m, k) = (s.max(r) as u128, s.min(r) as u128);
+    let mut b: u128 = 1;
+    for i in 1..=k {
+        // An overflow means b (m + i) / i > 2^128 / 2^64 > n.
+        b = match b.checked_mul(m + i) {
+            Some(product) => product / i,
+            None => return true,
+        };
+        if b >= n {
+            return true;
+        }
+    }
+    b >= n
+}
+
 /// The least `r` with `β(s, r) >= n`, with `β(s, r - 1)` (for `r >= 1`).
-/// Requires `s >= 1` and `n >= 1`.
+/// Requires `s >= 1` and `n >= 1`. Counts `r` up one by one while it is
+/// small (the schedules' hot path), then bisects: `O(log n)` evaluations of
+/// [`beta_reaches`] for the few snapshots that make `r` large (`r ≈ n` for
+/// one snapshot).
 fn repetition(n: u64, s: u64) -> (u64, u128) {
+    const LINEAR: u64 = 64;
     let (n, s128) = (n as u128, s as u128);
     let (mut r, mut b_prev, mut b) = (0u64, 0u128, 1u128);
     while b < n {
+        if r == LINEAR {
+            // β(s, LINEAR) < n: bisect over (LINEAR, n], as β(s, n) > n.
+            let (mut lo, mut hi) = (LINEAR, n as u64);
+            while hi - lo > 1 {
+                let mid = lo + (hi - lo) / 2;
+                if beta_reaches(s, mid, n) {
+                    hi = mid;
+                } else {
+                    lo = mid;
+                }
+            }
+            let b_prev = beta(s, hi - 1).expect("below n, so within u128");
+            return (hi, b_prev);
+        }
         r += 1;
         b_prev = b;
         // β(s, r) = β(s, r - 1) (s + r) / r, exact. β(s, r - 1) < n, so the
@@ -48,6 +87,20 @@ fn repetition(n: u64, s: u64) -> (u64, u128) {
 /// `None` when `n == 0`, `s == 0` (and `n > 1`), or the count overflows
 /// `u64`.
 pub fn binomial_forward_steps(n: u64, s: u64) -> Option<u64> {
+    u64::try_from(binomial_forward_steps_wide(n, s)?).ok()
+}
+
+/// [`binomial_forward_steps`] in `u128`, which holds the count for every
+/// `u64` number of steps and snapshots but the largest few (`None` there,
+/// and for `n == 0` or `s == 0 < n - 1`). `O(log n)` time.
+///
+/// ```
+/// use checkpointing::schedule::binomial_forward_steps_wide;
+/// // 10^11 steps, one snapshot: every step recomputed from the start.
+/// let n = 100_000_000_000u64;
+/// assert_eq!(binomial_forward_steps_wide(n, 1), Some(n as u128 * (n as u128 + 1) / 2));
+/// ```
+pub fn binomial_forward_steps_wide(n: u64, s: u64) -> Option<u128> {
     if n == 0 || (s == 0 && n > 1) {
         return None;
     }
@@ -55,8 +108,8 @@ pub fn binomial_forward_steps(n: u64, s: u64) -> Option<u64> {
         return Some(1);
     }
     let (r, _) = repetition(n, s);
-    let extra = (r as u128) * (n as u128) - beta(s + 1, r - 1)?;
-    u64::try_from(n as u128 + extra).ok()
+    let extra = (r as u128).checked_mul(n as u128)? - beta(s + 1, r - 1)?;
+    (n as u128).checked_add(extra)
 }
 
 /// The last optimal position of the first checkpoint when `n >= 3` steps are

@@ -29,6 +29,7 @@ use crate::StorageLevel;
 
 mod basic;
 mod binomial;
+mod closed_form;
 mod disk_revolve;
 mod drive;
 mod hrevolve;
@@ -43,7 +44,10 @@ mod spec;
 mod two_level;
 
 pub use basic::{NoneCheckpointSchedule, SingleDiskStorageSchedule, SingleMemoryStorageSchedule};
-pub use binomial::{binomial_advance, binomial_forward_steps, Trajectory};
+pub use binomial::{
+    binomial_advance, binomial_forward_steps, binomial_forward_steps_wide, Trajectory,
+};
+pub use closed_form::StepCounts;
 pub use disk_revolve::{DiskRevolve, PeriodicDiskRevolve};
 pub use drive::Drive;
 pub use hrevolve::{HRevolve, HierarchicalRevolve, LevelSpec};

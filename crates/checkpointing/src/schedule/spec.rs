@@ -8,7 +8,7 @@ use super::{
     ScheduleError, SingleDiskStorageSchedule, SingleMemoryStorageSchedule, Trajectory,
     TwoLevelCheckpointSchedule,
 };
-use crate::action::Step;
+use crate::action::{Action, Step};
 use crate::replay::{Cost, Replay, ReplayError};
 use crate::StorageLevel;
 
@@ -540,10 +540,25 @@ impl ScheduleSpec {
     /// Drives the schedule and replays its actions, streaming: validity and
     /// costs.
     pub fn cost(&self) -> Result<Cost, SpecError> {
+        self.cost_observed(|_| {})
+    }
+
+    /// [`cost`](Self::cost), calling `observe` with each action as it is
+    /// replayed (to report progress on a long replay).
+    ///
+    /// ```
+    /// use checkpointing::{Action, ScheduleSpec};
+    /// let spec = ScheduleSpec::Periodic { max_n: 10, period: 4 };
+    /// let mut steps = 0;
+    /// let cost = spec.cost_observed(|a| if let Action::Forward { n0, n1, .. } = a { steps += n1 - n0 }).unwrap();
+    /// assert_eq!(steps, cost.forward_steps);
+    /// ```
+    pub fn cost_observed(&self, mut observe: impl FnMut(&Action)) -> Result<Cost, SpecError> {
         let mut failure = None;
         let actions = self
             .drive()?
-            .map_while(|action| action.map_err(|e| failure = Some(e)).ok());
+            .map_while(|action| action.map_err(|e| failure = Some(e)).ok())
+            .inspect(|action| observe(action));
         let cost = self.replay().run(actions);
         match failure {
             Some(e) => Err(e.into()),
