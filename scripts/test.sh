@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Every test of the workspace, with every feature (HDF5 included), then the
 # Python package's: installs what is missing (scripts/install-deps.sh), runs
-# cargo test, builds the package into .venv-test with maturin and runs pytest.
+# cargo test, builds the package into .venv-test with maturin and runs pytest,
+# then the test suite of checkpoint_schedules 1.0.4 on the drop-in
+# (scripts/reference-suite.sh; downloads its sdist, so needs the network).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -12,3 +14,6 @@ VIRTUAL_ENV="$PWD/.venv-test" PATH="$PWD/.venv-test/bin:$PATH" \
     maturin develop --release --quiet -m crates/checkpointing-py/Cargo.toml
 (cd crates/checkpointing-py && ../../.venv-test/bin/python -m pytest -q -p no:cacheprovider \
     --doctest-modules python tests)
+# The reference's own test suite, fetched from the package index, on the
+# reference (control) and on the drop-in: the counts must match.
+bash scripts/reference-suite.sh

@@ -12,6 +12,8 @@ use std::sync::Mutex;
 
 use pyo3::types::{PyByteArray, PyTuple};
 
+mod tables;
+
 use checkpointing::{
     Action, ActionRecord, DiskRevolve, HRevolve, MixedCheckpointSchedule,
     MultistageCheckpointSchedule, NoneCheckpointSchedule, OnlineR2, Periodic, PeriodicDiskRevolve,
@@ -1005,5 +1007,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyNone>()?;
     m.add_class::<PyPeriodic>()?;
     m.add_class::<PyOnlineR2>()?;
+    tables::register(m)?;
     Ok(())
 }

@@ -4,7 +4,8 @@ A drop-in for ``checkpoint_schedules`` 1.0.4: the same classes (actions,
 ``StorageType``, every schedule) with the same constructor signatures,
 attributes, ``repr``, equality and iteration, and exceptions of the same
 types, so that code written for that package runs unchanged after changing
-the import (or after :func:`install_as_checkpoint_schedules`). Also:
+the import (or after :func:`install_as_checkpoint_schedules`, which also
+provides the reference's submodules: ``checkpoint_schedules.mixed``...). Also:
 ``Periodic`` and ``OnlineR2`` (Checkpointing.jl's schemes),
 :func:`action_arrays` and :func:`iter_action_arrays` (a schedule's actions as
 NumPy arrays, for millions of actions), and :func:`checkpointing.jax.checkpointed_scan`.
@@ -104,24 +105,37 @@ from ._native import (  # noqa: E402
     SingleDiskStorageSchedule,
     SingleMemoryStorageSchedule,
     TwoLevelCheckpointSchedule,
-    optimal_steps_binomial,
 )
+from ._tables import optimal_steps_binomial  # noqa: E402
 from ._arrays import action_arrays, iter_action_arrays  # noqa: E402
 
 
 def install_as_checkpoint_schedules():
-    """Make ``import checkpoint_schedules`` (and ``from checkpoint_schedules
-    import ...``) give this package, so that code written for
-    ``checkpoint_schedules`` 1.0.4 runs on it unchanged. Call it before that
-    code imports ``checkpoint_schedules``; returns this module.
+    """Make ``import checkpoint_schedules`` give this package's
+    :mod:`checkpointing.checkpoint_schedules`, and its submodules
+    ``checkpoint_schedules.schedule``, ``.hrevolve``, ``.multistage``,
+    ``.mixed``, ``.basic_schedules`` and ``.twolevel_binomial`` the modules
+    of the same names there, so that code written for
+    ``checkpoint_schedules`` 1.0.4 runs on this package unchanged. Call it
+    before that code imports ``checkpoint_schedules``; returns the module now
+    named ``checkpoint_schedules``. The classes are this package's: the same
+    objects under both names. Modules of a ``checkpoint_schedules`` imported
+    before are dropped from ``sys.modules``.
 
     >>> import checkpointing
     >>> checkpointing.install_as_checkpoint_schedules()  # doctest: +ELLIPSIS
-    <module 'checkpointing' ...>
+    <module 'checkpointing.checkpoint_schedules' ...>
     >>> from checkpoint_schedules import Revolve
-    >>> Revolve is checkpointing.Revolve
-    True
+    >>> from checkpoint_schedules.mixed import optimal_steps_mixed
+    >>> Revolve is checkpointing.Revolve, optimal_steps_mixed(10, 3)
+    (True, 19)
     """
-    module = sys.modules[__name__]
-    sys.modules["checkpoint_schedules"] = module
-    return module
+    from . import checkpoint_schedules as package
+
+    # Submodules of a checkpoint_schedules imported before go: no mixing.
+    for name in [name for name in sys.modules if name.startswith("checkpoint_schedules.")]:
+        del sys.modules[name]
+    sys.modules["checkpoint_schedules"] = package
+    for name, module in package.MODULES.items():
+        sys.modules[f"checkpoint_schedules.{name}"] = module
+    return package
