@@ -1,7 +1,8 @@
-"""checkpointed_scan against jax.lax.scan: the same outputs and gradients
-(with respect to the initial carry, the scanned inputs and closed-over
-parameters) under every kind of schedule, with at most snapshots + 2 carries
-held."""
+"""checkpointed_scan(mode="host"), the host-driven loop, against
+jax.lax.scan: the same outputs and gradients (with respect to the initial
+carry, the scanned inputs and closed-over parameters) under every kind of
+schedule, with at most snapshots + 2 carries held. The compiled mode (the
+default) is tested in test_jax_compiled.py."""
 
 import pytest
 
@@ -62,7 +63,7 @@ SCHEDULES = {
 @pytest.mark.parametrize("name", list(SCHEDULES))
 def test_value_and_gradient_equal_lax_scan(name):
     params, xs, h0 = problem()
-    ours = loss_with(lambda s, c, x: checkpointed_scan(s, c, x, schedule=SCHEDULES[name]))
+    ours = loss_with(lambda s, c, x: checkpointed_scan(s, c, x, schedule=SCHEDULES[name], mode="host"))
     theirs = loss_with(reference)
     v1, g1 = jax.value_and_grad(ours, argnums=(0, 1, 2))(params, xs, h0)
     v2, g2 = jax.value_and_grad(theirs, argnums=(0, 1, 2))(params, xs, h0)
@@ -76,7 +77,7 @@ def test_value_and_gradient_equal_lax_scan(name):
 @pytest.mark.parametrize("snapshots", [1, 2, 5, 12])
 def test_at_most_snapshots_plus_two_carries(snapshots):
     params, xs, h0 = problem()
-    loss = loss_with(lambda s, c, x: checkpointed_scan(s, c, x, schedule=lambda n: checkpointing.Revolve(n, snapshots)))
+    loss = loss_with(lambda s, c, x: checkpointed_scan(s, c, x, schedule=lambda n: checkpointing.Revolve(n, snapshots), mode="host"))
     jax.grad(loss)(params, xs, h0)
     assert last_stats["peak_carries"] <= snapshots + 2, last_stats
     # The schedule's forward steps, first sweep included: no more recomputation.
@@ -85,7 +86,7 @@ def test_at_most_snapshots_plus_two_carries(snapshots):
 
 def test_a_length_instead_of_inputs_and_a_schedule_object():
     def f(x0):
-        carry, _ = checkpointed_scan(lambda c, _: (jnp.cos(c) * 1.1, None), x0, 25, schedule=checkpointing.Revolve(25, 4))
+        carry, _ = checkpointed_scan(lambda c, _: (jnp.cos(c) * 1.1, None), x0, 25, schedule=checkpointing.Revolve(25, 4), mode="host")
         return carry.sum()
 
     def g(x0):
@@ -99,7 +100,7 @@ def test_bad_schedules_are_refused():
     x0 = jnp.ones(2)
 
     def grad_with(schedule, length=10):
-        return jax.grad(lambda c: checkpointed_scan(lambda c, _: (c * 2.0, None), c, length, schedule=schedule)[0].sum())(x0)
+        return jax.grad(lambda c: checkpointed_scan(lambda c, _: (c * 2.0, None), c, length, schedule=schedule, mode="host")[0].sum())(x0)
 
     with pytest.raises(ValueError, match="10 steps"):
         grad_with(lambda n: checkpointing.Revolve(n + 1, 2))
@@ -124,7 +125,7 @@ def test_a_pytree_carry_through_ram_and_disk_snapshots():
         return f
 
     u0, k0, xs = jnp.linspace(0.0, 1.0, 5), jnp.asarray(0.9), jnp.linspace(-1.0, 1.0, 23)
-    ours = loss(lambda s, c, x: checkpointed_scan(s, c, x, schedule=lambda n: checkpointing.MultistageCheckpointSchedule(n, 1, 2)))
+    ours = loss(lambda s, c, x: checkpointed_scan(s, c, x, schedule=lambda n: checkpointing.MultistageCheckpointSchedule(n, 1, 2), mode="host"))
     g1 = jax.grad(ours, argnums=(0, 1, 2))(u0, k0, xs)
     g2 = jax.grad(loss(jax.lax.scan), argnums=(0, 1, 2))(u0, k0, xs)
     for a, b in zip(g1, g2):

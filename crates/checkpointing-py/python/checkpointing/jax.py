@@ -1,29 +1,47 @@
 """``checkpointed_scan``: ``jax.lax.scan`` whose gradient keeps only a
-schedule's snapshots.
+schedule's snapshots (binomial checkpointing, Revolve, H-Revolve,
+Multistage... for ``lax.scan``).
 
 ``jax.grad`` of a ``lax.scan`` over ``n`` steps stores all ``n`` carries;
-``jax.checkpoint`` on the step trades them for recomputation inside one
-compiled program, with a fixed policy. ``checkpointed_scan`` drives the loop
-from the host with any schedule of this package (Revolve, H-Revolve,
-Multistage...): the forward runs each step (jitted) once, storing the
-schedule's snapshots; the backward follows the schedule, recomputing from
-snapshots and calling ``jax.vjp`` of one step at a time (as Checkpointing.jl
-does with Enzyme). At most ``snapshots + 2`` carries are held: the
-snapshots, the live carry and the one whose step is being differentiated.
-Snapshots on ``StorageType.DISK`` are kept in host memory (off the device).
+``jax.checkpoint`` on the step trades them for recomputation with a fixed
+policy. ``checkpointed_scan`` follows any schedule of this package, two ways:
 
-The loop is driven from Python, so ``checkpointed_scan`` runs eagerly (its
-steps are jitted); do not wrap the whole gradient in ``jax.jit``. JAX is
-imported only by this module.
+- ``mode="compiled"`` (the default): the schedule is computed by the Rust
+  library at trace time (``n`` is static there) and compiled into the XLA
+  program: its actions become int32 records that a ``lax.fori_loop``
+  interprets, advancing the carry with the step function, storing and
+  restoring snapshots in a preallocated buffer (``dynamic_update_index`` /
+  ``dynamic_index``) and applying ``jax.vjp`` of one step for each adjoint
+  step. No host callback: it works inside ``jax.jit``, under ``jax.vmap``,
+  ``jax.grad`` of jitted functions, on any backend. The compiled program
+  holds the schedule's snapshots (one buffer of carries, reused slot by slot)
+  plus the live carry, its adjoint and one step's VJP workspace. Snapshots
+  of the schedule's ``DISK`` level go to a second buffer: in ``pinned_host``
+  memory on backends whose devices have it (GPU, TPU), in the default memory
+  on CPU (host memory already) or when ``disk_memory_kind="device"``.
+- ``mode="host"``: the loop is driven from Python, step by step (each step
+  jitted). It runs eagerly, so it cannot be wrapped in ``jax.jit``; it earns
+  its place when the ``DISK`` snapshots should leave the device for host
+  memory that the compiled program cannot address (a backend without
+  ``pinned_host``), or must exceed what one program may allocate. Its
+  ``DISK`` snapshots are NumPy arrays in host memory.
+
+:func:`checkpointed_while_loop` is the reverse-differentiable
+``lax.while_loop`` for loops whose length is known only at run time
+(adaptive solvers): ``OnlineR2``'s checkpoint placement, computed in ``jnp``
+inside the compiled loop.
+
+JAX is imported only by this module.
 
 >>> import jax, jax.numpy as jnp
 >>> from checkpointing import Revolve
 >>> from checkpointing.jax import checkpointed_scan
->>> def f(x0):
+>>> @jax.jit
+... def f(x0):
 ...     carry, _ = checkpointed_scan(lambda c, _: (jnp.sin(c), None), x0, 20,
 ...                                  schedule=lambda n: Revolve(n, 3))
 ...     return carry.sum()
->>> g = jax.grad(f)(jnp.ones(3))
+>>> g = jax.jit(jax.grad(f))(jnp.ones(3))
 >>> def g_scan(x0):
 ...     return jax.lax.scan(lambda c, _: (jnp.sin(c), None), x0, None, length=20)[0].sum()
 >>> bool(jnp.allclose(g, jax.grad(g_scan)(jnp.ones(3))))
@@ -38,25 +56,57 @@ import numpy as np
 
 import checkpointing as _cp
 
-__all__ = ["checkpointed_scan", "last_stats"]
+from . import _jax_compiled as _program
+from . import _jax_online as _online
+
+__all__ = ["checkpointed_scan", "checkpointed_while_loop", "last_stats"]
 
 last_stats = {}
-"""Measurements of the last gradient through :func:`checkpointed_scan`:
-``forward_steps``, ``adjoint_steps``, ``peak_carries`` (most carries held at
-once: snapshots, WORK data and the live carry) and ``snapshots``."""
+"""Counts of the last :func:`checkpointed_scan`. ``mode="host"``: measured
+by the last gradient, ``forward_steps``, ``adjoint_steps`` and
+``peak_carries`` (most carries held at once: snapshots, WORK data and the
+live carry). ``mode="compiled"``: set when the scan is traced, from the
+compiled plan: ``forward_steps`` (step evaluations outside ``jax.vjp``, both
+halves of the gradient), ``schedule_forward_steps`` (the schedule's own
+count: the steps that only produce a ``Reverse``'s dependencies are not run,
+the step's VJP recomputes them), ``adjoint_steps``, ``slots`` (carries in
+the device buffer and in the DISK buffer), ``peak_stored``, ``records``
+(forward and backward program lengths) and ``disk_memory_kind``."""
 
 
-def checkpointed_scan(step, init, xs_or_length, *, schedule):
+def checkpointed_scan(step, init, xs_or_length, *, schedule, mode="compiled", disk_memory_kind="auto"):
     """``jax.lax.scan(step, init, xs)`` (or ``length=`` an int) whose
     reverse-mode derivative follows ``schedule``.
 
     ``step(carry, x) -> (carry, y)`` as for ``lax.scan``; it may close over
-    arrays (parameters): gradients flow to them too. ``schedule`` is a
-    function of the number of steps returning a fresh offline schedule of
-    this package (e.g. ``lambda n: Revolve(n, 10)``), or such a schedule
-    (used once). Returns ``(final_carry, ys)`` with ``ys`` stacked as
+    arrays (parameters): gradients flow to them too. Carries, ``xs`` and
+    ``y`` may be any pytrees (of floating-point arrays for the carry).
+    ``schedule`` is a function of the number of steps returning a fresh
+    schedule of this package (e.g. ``lambda n: Revolve(n, 10)``), or such a
+    schedule object. Returns ``(final_carry, ys)`` with ``ys`` stacked as
     ``lax.scan`` does.
+
+    ``mode="compiled"`` (default) compiles the schedule into the program
+    (works under ``jax.jit`` and ``jax.vmap``; online schedules such as
+    ``OnlineR2`` or ``TwoLevelCheckpointSchedule`` are finalized with the
+    static length); ``mode="host"`` drives it from Python (eager only,
+    offline schedules). ``disk_memory_kind`` (compiled mode) places the
+    ``DISK`` level's buffer: ``"auto"`` (``pinned_host`` where the device is
+    not a CPU and has that memory, else the default memory),
+    ``"pinned_host"`` (a ``ValueError`` naming the device's memories where
+    it has none) or ``"device"`` (the default memory).
+
+    >>> import jax, jax.numpy as jnp
+    >>> from checkpointing import HRevolve
+    >>> step = lambda c, x: (jnp.cos(c) + x, c.sum())
+    >>> xs = jnp.linspace(0.0, 1.0, 12)
+    >>> carry, ys = jax.jit(lambda c: checkpointed_scan(
+    ...     step, c, xs, schedule=lambda n: HRevolve(n, 1, 2)))(jnp.ones(2))
+    >>> ys.shape, last_stats["adjoint_steps"], last_stats["slots"]
+    ((12,), 12, (1, 2))
     """
+    if mode not in ("compiled", "host"):
+        raise ValueError(f"mode is 'compiled' or 'host', got {mode!r}")
     if isinstance(xs_or_length, (int, np.integer)):
         length, xs = int(xs_or_length), None
     else:
@@ -67,10 +117,96 @@ def checkpointed_scan(step, init, xs_or_length, *, schedule):
         length = int(leaves[0].shape[0])
     if length < 1:
         raise ValueError("checkpointed_scan needs at least one step")
-    factory = schedule if callable(schedule) else _Once(schedule)
     x0 = None if xs is None else jax.tree_util.tree_map(lambda a: a[0], xs)
     fn, consts = jax.closure_convert(step, init, x0)
-    return _scan(fn, factory, length, init, xs, *consts)
+    if mode == "host":
+        factory = schedule if callable(schedule) else _Once(schedule)
+        return _scan(fn, factory, length, init, xs, *consts)
+    plan = _plan(schedule, length)
+    kind = _disk_kind(disk_memory_kind, plan)
+    last_stats.clear()
+    last_stats.update(
+        mode="compiled",
+        forward_steps=plan.forward_steps,
+        schedule_forward_steps=plan.schedule_forward_steps,
+        adjoint_steps=plan.adjoint_steps,
+        slots=plan.slots,
+        peak_stored=plan.peak_stored,
+        records=tuple(len(table) for table in plan.fused),
+        disk_memory_kind=kind or "device",
+    )
+    return _program.Compiled(fn, plan, kind)(init, xs, consts)
+
+
+def checkpointed_while_loop(cond_fun, body_fun, init_val, *, snapshots, max_steps=None):
+    """``jax.lax.while_loop(cond_fun, body_fun, init_val)``, reverse-mode
+    differentiable, for loops whose number of steps is known only when they
+    stop (adaptive ODE solvers), keeping ``snapshots`` carries for the
+    backward.
+
+    The forward places its checkpoints online with ``OnlineR2``'s rule
+    (Stumm & Walther 2010; optimal up to ``(s + 1)(s + 2)/2 - 1`` steps,
+    a greedy choice beyond), computed in ``jnp`` inside the loop; the
+    backward reverses the segments between checkpoints with binomial
+    checkpointing over the snapshots then free. One XLA program: works
+    under ``jax.jit`` and ``jax.vmap``. ``body_fun`` may close over arrays
+    (gradients flow to them); ``cond_fun`` is not differentiated. The carry
+    must be floating point. ``max_steps`` (optional) stops the loop
+    unconditionally after that many steps.
+
+    >>> import jax, jax.numpy as jnp
+    >>> def solve(y0, k):  # y' = -k y until t = 1, steps of 0.01
+    ...     body = lambda c: (c[0] + 0.01, c[1] - 0.01 * k * c[1])
+    ...     return checkpointed_while_loop(lambda c: c[0] < 1.0, body, (0.0, y0), snapshots=4)[1]
+    >>> g = jax.jit(jax.grad(solve, argnums=(0, 1)))(2.0, 0.5)
+    >>> bool(jnp.allclose(g[0], 0.99**(0.5 * 100), rtol=0.05))
+    True
+    """
+    body, body_consts = jax.closure_convert(body_fun, init_val)
+    cond, cond_consts = jax.closure_convert(cond_fun, init_val)
+    loop = _online.OnlineLoop(body, cond, snapshots, max_steps)
+    return loop(init_val, body_consts, cond_consts)
+
+
+_plans = {}
+
+
+def _plan(schedule, length):
+    """The compiled plan of a schedule factory's schedule, or of a schedule
+    object (planned once, its plan kept for later traces: tracing a function
+    again, e.g. for ``jax.grad`` after ``jax.jit``, consumes no schedule)."""
+    if callable(schedule):
+        return _program.Plan(schedule(length), length)
+    key = id(schedule)
+    if key in _plans and _plans[key][0] is schedule:
+        plan = _plans[key][1]
+        if plan.length != length:
+            raise ValueError(f"the schedule is for {plan.length} steps, the scan has {length}")
+        return plan
+    plan = _program.Plan(schedule, length)
+    if len(_plans) >= _COMPILED_KEPT:
+        _plans.pop(next(iter(_plans)))
+    _plans[key] = (schedule, plan)
+    return plan
+
+
+def _disk_kind(requested, plan, device=None):
+    """The memory kind of the DISK buffer (``None``: default memory) on
+    ``device`` (default: JAX's first device)."""
+    if requested not in ("auto", "pinned_host", "device"):
+        raise ValueError(f"disk_memory_kind is 'auto', 'pinned_host' or 'device', got {requested!r}")
+    if requested == "device" or not plan.slots[1]:
+        return None
+    device = device or jax.devices()[0]
+    kinds = [m.kind for m in device.addressable_memories()]
+    if requested == "auto":
+        return "pinned_host" if device.platform != "cpu" and "pinned_host" in kinds else None
+    if "pinned_host" not in kinds:
+        raise ValueError(
+            f"disk_memory_kind='pinned_host': the {device.platform} device has memories {kinds}; "
+            "use disk_memory_kind='device' (a second buffer in default memory) or mode='host'"
+        )
+    return "pinned_host"
 
 
 class _Once:
@@ -239,6 +375,7 @@ class _Run:
             self.peak = max(self.peak, self._held())
         last_stats.clear()
         last_stats.update(
+            mode="host",
             forward_steps=self.forward_steps,
             adjoint_steps=self.adjoint_steps,
             peak_carries=self.peak,
