@@ -12,6 +12,7 @@ use std::sync::Mutex;
 
 use pyo3::types::{PyByteArray, PyTuple};
 
+mod disk;
 mod tables;
 
 use checkpointing::{
@@ -1007,6 +1008,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyNone>()?;
     m.add_class::<PyPeriodic>()?;
     m.add_class::<PyOnlineR2>()?;
+    disk::register(m)?;
     tables::register(m)?;
     Ok(())
 }

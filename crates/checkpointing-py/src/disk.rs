@@ -1,0 +1,214 @@
+//! `checkpointing._native.ByteDiskStore`: the core crate's [`DiskStore`]
+//! (one checksummed file per snapshot, written atomically) for snapshots
+//! that Python has already turned into bytes, e.g. the tensors of a PyTorch
+//! state (`checkpointing.torch`).
+//!
+//! A corrupted, truncated or missing file is raised as
+//! `SnapshotCorruptedError` / `SnapshotError` naming the step (and carrying
+//! it as the exception's `step` attribute), never returned as wrong bytes.
+//! The GIL is released while files are written and read, so a Python thread
+//! can write snapshots while the main thread computes.
+
+use std::path::PathBuf;
+
+use pyo3::exceptions::PyOSError;
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes};
+use serde::de::{Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+
+use checkpointing::{DiskStore, SnapshotStore, StorageError};
+
+pyo3::create_exception!(
+    checkpointing,
+    SnapshotError,
+    PyOSError,
+    "A snapshot could not be saved, loaded or removed; `step` is its step."
+);
+pyo3::create_exception!(
+    checkpointing,
+    SnapshotCorruptedError,
+    SnapshotError,
+    "A snapshot's file is corrupted (checksum mismatch, truncated, not a snapshot file); `step` is its step."
+);
+
+/// A snapshot's payload, serialized as one length-prefixed byte string
+/// (`serialize_bytes`), so that bincode copies it whole instead of byte by
+/// byte as it would a `Vec<u8>` sequence.
+struct Bytes(Vec<u8>);
+
+impl Serialize for Bytes {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bytes(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Bytes {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct BytesVisitor;
+        impl<'de> Visitor<'de> for BytesVisitor {
+            type Value = Bytes;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a byte string")
+            }
+            fn visit_byte_buf<E: serde::de::Error>(self, v: Vec<u8>) -> Result<Bytes, E> {
+                Ok(Bytes(v))
+            }
+            fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<Bytes, E> {
+                Ok(Bytes(v.to_vec()))
+            }
+        }
+        deserializer.deserialize_byte_buf(BytesVisitor)
+    }
+}
+
+/// The Python exception for a store error: `SnapshotCorruptedError` for a
+/// corrupted file, `SnapshotError` otherwise; both carry `step`.
+fn snapshot_error(py: Python<'_>, error: StorageError) -> PyErr {
+    let step = match &error {
+        StorageError::BudgetExceeded { step, .. }
+        | StorageError::AlreadyStored { step }
+        | StorageError::Missing { step, .. }
+        | StorageError::Corrupted { step, .. }
+        | StorageError::DiskFull { step, .. }
+        | StorageError::Io { step, .. }
+        | StorageError::OtherRank { step, .. }
+        | StorageError::Device { step, .. }
+        | StorageError::Serialization { step, .. } => Some(*step),
+        _ => None,
+    };
+    let err = match error {
+        StorageError::Corrupted { .. } => SnapshotCorruptedError::new_err(error.to_string()),
+        _ => SnapshotError::new_err(error.to_string()),
+    };
+    if let Some(step) = step {
+        // Setting an attribute on a fresh exception instance cannot fail
+        // in practice; the message names the step in any case.
+        let _ = err.value(py).setattr("step", step);
+    }
+    err
+}
+
+/// Snapshots as bytes, one checksummed file per step in a directory.
+///
+/// `ByteDiskStore()` uses a fresh temporary directory, removed when the
+/// store is garbage-collected; `ByteDiskStore(path)` uses (and creates)
+/// `path` and leaves it in place. `save(step, parts)` writes the
+/// concatenation of `parts` (objects with the buffer protocol: `bytes`,
+/// `bytearray`, `memoryview`, NumPy arrays...) as the snapshot of `step`;
+/// `load(step)` returns it as a `bytearray`, raising
+/// `SnapshotCorruptedError` (naming the step) if the file no longer
+/// matches its checksum.
+///
+/// >>> from checkpointing._native import ByteDiskStore
+/// >>> store = ByteDiskStore()
+/// >>> store.save(3, [b"ab", b"cd"])
+/// >>> bytes(store.load(3))
+/// b'abcd'
+/// >>> store.remove(3); len(store)
+/// 0
+#[pyclass(module = "checkpointing._native")]
+pub struct ByteDiskStore {
+    store: DiskStore<Bytes>,
+}
+
+#[pymethods]
+impl ByteDiskStore {
+    #[new]
+    #[pyo3(signature = (path=None, *, prefix=None))]
+    fn new(py: Python<'_>, path: Option<PathBuf>, prefix: Option<String>) -> PyResult<Self> {
+        let store = match path {
+            Some(path) => DiskStore::in_dir(path),
+            None => DiskStore::temporary(),
+        }
+        .map_err(|e| snapshot_error(py, e))?;
+        let store = match prefix {
+            Some(prefix) => store.with_prefix(prefix),
+            None => store,
+        };
+        Ok(Self { store })
+    }
+
+    /// Writes the concatenation of `parts` as the snapshot of `step`
+    /// (atomically, fsynced). A step already stored is a `SnapshotError`.
+    fn save(&mut self, py: Python<'_>, step: u64, parts: Vec<Bound<'_, PyBytes>>) -> PyResult<()> {
+        let len = parts.iter().map(|p| p.as_bytes().len()).sum();
+        let mut payload = Vec::with_capacity(len);
+        for part in &parts {
+            payload.extend_from_slice(part.as_bytes());
+        }
+        let store = &mut self.store;
+        py.detach(move || store.save(step, Bytes(payload)))
+            .map_err(|e| snapshot_error(py, e))
+    }
+
+    /// The snapshot of `step` as a `bytearray`, after checking its file's
+    /// checksum; the snapshot stays stored.
+    fn load<'py>(&mut self, py: Python<'py>, step: u64) -> PyResult<Bound<'py, PyByteArray>> {
+        let store = &mut self.store;
+        let Bytes(payload) = py
+            .detach(move || store.load(step))
+            .map_err(|e| snapshot_error(py, e))?;
+        Ok(PyByteArray::new(py, &payload))
+    }
+
+    /// Deletes the snapshot of `step` (nothing if none is stored).
+    fn remove(&mut self, py: Python<'_>, step: u64) -> PyResult<()> {
+        let store = &mut self.store;
+        py.detach(move || store.remove(step))
+            .map_err(|e| snapshot_error(py, e))
+    }
+
+    /// The file that holds (or would hold) the snapshot of `step`.
+    fn path_of(&self, step: u64) -> PathBuf {
+        self.store.path_of(step)
+    }
+
+    /// The directory of the files.
+    #[getter]
+    fn directory(&self) -> PathBuf {
+        self.store.dir().to_path_buf()
+    }
+
+    /// The steps held, in increasing order.
+    fn steps(&self) -> Vec<u64> {
+        self.store.held_steps()
+    }
+
+    /// Counters since the store was created: `writes`, `reads`,
+    /// `bytes_written`, `bytes_read`, `peak_snapshots`, `peak_bytes`.
+    fn stats(&self) -> std::collections::BTreeMap<&'static str, u64> {
+        let s = self.store.stats();
+        [
+            ("writes", s.writes),
+            ("reads", s.reads),
+            ("bytes_written", s.bytes_written),
+            ("bytes_read", s.bytes_read),
+            ("peak_snapshots", s.peak_snapshots),
+            ("peak_bytes", s.peak_bytes),
+        ]
+        .into_iter()
+        .collect()
+    }
+
+    fn __contains__(&self, step: u64) -> bool {
+        self.store.contains(step)
+    }
+
+    fn __len__(&self) -> usize {
+        self.store.len()
+    }
+}
+
+/// Adds `ByteDiskStore`, `SnapshotError` and `SnapshotCorruptedError` to
+/// the native module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<ByteDiskStore>()?;
+    m.add("SnapshotError", py.get_type::<SnapshotError>())?;
+    m.add(
+        "SnapshotCorruptedError",
+        py.get_type::<SnapshotCorruptedError>(),
+    )?;
+    Ok(())
+}
