@@ -252,16 +252,34 @@ impl<E: Hdf5Element> Hdf5Store<E> {
         let read = (|| {
             let dataset = self.group.dataset(&name)?;
             let shape = dataset.shape();
+            // A dataset may declare more elements than its file holds (an
+            // unwritten or damaged one): refuse it before allocating them.
+            let declared = shape
+                .iter()
+                .try_fold(std::mem::size_of::<E>() as u64, |b, &d| b.checked_mul(d as u64));
+            if declared.is_none_or(|bytes| bytes > dataset.storage_size()) {
+                return Ok(Err(format!(
+                    "dataset {name} declares shape {shape:?}, more than the {} bytes it holds",
+                    dataset.storage_size()
+                )));
+            }
             let flat = dataset.read_raw::<E>()?;
             let attr_step = dataset.attr("step")?.read_scalar::<u64>()?;
             let crc = dataset.attr("crc32")?.read_scalar::<u32>()?;
             let ics = dataset.attr("ics")?.read_scalar::<u8>()?;
-            Ok::<_, hdf5::Error>((shape, flat, attr_step, crc, ics))
+            Ok::<_, hdf5::Error>(Ok((shape, flat, attr_step, crc, ics)))
         })();
-        let (shape, flat, attr_step, crc, ics) =
-            read.map_err(|e| corrupted(format!("unreadable dataset {name}: {e}")))?;
+        let (shape, flat, attr_step, crc, ics) = read
+            .map_err(|e| corrupted(format!("unreadable dataset {name}: {e}")))?
+            .map_err(corrupted)?;
         if shape.len() != 2 {
             return Err(corrupted(format!("dataset {name} has shape {shape:?}")));
+        }
+        if shape[1] == 0 && shape[0] > MAX_EMPTY_ROWS {
+            return Err(corrupted(format!(
+                "dataset {name} has {} rows of no element (at most {MAX_EMPTY_ROWS})",
+                shape[0]
+            )));
         }
         if checksum(&flat) != crc {
             return Err(corrupted(format!("checksum mismatch in dataset {name}")));
@@ -293,6 +311,11 @@ impl<E: Hdf5Element> Hdf5Store<E> {
             .map_err(|e| io(step, &self.path, e))
     }
 }
+
+/// Most rows a snapshot of empty states may have: a checkpoint's rows are
+/// its states (one per step of adjoint dependencies), and a larger count of
+/// states that hold nothing is a damaged file, not a run.
+const MAX_EMPTY_ROWS: usize = 1 << 20;
 
 fn checksum<E: Hdf5Element>(flat: &[E]) -> u32 {
     let mut bytes = Vec::with_capacity(std::mem::size_of_val(flat));
