@@ -50,6 +50,8 @@ import subprocess
 import sys
 import time
 
+from _rss import reset_peak, status_kib
+
 SIZES = [(500_000, 256, 10), (100_000, 1024, 15)]
 """(cells, steps, snapshots): steps a perfect square for the nested blocks;
 snapshots chosen so that the compiled program needs at most a third of
@@ -77,20 +79,6 @@ NAMES = [
     "checkpointed_scan compiled",
 ]
 REFERENCE = "nested jax.checkpoint"
-
-
-def _status_kib(field):
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"no {field} in /proc/self/status")
-
-
-def _reset_peak():
-    """Resets the kernel's peak-RSS mark (VmHWM) to the current RSS."""
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
 
 
 def variant(name, cells, steps, snapshots):
@@ -145,13 +133,13 @@ def variant(name, cells, steps, snapshots):
     seconds, cpu, peak_mib = [], [], 0.0
     for _ in range(REPEATS):
         gc.collect()
-        base = _status_kib("VmRSS")
-        _reset_peak()
+        base = status_kib("VmRSS")
+        reset_peak()
         start, start_cpu = time.perf_counter(), time.process_time()
         value, (g0, gk) = jax.block_until_ready(grad(x0, kappa))
         seconds.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)
-        peak_mib = max(peak_mib, (_status_kib("VmHWM") - base) / 1024)
+        peak_mib = max(peak_mib, (status_kib("VmHWM") - base) / 1024)
     return {
         "seconds": min(seconds),
         "cpu_seconds": min(cpu),
@@ -296,13 +284,13 @@ def online_variant(name, cells, final_time, snapshots):
     seconds, cpu, peak_mib = [], [], 0.0
     for _ in range(REPEATS):
         gc.collect()
-        base = _status_kib("VmRSS")
-        _reset_peak()
+        base = status_kib("VmRSS")
+        reset_peak()
         start, start_cpu = time.perf_counter(), time.process_time()
         value, (g0, gk) = jax.block_until_ready(grad(u0, kappa))
         seconds.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)
-        peak_mib = max(peak_mib, (_status_kib("VmHWM") - base) / 1024)
+        peak_mib = max(peak_mib, (status_kib("VmHWM") - base) / 1024)
     calls = []
     counted = jax.jit(jax.value_and_grad(lambda u, k: loss(u, k, lambda: calls.append(1)), argnums=(0, 1)))
     jax.block_until_ready(counted(u0, kappa))

@@ -40,23 +40,11 @@ import subprocess
 import sys
 import time
 
+from _rss import reset_peak, status_kib
+
 CELLS, STEPS = 100_000, 400
 QUICK = (20_000, 100)
 ROUNDS = 5
-
-
-def _status_kib(field):
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"no {field} in /proc/self/status")
-
-
-def _reset_peak():
-    """Resets the kernel's peak-RSS mark (VmHWM) to the current RSS."""
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
 
 
 def _problem(cells, steps, device, threads):
@@ -154,10 +142,10 @@ def peak_memory(name, snapshots, cells, steps, device, threads):
         base = torch.cuda.memory_allocated()
         grad(name, snapshots)
         return torch.cuda.max_memory_allocated() - base
-    base = _status_kib("VmRSS") * 1024
-    _reset_peak()
+    base = status_kib("VmRSS") * 1024
+    reset_peak()
     grad(name, snapshots)
-    return _status_kib("VmHWM") * 1024 - base
+    return status_kib("VmHWM") * 1024 - base
 
 
 def _subprocess(args, env=None):
