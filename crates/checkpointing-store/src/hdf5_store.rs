@@ -256,7 +256,9 @@ impl<E: Hdf5Element> Hdf5Store<E> {
             // unwritten or damaged one): refuse it before allocating them.
             let declared = shape
                 .iter()
-                .try_fold(std::mem::size_of::<E>() as u64, |b, &d| b.checked_mul(d as u64));
+                .try_fold(std::mem::size_of::<E>() as u64, |b, &d| {
+                    b.checked_mul(d as u64)
+                });
             if declared.is_none_or(|bytes| bytes > dataset.storage_size()) {
                 return Ok(Err(format!(
                     "dataset {name} declares shape {shape:?}, more than the {} bytes it holds",
