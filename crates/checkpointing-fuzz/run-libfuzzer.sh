@@ -23,13 +23,10 @@ for target in "${targets[@]}"; do
         -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 -max_len=4096 \
         -print_final_stats=1 >"$log" 2>&1 || { tail -n 60 "$log"; exit 1; }
     execs="$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$')"
-    rm -rf "../corpus/$target.min" && mkdir "../corpus/$target.min"
-    cargo +nightly fuzz cmin -s none "$target" "$work" "../corpus/$target.min" >/dev/null 2>&1 || true
-    if [ -n "$(ls -A "../corpus/$target.min")" ]; then
-        rm -rf "../corpus/$target" && mv "../corpus/$target.min" "../corpus/$target"
-    else
-        rm -rf "../corpus/$target.min"
-    fi
-    echo "$target: $execs executions in $seconds s, $(ls "$work" | wc -l) inputs found, $(ls "../corpus/$target" | wc -l) kept after cmin, no crash"
+    found="$(ls "$work" | wc -l)"
+    # Minimise the working corpus in place, then keep it as the committed one.
+    cargo +nightly fuzz cmin -s none "$target" "$work" >/dev/null 2>&1
+    rm -rf "../corpus/$target" && cp -r "$work" "../corpus/$target"
+    echo "$target: $execs executions in $seconds s, $found inputs in the corpus, $(ls "../corpus/$target" | wc -l) kept after cmin, no crash"
     rm -f "$log"
 done

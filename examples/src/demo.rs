@@ -97,7 +97,7 @@ impl DemoConfig {
                 snapshots_on_disk: self.disk_snapshots,
                 trajectory: Trajectory::Maximum,
             },
-            "periodic" => ScheduleSpec::Periodic { max_n: steps, period: steps.div_ceil(s + 1).max(1) },
+            "periodic" => ScheduleSpec::Periodic { max_n: steps, period: steps.div_ceil(s.saturating_add(1)).max(1) },
             "single-memory" => ScheduleSpec::SingleMemory { steps },
             "single-disk" => ScheduleSpec::SingleDisk { steps, move_data: true },
             other => {
@@ -114,6 +114,14 @@ impl DemoConfig {
             return Err(DemoError::Config(
                 "the demo needs at least 1 step and 3 cells".into(),
             ));
+        }
+        // The state must fit before anything runs: a typed error, not an
+        // abort on allocation.
+        if Vec::<f64>::new().try_reserve_exact(self.cells).is_err() {
+            return Err(DemoError::Config(format!(
+                "{} cells do not fit in memory",
+                self.cells
+            )));
         }
         let spec = self.spec()?;
         let cost = spec.cost().map_err(|e| DemoError::Config(e.to_string()))?;

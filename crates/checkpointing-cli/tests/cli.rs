@@ -273,6 +273,38 @@ fn demo_bad_input() {
     let out = run(&["demo", "heat", "--schedule", "none"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot run the demo"));
+    // Sizes at the edge of u64: a one-line error, never a panic (the tests
+    // run the debug build, overflow checks on).
+    let max = u64::MAX.to_string();
+    for (args, needle) in [
+        (
+            vec!["--cells", max.as_str(), "--steps", "1"],
+            "do not fit in memory",
+        ),
+        (
+            vec!["--steps", max.as_str(), "--cells", "3", "--snapshots", "1"],
+            "passes 2^64",
+        ),
+    ] {
+        let out = run(&[&["demo", "heat"], &args[..]].concat());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains(needle) && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+    let huge_snapshots = [
+        "demo",
+        "heat",
+        "--steps",
+        "10",
+        "--schedule",
+        "periodic",
+        "--snapshots",
+        &max,
+    ];
+    assert!(run(&huge_snapshots).status.success());
 }
 
 #[test]

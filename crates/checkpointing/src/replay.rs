@@ -129,6 +129,15 @@ pub struct ReplayError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReplayErrorKind {
+    /// A count of the cost model passed `u64::MAX` (a loop of about 2^64
+    /// steps or more; [`ScheduleSpec::closed_form_steps`] counts in `u128`).
+    ///
+    /// [`ScheduleSpec::closed_form_steps`]: crate::ScheduleSpec::closed_form_steps
+    #[error("the count of {what} passes 2^64")]
+    CountOverflow {
+        /// Which count.
+        what: &'static str,
+    },
     /// `Forward` with `n1 <= n0`.
     #[error("forward advances no step")]
     EmptyForward,
@@ -568,7 +577,13 @@ impl Model<'_> {
                 }
             }
         }
-        self.cost.forward_steps += n1 - n0;
+        self.cost.forward_steps =
+            self.cost
+                .forward_steps
+                .checked_add(n1 - n0)
+                .ok_or(ReplayErrorKind::CountOverflow {
+                    what: "forward steps",
+                })?;
         self.live = Some(n1);
         Ok(())
     }
