@@ -197,7 +197,11 @@ impl Blob {
                 // byte past the declared size.
                 let mut out = Vec::new();
                 zstd::stream::read::Decoder::with_buffer(&self.data[..])
-                    .and_then(|decoder| decoder.take(self.raw_len + 1).read_to_end(&mut out))
+                    .and_then(|decoder| {
+                        decoder
+                            .take(self.raw_len.saturating_add(1))
+                            .read_to_end(&mut out)
+                    })
                     .map_err(|e| fail(e.to_string()))?;
                 out
             }

@@ -1,6 +1,8 @@
 //! `fuzz-run [TARGET ...] [--seconds N] [--seed S]`: runs fuzz targets on
 //! stable Rust over their corpus and seeded mutations, for N seconds each
 //! (default 10), and prints what ran. No target named: every target.
+//! Run it in the dev profile (`cargo run -p checkpointing-fuzz --bin
+//! fuzz-run`), whose overflow checks turn a wrapped count into a failure.
 
 use std::process::ExitCode;
 use std::time::Duration;
