@@ -556,6 +556,93 @@ mod hierarchical {
         }
     }
 
+    /// The replayed cost (less `uf` per step) of `HierarchicalRevolve`, each
+    /// level within its budget and freed, and its `optimal_cost`.
+    fn replayed_and_optimum(max_n: u64, levels: &[LevelSpec], uf: f64) -> (f64, f64) {
+        let schedule = HierarchicalRevolve::new(max_n, levels, uf, uf).unwrap();
+        let optimum = schedule.optimal_cost();
+        let mut replay = Replay::new(max_n)
+            .require_freed(true)
+            .device_budget(0)
+            .ram_budget(0)
+            .disk_budget(0);
+        for spec in levels {
+            replay = match spec.level {
+                StorageLevel::Device => replay.device_budget(spec.snapshots),
+                StorageLevel::Ram => replay.ram_budget(spec.snapshots),
+                _ => replay.disk_budget(spec.snapshots),
+            };
+        }
+        let cost = replay.run(schedule).unwrap();
+        assert_eq!(cost.adjoint_steps, max_n);
+        let traffic: f64 = levels
+            .iter()
+            .map(|spec| {
+                let c = cost.level(spec.level).unwrap();
+                spec.write_cost * c.writes as f64 + spec.read_cost * c.reads as f64
+            })
+            .sum();
+        let replayed = uf * (cost.forward_steps + cost.adjoint_steps) as f64 + traffic;
+        (replayed - uf * max_n as f64, optimum)
+    }
+
+    /// Two steps whose first state is on an upper tier: reading it back
+    /// from there (`r[k]`) can beat a second copy on tier 0 (`w[0] + r[0]`),
+    /// and a middle tier can be the cheapest to write and read. The table
+    /// charges what the schedule does (the saved regression case: tier 0
+    /// written for 2/3 and read for 3, tier 1 read for 10/3).
+    #[test]
+    fn two_steps_use_the_cheapest_tier() {
+        use StorageLevel::{Device, Disk, Ram};
+        let third = |x: u32| f64::from(x) / 3.0;
+        let cases: [(u64, Vec<LevelSpec>); 4] = [
+            (
+                54,
+                vec![
+                    LevelSpec::new(Device, 1, third(2), third(9)),
+                    LevelSpec::new(Ram, 1, 0.0, third(10)),
+                ],
+            ),
+            (
+                60,
+                vec![
+                    LevelSpec::new(Device, 2, 3.0, 3.0),
+                    LevelSpec::new(Ram, 2, 0.0, 0.5),
+                ],
+            ),
+            (
+                80,
+                vec![
+                    LevelSpec::new(Device, 1, 3.0, 3.0),
+                    LevelSpec::new(Ram, 2, third(1), third(2)),
+                    LevelSpec::new(Disk, 3, 2.0, 2.0),
+                ],
+            ),
+            (
+                80,
+                vec![
+                    LevelSpec::new(Device, 2, third(4), third(5)),
+                    LevelSpec::new(Ram, 0, 0.0, 0.0),
+                    LevelSpec::new(Disk, 4, 0.0, third(2)),
+                ],
+            ),
+        ];
+        for (max_n, levels) in &cases {
+            for n in 2..=*max_n {
+                for uf in [1.0, 2.0] {
+                    let (replayed, optimum) = replayed_and_optimum(n, levels, uf);
+                    assert!(
+                        (replayed - optimum).abs() <= 1e-9 * optimum,
+                        "{n} {levels:?} {uf}: {replayed} vs {optimum}"
+                    );
+                }
+            }
+        }
+        let (replayed, optimum) = replayed_and_optimum(54, &cases[0].1, 1.0);
+        assert!((replayed - 542.0 - third(1)).abs() < 1e-9, "{replayed}");
+        assert!((optimum - 542.0 - third(1)).abs() < 1e-9, "{optimum}");
+    }
+
     #[test]
     fn bad_levels_are_typed_errors() {
         let ok = LevelSpec::new(StorageLevel::Device, 2, 0.0, 0.0);

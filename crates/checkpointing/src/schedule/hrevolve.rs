@@ -1,5 +1,40 @@
 //! H-Revolve: optimal checkpointing on a two-level (RAM + disk) hierarchy
-//! with write and read costs, `checkpoint_schedules.HRevolve`.
+//! with write and read costs, `checkpoint_schedules.HRevolve`, and its
+//! generalisation to up to three tiers, [`HierarchicalRevolve`].
+//!
+//! # The dynamic program
+//!
+//! Tiers `k = 0..K` (cheapest first) hold `c[k]` snapshots, written for
+//! `w[k]` and read for `r[k]`. `opt[k][l][m]` is the least cost of
+//! reversing `l + 1` steps from the state at their start, held in memory
+//! only, with `m <= c[k]` snapshots on tier `k` and all of the tiers below
+//! free; `optp[k][l][m]` the same with that state already stored on tier `k`
+//! (one of the `m`). Forward steps cost `uf`, adjoint steps `ub`; the `uf`
+//! of taping each step is not counted. With `X = uf + 2·ub` (two steps:
+//! advance one, reverse two) and `hold[k]` the least `w[j] + r[j]` over the
+//! tiers `j <= k` that have snapshots (ties to the lower tier):
+//!
+//! ```text
+//! opt[k][0][m]  = optp[k][0][m] = ub
+//! optp[0][1][m] = X + r[0],                  opt[0][1][m] = w[0] + optp[0][1][m]   (m >= 1)
+//! optp[0][l][1] = (l+1)·ub + l(l+1)/2·uf + l·r[0],  opt[0][l][1] = w[0] + optp[0][l][1]
+//! optp[0][l][m] = min(optp[0][l][1], min_{1<=j<l} j·uf + opt[0][l-j][m-1] + r[0] + optp[0][j-1][m])
+//! opt[0][l][m]  = w[0] + optp[0][l][m]                                  (l, m >= 2)
+//! for k >= 1, with lower(l) = opt[k-1][l][c[k-1]]:
+//! opt[k][1][0]  = X + hold[k-1],             opt[k][l][0] = lower(l)    (l >= 2)
+//! optp[k][1][m] = X + min(hold[k-1], r[k]),  opt[k][1][m] = X + hold[k] (m >= 1)
+//! optp[k][l][m] = min(lower(l), min_{1<=j<l} j·uf + opt[k][l-j][m-1] + r[k] + optp[k][j-1][m])
+//! opt[k][l][m]  = min(lower(l), w[k] + optp[k][l][m])                   (l >= 2, m >= 1)
+//! ```
+//!
+//! The schedule is `opt[K-1][l][c[K-1]]`. Two steps (`l = 1`) keep their
+//! first state on the tier of `hold`: from `optp[k][1]` either read back
+//! from tier `k` or write a second copy on the tiers below when that is
+//! cheaper. The reference (K = 2, `w[0] = r[0] = 0`) writes
+//! `optp[k][1][m] = opt[k][1][m] = lower(1)` and decides the reads of two
+//! steps by `w[0] + r[0] < r[k]`: with free RAM these are the same values
+//! and the same decisions, bit for bit; with costly tier 0 its `lower(1)`
+//! charges a write and read on tier 0 that a read from tier `k` avoids.
 
 use super::ops::{
     sequence_schedule, Machine, Op, Program, SequenceSchedule, TAPE_ONE, TIERS, TWO_STEPS_RAM,
@@ -92,6 +127,10 @@ struct HTable {
     len: usize,
     opt: Vec<Vec<f64>>,
     optp: Vec<Vec<f64>>,
+    /// `hold[k]`: the least `w[j] + r[j]` over the tiers `j <= k` with
+    /// snapshots, ties to the lower tier (two steps store their first state
+    /// there).
+    hold: Vec<f64>,
 }
 
 impl HTable {
@@ -102,6 +141,14 @@ impl HTable {
     fn new(lmax: usize, c: &[usize], w: &[f64], r: &[f64], ub: f64, uf: f64) -> Self {
         let len = lmax + 1;
         let levels = c.len();
+        let mut hold: Vec<f64> = Vec::with_capacity(levels);
+        for k in 0..levels {
+            let here = w[k] + r[k];
+            hold.push(match hold.last() {
+                Some(&below) if c[k] == 0 || here >= below => below,
+                _ => here,
+            });
+        }
         let mut opt: Vec<Vec<f64>> = c
             .iter()
             .map(|&ck| vec![f64::INFINITY; len * (ck + 1)])
@@ -164,12 +211,19 @@ impl HTable {
             }
         }
         for k in 1..levels {
-            Self::fill_upper(&mut opt, &mut optp, k, lmax, c, w, r, uf, &row_search);
+            let two = (uf + 2.0 * ub, hold[k - 1], hold[k]);
+            Self::fill_upper(&mut opt, &mut optp, k, lmax, c, w, r, uf, two, &row_search);
         }
-        Self { len, opt, optp }
+        Self {
+            len,
+            opt,
+            optp,
+            hold,
+        }
     }
 
-    /// Fills tier `k > 0` of the tables from tier `k - 1`.
+    /// Fills tier `k > 0` of the tables from tier `k - 1`; the cells of two
+    /// steps from `(uf + 2·ub, hold[k - 1], hold[k])`.
     #[allow(clippy::too_many_arguments)]
     fn fill_upper(
         opt: &mut [Vec<f64>],
@@ -180,6 +234,7 @@ impl HTable {
         w: &[f64],
         r: &[f64],
         uf: f64,
+        (x, hold_below, hold_here): (f64, f64, f64),
         row_search: &dyn Fn(&[f64]) -> Option<RowSearch<f64>>,
     ) {
         let len = lmax + 1;
@@ -189,6 +244,9 @@ impl HTable {
         let top = |l: usize| below[k - 1][at(l, c[k - 1])];
         let opt_k = &mut rest[0];
         let optp_k = &mut optp[k];
+        if lmax >= 1 {
+            opt_k[at(1, 0)] = x + hold_below;
+        }
         for l in 2..=lmax {
             opt_k[at(l, 0)] = top(l);
         }
@@ -202,20 +260,22 @@ impl HTable {
                 if l >= 2 {
                     monotone &= p[l - 1] >= p[l - 2];
                 }
-                let best = if l >= 2 {
-                    let split = Split {
-                        o,
-                        p,
-                        l,
-                        uf,
-                        r: r[k],
-                    };
-                    let (arg, best) = split.min(lower, hint, monotone, search.as_mut());
-                    hint = arg;
-                    best
-                } else {
-                    lower
+                if l == 1 {
+                    // Read back from tier `k`, or store a second copy below
+                    // (the reference's `lower` with free RAM).
+                    optp_k[at(1, m)] = x + hold_below.min(r[k]);
+                    opt_k[at(1, m)] = x + hold_here;
+                    continue;
+                }
+                let split = Split {
+                    o,
+                    p,
+                    l,
+                    uf,
+                    r: r[k],
                 };
+                let (arg, best) = split.min(lower, hint, monotone, search.as_mut());
+                hint = arg;
                 optp_k[at(l, m)] = best;
                 opt_k[at(l, m)] = lower.min(w[k] + best);
             }
@@ -547,19 +607,22 @@ impl HRevolveProgram {
     }
 
     /// The modelled cost from the tables: hrevolve starts on the top tier
-    /// with all its snapshots; each recursion picks the cheaper of writing
-    /// on its tier or going one tier down.
+    /// with all its snapshots, `opt[K-1][l][c[K-1]]`; each recursion picks
+    /// the cheaper of writing on its tier or going one tier down.
     pub(crate) fn optimal_cost(&self) -> f64 {
-        let l = self.l;
-        let mut k = self.c.len() - 1;
-        while k > 0 {
-            let here = self.w[k] + self.table.optp(k, l, self.c[k]);
-            if self.c[k] > 0 && here < self.table.opt(k - 1, l, self.c[k - 1]) {
-                return here;
-            }
+        let top = self.c.len() - 1;
+        self.table.opt(top, self.l, self.c[top])
+    }
+
+    /// The tier where two steps from tier `k` with `cmem` snapshots store
+    /// their first state: that of `hold[k]` (`hold[k - 1]` when `cmem = 0`).
+    fn two_step_tier(&self, mut k: usize, cmem: usize) -> usize {
+        let mut free = cmem;
+        while k > 0 && (free == 0 || self.w[k] + self.r[k] >= self.table.hold[k - 1]) {
             k -= 1;
+            free = self.c[k];
         }
-        self.table.opt(0, l, self.c[0])
+        k
     }
 
     fn recurse(&self, m: &mut Machine<HFrame>, l: Step, k: usize, cmem: usize, s: Step) {
@@ -568,7 +631,15 @@ impl HRevolveProgram {
         if l == 0 {
             m.emit_all(s, &TAPE_ONE);
         } else if l == 1 {
-            m.emit_all(s, &TWO_STEPS_RAM);
+            // `opt[k][1][cmem] = uf + 2·ub + hold`: the first state goes to
+            // the tier of `hold` (with the reference's free RAM, to RAM).
+            match self.two_step_tier(k, cmem) {
+                0 => m.emit_all(s, &TWO_STEPS_RAM),
+                tier => {
+                    m.emit(Write(level(tier), s));
+                    self.aux(m, 1, tier, self.c[tier], s);
+                }
+            }
         } else if k == 0 {
             m.emit(Write(ram, s));
             self.aux(m, l, 0, cmem, s);
@@ -603,11 +674,12 @@ impl HRevolveProgram {
         let ram = StorageLevel::Ram;
         if l == 0 {
             m.emit_all(s, &TAPE_ONE);
+        } else if l == 1 && k > 0 && self.table.hold[k - 1] < self.r[k] {
+            // `optp[k][1] = uf + 2·ub + min(hold[k - 1], r[k])`: a second
+            // copy below is cheaper to write and read than a read from tier
+            // `k` (the reference's `w[0] + r[0] < r[k]`: its RAM).
+            self.recurse(m, 1, k - 1, self.c[k - 1], s);
         } else if l == 1 {
-            let in_ram = self.w[0] + self.r[0] < self.r[k];
-            if in_ram {
-                m.emit(Write(ram, s));
-            }
             m.emit_all(
                 s,
                 &[
@@ -618,7 +690,7 @@ impl HRevolveProgram {
                     DiscardForward(2),
                 ],
             );
-            m.emit(Read(if in_ram { ram } else { level(k) }, s));
+            m.emit(Read(level(k), s));
             m.emit_all(
                 s,
                 &[
