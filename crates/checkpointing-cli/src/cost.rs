@@ -17,18 +17,13 @@ const REPLAY_STEPS: u128 = 100_000_000;
 
 pub(crate) fn run(spec: &ScheduleSpec, replay: bool) -> Result<(), Failure> {
     let closed = spec.closed_form_steps();
-    // Every schedule that stores fewer than all states advances at least
-    // about twice the steps; the closed form knows exactly.
-    let estimate = closed.map_or(2 * spec.steps() as u128, |c| {
-        c.forward_steps + c.adjoint_steps as u128
-    });
-    if let Some(counts) = closed.filter(|_| !replay && estimate > REPLAY_STEPS) {
+    if let Some(counts) = closed.filter(|c| !replay && steps_of(c) > REPLAY_STEPS) {
         // Invalid parameters are still refused.
         spec.build().map_err(|e| Failure(e.to_string(), 2))?;
         println!("{}", closed_form_report(spec, &counts));
         return Ok(());
     }
-    let cost = replay_with_progress(spec, estimate).map_err(|e| match e {
+    let cost = replay_with_progress(spec).map_err(|e| match e {
         SpecError::Schedule(e) => Failure(e.to_string(), 2),
         other => Failure(other.to_string(), 1),
     })?;
@@ -36,9 +31,19 @@ pub(crate) fn run(spec: &ScheduleSpec, replay: bool) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Replays `spec`; after a second, shows a bar of the steps advanced
-/// against `estimate`.
-fn replay_with_progress(spec: &ScheduleSpec, estimate: u128) -> Result<Cost, SpecError> {
+/// Forward and adjoint steps of `counts`.
+fn steps_of(counts: &StepCounts) -> u128 {
+    counts.forward_steps + counts.adjoint_steps as u128
+}
+
+/// Replays `spec` ([`ScheduleSpec::cost`]); after a second, shows a bar of
+/// the steps advanced against an estimate: the closed form's count, or
+/// twice the steps (about what any schedule that stores fewer than all
+/// states advances at least).
+pub(crate) fn replay_with_progress(spec: &ScheduleSpec) -> Result<Cost, SpecError> {
+    let estimate = spec
+        .closed_form_steps()
+        .map_or(2 * spec.steps() as u128, |c| steps_of(&c));
     let bar = ProgressBar::hidden();
     bar.set_style(
         ProgressStyle::with_template(

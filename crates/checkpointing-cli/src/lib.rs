@@ -509,7 +509,7 @@ fn parameters(spec: &ScheduleSpec) -> String {
 }
 
 fn plot(spec: &ScheduleSpec, out: &std::path::Path) -> Result<(), Failure> {
-    let cost = spec.cost().map_err(|e| Failure(e.to_string(), 2))?;
+    let cost = cost::replay_with_progress(spec).map_err(|e| Failure(e.to_string(), 2))?;
     let actions = spec
         .drive()
         .map_err(|e| Failure(e.to_string(), 2))?
@@ -527,7 +527,7 @@ fn compare(args: &CompareArgs) -> Result<(), Failure> {
     let mut rows = Vec::new();
     let mut excluded = Vec::new();
     for spec in ScheduleSpec::candidates(args.max_n, args.snapshots, args.disk_snapshots, costs) {
-        match spec.cost() {
+        match cost::replay_with_progress(&spec) {
             Ok(cost) if cost.fits(args.snapshots, args.disk_snapshots) => rows.push((spec, cost)),
             Ok(_) => excluded.push(format!("{} (over budget)", spec.name())),
             Err(e) => excluded.push(format!("{} ({e})", spec.name())),
