@@ -16,32 +16,15 @@
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use checkpointing::{Action, ExecutionStats, Executor, Footprint, Revolve, Step, UserError};
 use checkpointing_examples::heat::HeatEquation;
-
-struct Counting;
-static IN_USE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let now = IN_USE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-        PEAK.fetch_max(now, Ordering::Relaxed);
-        System.alloc(layout)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        IN_USE.fetch_sub(layout.size(), Ordering::Relaxed);
-        System.dealloc(ptr, layout)
-    }
-}
+use checkpointing_test_support::{CountingAllocator, HeapWatch};
 
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 #[allow(clippy::ptr_arg)] // the executor passes &State = &Vec<f64>
 fn terminal(t: &Vec<f64>) -> Result<Vec<f64>, UserError> {
@@ -239,10 +222,9 @@ fn main() {
     println!("\nlarge configuration: 100000 cells, 10000 steps, Revolve with 20 snapshots");
     let (cells, steps, s) = (100_000usize, 10_000u64, 20u64);
     let state = HeatEquation::new(cells).initial_state().footprint() as u64;
-    let base = IN_USE.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
+    let watch = HeapWatch::start();
     let (_, stats, t) = with_executor(cells, steps, s);
-    let heap = (PEAK.load(Ordering::Relaxed) - base) as u64;
+    let heap = watch.peak_bytes() as u64;
     let mib = |b: u64| b as f64 / (1 << 20) as f64;
     println!(
         "  gradient in {t:.2} s; store-all would hold {:.0} MiB of states",

@@ -6,8 +6,6 @@
 //!
 //! Run: `cargo bench -p checkpointing-burn --bench memory` (`-- --quick`).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use burn::backend::{Autodiff, NdArray};
@@ -16,25 +14,10 @@ use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use checkpointing::{binomial_forward_steps, Revolve, Step};
 use checkpointing_burn::{checkpointed_gradient, whole_loop_gradient};
-
-struct Counting;
-static IN_USE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let now = IN_USE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-        PEAK.fetch_max(now, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        IN_USE.fetch_sub(layout.size(), Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
+use checkpointing_test_support::{CountingAllocator, HeapWatch};
 
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 type AD = Autodiff<NdArray<f64>>;
 
@@ -61,12 +44,11 @@ fn loss<B: Backend>(_: &Heat<B>, t: &Tensor<B, 1>) -> Tensor<B, 1> {
 
 /// Peak heap bytes above the bytes in use before `f`, and seconds.
 fn measure<R>(f: impl FnOnce() -> R) -> (R, usize, f64) {
-    let base = IN_USE.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
+    let watch = HeapWatch::start();
     let start = Instant::now();
     let out = f();
     let seconds = start.elapsed().as_secs_f64();
-    (out, PEAK.load(Ordering::Relaxed) - base, seconds)
+    (out, watch.peak_bytes(), seconds)
 }
 
 fn main() {
