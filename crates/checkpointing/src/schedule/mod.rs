@@ -147,8 +147,20 @@ pub struct Cursor {
 }
 
 impl Cursor {
-    /// A cursor for an offline schedule of `max_n` steps.
-    pub(crate) fn offline(max_n: Step) -> Result<Self, ScheduleError> {
+    /// A cursor for an offline schedule of `max_n` steps; a schedule written
+    /// outside this crate keeps one and returns it from
+    /// [`Schedule::cursor`], updating it with [`Cursor::set`] after each
+    /// action it yields.
+    ///
+    /// ```
+    /// use checkpointing::{Cursor, ScheduleError};
+    /// let mut cursor = Cursor::offline(10).unwrap();
+    /// assert_eq!((cursor.max_n(), cursor.n(), cursor.is_running()), (Some(10), 0, false));
+    /// cursor.set(4, 0); // after Forward(0, 4, ...)
+    /// assert_eq!((cursor.n(), cursor.is_running()), (4, true));
+    /// assert_eq!(Cursor::offline(0).unwrap_err(), ScheduleError::ZeroSteps);
+    /// ```
+    pub fn offline(max_n: Step) -> Result<Self, ScheduleError> {
         if max_n == 0 {
             return Err(ScheduleError::ZeroSteps);
         }
@@ -158,15 +170,25 @@ impl Cursor {
         })
     }
 
-    /// A cursor for an online schedule (number of steps unknown).
-    pub(crate) fn online() -> Self {
+    /// A cursor for an online schedule (number of steps unknown until
+    /// [`Cursor::finalize`]).
+    ///
+    /// ```
+    /// let mut cursor = checkpointing::Cursor::online();
+    /// cursor.set(7, 0);
+    /// cursor.finalize(7).unwrap();
+    /// assert_eq!(cursor.max_n(), Some(7));
+    /// ```
+    pub fn online() -> Self {
         Self {
             online: true,
             ..Self::default()
         }
     }
 
-    pub(crate) fn set(&mut self, n: Step, r: Step) {
+    /// Records the position after an action: the forward at step `n`, `r`
+    /// adjoint steps advanced; the schedule is then running.
+    pub fn set(&mut self, n: Step, r: Step) {
         self.n = n;
         self.r = r;
         self.running = true;
