@@ -522,9 +522,9 @@ mod hierarchical {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(300))]
         #[test]
-        fn hierarchical_revolve_is_valid_and_optimal(max_n in 1u64..250, levels in levels(), uf in 1u32..4) {
-            let uf = f64::from(uf);
-            let schedule = HierarchicalRevolve::new(max_n, &levels, uf, uf).unwrap();
+        fn hierarchical_revolve_is_valid_and_optimal(max_n in 1u64..250, levels in levels(), uf in 1u32..4, ub in 1u32..4) {
+            let (uf, ub) = (f64::from(uf), f64::from(ub));
+            let schedule = HierarchicalRevolve::new(max_n, &levels, uf, ub).unwrap();
             let optimum = schedule.optimal_cost();
             let mut replay = Replay::new(max_n).require_freed(true);
             for spec in &levels {
@@ -548,7 +548,7 @@ mod hierarchical {
                 let c = cost.level(spec.level).unwrap();
                 spec.write_cost * c.writes as f64 + spec.read_cost * c.reads as f64
             }).sum();
-            let replayed = uf * (cost.forward_steps + cost.adjoint_steps) as f64 + traffic;
+            let replayed = uf * cost.forward_steps as f64 + ub * cost.adjoint_steps as f64 + traffic;
             if max_n >= 2 {
                 let modelled = replayed - uf * max_n as f64;
                 prop_assert!((modelled - optimum).abs() <= 1e-9 * optimum, "{} vs {}", modelled, optimum);

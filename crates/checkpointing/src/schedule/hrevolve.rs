@@ -135,9 +135,9 @@ struct HTable {
 
 impl HTable {
     /// The reference's `get_hopt_table(lmax, cvect, wvect, rvect, ub, uf)`
-    /// in the same floating-point operation order. (`HRevolve` passes its
-    /// `uf` where the table expects `ub` and vice versa; the caller passes
-    /// them the same way.)
+    /// in the same floating-point operation order (`ub` the adjoint step's
+    /// cost, `uf` the forward step's; see [`HRevolveProgram::reference`] for
+    /// how the reference's `hrevolve` passes them).
     fn new(lmax: usize, c: &[usize], w: &[f64], r: &[f64], ub: f64, uf: f64) -> Self {
         let len = lmax + 1;
         let levels = c.len();
@@ -391,7 +391,7 @@ impl HRevolve {
             });
         }
         let c = vec![snapshots_in_ram as usize, snapshots_on_disk as usize];
-        let program = HRevolveProgram::new(l, c, vec![0.0, wd], vec![0.0, rd], uf, ub);
+        let program = HRevolveProgram::reference(l, c, vec![0.0, wd], vec![0.0, rd], uf, ub);
         Ok(Self(SequenceSchedule::new(cursor, program)))
     }
 
@@ -594,8 +594,39 @@ impl Schedule for HierarchicalRevolve {
 impl HRevolveProgram {
     /// The program for `l + 1` steps with `c[k]` snapshots on tier `k`
     /// (cheapest first) written for `w[k]` and read for `r[k]`.
+    /// Forward steps cost `uf` and adjoint steps `ub`, in the table and in
+    /// the splits alike.
     pub(crate) fn new(l: Step, c: Vec<usize>, w: Vec<f64>, r: Vec<f64>, uf: f64, ub: f64) -> Self {
-        let table = HTable::new(l as usize, &c, &w, &r, uf, ub);
+        Self::with_table_costs(l, c, w, r, uf, (ub, uf))
+    }
+
+    /// The reference's `hrevolve(l, cvect, wvect, rvect, uf, ub)`, quirk
+    /// included: it calls `get_hopt_table(lmax, cvect, wvect, rvect, ub, uf)`
+    /// with `(uf, ub)`, so its table weighs forward steps by `ub` and adjoint
+    /// steps by `uf`, while its splits weigh forward steps by `uf`. The
+    /// same schedule for `uf = ub`; [`HRevolve`] keeps it for exactness.
+    pub(crate) fn reference(
+        l: Step,
+        c: Vec<usize>,
+        w: Vec<f64>,
+        r: Vec<f64>,
+        uf: f64,
+        ub: f64,
+    ) -> Self {
+        Self::with_table_costs(l, c, w, r, uf, (uf, ub))
+    }
+
+    /// The program whose splits weigh forward steps by `uf` and whose table
+    /// is built with `(ub, uf)` = `table_costs`.
+    fn with_table_costs(
+        l: Step,
+        c: Vec<usize>,
+        w: Vec<f64>,
+        r: Vec<f64>,
+        uf: f64,
+        (table_ub, table_uf): (f64, f64),
+    ) -> Self {
+        let table = HTable::new(l as usize, &c, &w, &r, table_ub, table_uf);
         Self {
             l,
             c,
