@@ -85,7 +85,7 @@ pub struct ExecutionStats {
     /// The DISK store's counters.
     pub disk: StoreStats,
     /// The DEVICE store's counters (zero without one, see
-    /// [`Executor::with_device`]).
+    /// [`Executor::with_device`](super::Executor::with_device)).
     pub device: StoreStats,
     /// Most bytes of snapshots held in memory at once: the DEVICE, RAM and
     /// DISK stores' resident bytes plus the adjoint dependencies in WORK,
