@@ -13,6 +13,7 @@ use std::sync::Mutex;
 use pyo3::types::{PyByteArray, PyTuple};
 
 mod disk;
+mod record_layout;
 mod tables;
 
 use checkpointing::{
@@ -1010,5 +1011,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyOnlineR2>()?;
     disk::register(m)?;
     tables::register(m)?;
+    record_layout::register(m)?;
     Ok(())
 }

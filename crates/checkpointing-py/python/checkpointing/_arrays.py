@@ -1,25 +1,22 @@
 """A schedule's actions as NumPy arrays, for users who iterate millions of
 actions: one Python object per action costs more than the schedule itself."""
 
-FORWARD, REVERSE, COPY, MOVE, END_FORWARD, END_REVERSE = range(6)
-"""Values of the ``kind`` column."""
+from . import _native
 
-STORAGE_CODES = {0: "RAM", 1: "DISK", -1: "WORK", -2: "NONE", 2: "DEVICE"}
+FORWARD, REVERSE, COPY, MOVE, END_FORWARD, END_REVERSE = (
+    _native.RECORD_KINDS[name] for name in ("Forward", "Reverse", "Copy", "Move", "EndForward", "EndReverse")
+)
+"""Values of the ``kind`` column (from Rust's ``ActionRecord``)."""
+
+STORAGE_CODES = dict(_native.STORAGE_CODES)
 """Values of the storage columns: ``StorageType`` member names (``DEVICE``,
 a Rust-only level, appears in no schedule of this package)."""
 
-_RECORD_FIELDS = [
-    ("n0", "=u8"),
-    ("n1", "=u8"),
-    ("kind", "u1"),
-    ("flags", "u1"),
-    ("storage", "i1"),
-    ("from_storage", "i1"),
-    ("to_storage", "i1"),
-    ("_padding", "V3"),
-]
+_FLAGS = _native.RECORD_FLAGS
+_RECORD_DTYPE = _native.RECORD_DTYPE
 """The layout of the native records, Rust's ``checkpointing::ActionRecord``
-(24 bytes an action, native byte order)."""
+(names, formats, offsets and size, native byte order), as a NumPy dtype
+specification."""
 
 DEFAULT_CHUNK = 1 << 16
 """Actions per chunk of :func:`iter_action_arrays`: large enough that the
@@ -29,15 +26,15 @@ per-call cost vanishes, small enough that the arrays stay in cache."""
 def _columns(records):
     import numpy as np
 
-    table = np.frombuffer(records, dtype=np.dtype(_RECORD_FIELDS))
+    table = np.frombuffer(records, dtype=np.dtype(_RECORD_DTYPE))
     flags = table["flags"].copy()  # contiguous: three passes over it follow
     columns = {
         "kind": table["kind"],
         "n0": table["n0"],
         "n1": table["n1"],
-        "write_ics": (flags & 1) != 0,
-        "write_adj_deps": (flags & 2) != 0,
-        "clear_adj_deps": (flags & 4) != 0,
+        "write_ics": (flags & _FLAGS["write_ics"]) != 0,
+        "write_adj_deps": (flags & _FLAGS["write_adj_deps"]) != 0,
+        "clear_adj_deps": (flags & _FLAGS["clear_adj_deps"]) != 0,
         "storage": table["storage"],
         "from_storage": table["from_storage"],
         "to_storage": table["to_storage"],
