@@ -124,14 +124,6 @@ fn count(py: Python<'_>, name: &str, value: &Bound<'_, PyAny>) -> PyResult<u64> 
     u64::try_from(n).map_err(|_| parameter_error(py, format!("{name} must not be negative")))
 }
 
-fn trajectory(name: &str) -> Option<Trajectory> {
-    match name {
-        "maximum" => Some(Trajectory::Maximum),
-        "revolve" => Some(Trajectory::Revolve),
-        _ => None,
-    }
-}
-
 // ---------------------------------------------------------------- actions
 
 /// Base class of the actions: `args` holds the constructor's arguments.
@@ -790,7 +782,7 @@ impl PyMultistage {
         let max_n = steps(py, "max_n", max_n)?;
         let ram = count(py, "snapshots_in_ram", snapshots_in_ram)?;
         let disk = count(py, "snapshots_on_disk", snapshots_on_disk)?;
-        let kind = self::trajectory(trajectory).ok_or_else(|| bad_trajectory(trajectory))?;
+        let kind: Trajectory = trajectory.parse().map_err(|_| bad_trajectory(trajectory))?;
         // The reference raises this at the first action, not here.
         let base = match MultistageCheckpointSchedule::new(max_n, ram, disk, kind) {
             Ok(schedule) => CheckpointSchedule::of(schedule),
@@ -877,8 +869,9 @@ impl PyTwoLevel {
                 _ => return Err(PyValueError::new_err("Invalid storage")),
             },
         };
-        let kind =
-            trajectory(binomial_trajectory).ok_or_else(|| bad_trajectory(binomial_trajectory))?;
+        let kind: Trajectory = binomial_trajectory
+            .parse()
+            .map_err(|_| bad_trajectory(binomial_trajectory))?;
         let base = CheckpointSchedule::from_result(
             py,
             TwoLevelCheckpointSchedule::new(period, snapshots, level, kind),
