@@ -152,11 +152,13 @@ def variant(name, cells, steps, snapshots):
     }
 
 
-def run_size(cells, steps, snapshots):
+def _in_subprocesses(flag, names, *args):
+    """Each variant of ``names`` run as ``this script flag name args...`` in
+    a fresh process: its JSON result line, or ``{"error": ...}``."""
     results = {}
-    for name in NAMES:
+    for name in names:
         out = subprocess.run(
-            [sys.executable, __file__, "--variant", name, str(cells), str(steps), str(snapshots)],
+            [sys.executable, __file__, flag, name, *map(str, args)],
             capture_output=True,
             text=True,
         )
@@ -164,6 +166,11 @@ def run_size(cells, steps, snapshots):
             results[name] = {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "failed"}
             continue
         results[name] = json.loads(out.stdout.strip().splitlines()[-1])
+    return results
+
+
+def run_size(cells, steps, snapshots):
+    results = _in_subprocesses("--variant", NAMES, cells, steps, snapshots)
     truth = results["lax.scan"]
     for name, r in results.items():
         if "error" not in r:
@@ -311,17 +318,7 @@ def online_variant(name, cells, final_time, snapshots):
 
 
 def run_online(cells, final_time, snapshots):
-    results = {}
-    for name in ONLINE_NAMES:
-        out = subprocess.run(
-            [sys.executable, __file__, "--online-variant", name, str(cells), str(final_time), str(snapshots)],
-            capture_output=True,
-            text=True,
-        )
-        if out.returncode != 0:
-            results[name] = {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "failed"}
-            continue
-        results[name] = json.loads(out.stdout.strip().splitlines()[-1])
+    results = _in_subprocesses("--online-variant", ONLINE_NAMES, cells, final_time, snapshots)
     truth = results[ONLINE_NAMES[0]]
     for name, r in results.items():
         if "error" not in r:
