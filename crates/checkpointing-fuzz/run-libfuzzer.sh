@@ -24,9 +24,14 @@ for target in "${targets[@]}"; do
         -print_final_stats=1 >"$log" 2>&1 || { tail -n 60 "$log"; exit 1; }
     execs="$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$')"
     found="$(ls "$work" | wc -l)"
-    # Minimise the working corpus in place, then keep it as the committed one.
-    cargo +nightly fuzz cmin -s none "$target" "$work" >/dev/null 2>&1
+    # Minimise the working corpus in place (a set cover of its features),
+    # then keep it as the committed one, with the seed and found inputs.
+    cargo +nightly fuzz cmin -s none "$target" "$work" -- -set_cover_merge=1 >/dev/null 2>&1
+    keep="$(mktemp -d)"
+    cp "../corpus/$target"/seed-* "../corpus/$target"/found-* "$keep"/ 2>/dev/null || true
     rm -rf "../corpus/$target" && cp -r "$work" "../corpus/$target"
+    cp -n "$keep"/* "../corpus/$target"/ 2>/dev/null || true
+    rm -rf "$keep"
     echo "$target: $execs executions in $seconds s, $found inputs in the corpus, $(ls "../corpus/$target" | wc -l) kept after cmin, no crash"
     rm -f "$log"
 done
