@@ -81,6 +81,25 @@ NAMES = [
 REFERENCE = "nested jax.checkpoint"
 
 
+def _timed(grad, *args):
+    """``grad(*args)`` run REPEATS times: wall and CPU seconds of each run,
+    the peak RSS above the start of a run (MiB, the largest), and the last
+    result."""
+    import jax
+
+    seconds, cpu, peak_mib, result = [], [], 0.0, None
+    for _ in range(REPEATS):
+        gc.collect()
+        base = status_kib("VmRSS")
+        reset_peak()
+        start, start_cpu = time.perf_counter(), time.process_time()
+        result = jax.block_until_ready(grad(*args))
+        seconds.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+        peak_mib = max(peak_mib, (status_kib("VmHWM") - base) / 1024)
+    return seconds, cpu, peak_mib, result
+
+
 def variant(name, cells, steps, snapshots):
     import jax
     import jax.numpy as jnp
@@ -130,16 +149,7 @@ def variant(name, cells, steps, snapshots):
         stats = grad.lower(x0, kappa).compile().memory_analysis()
         compiled_mib = stats.temp_size_in_bytes / 2**20
     jax.block_until_ready(grad(x0, kappa))  # compiles
-    seconds, cpu, peak_mib = [], [], 0.0
-    for _ in range(REPEATS):
-        gc.collect()
-        base = status_kib("VmRSS")
-        reset_peak()
-        start, start_cpu = time.perf_counter(), time.process_time()
-        value, (g0, gk) = jax.block_until_ready(grad(x0, kappa))
-        seconds.append(time.perf_counter() - start)
-        cpu.append(time.process_time() - start_cpu)
-        peak_mib = max(peak_mib, (status_kib("VmHWM") - base) / 1024)
+    seconds, cpu, peak_mib, (value, (g0, gk)) = _timed(grad, x0, kappa)
     return {
         "seconds": min(seconds),
         "cpu_seconds": min(cpu),
@@ -288,16 +298,7 @@ def online_variant(name, cells, final_time, snapshots):
     grad = jax.jit(jax.value_and_grad(loss, argnums=(0, 1)))
     compiled_mib = grad.lower(u0, kappa).compile().memory_analysis().temp_size_in_bytes / 2**20
     jax.block_until_ready(grad(u0, kappa))
-    seconds, cpu, peak_mib = [], [], 0.0
-    for _ in range(REPEATS):
-        gc.collect()
-        base = status_kib("VmRSS")
-        reset_peak()
-        start, start_cpu = time.perf_counter(), time.process_time()
-        value, (g0, gk) = jax.block_until_ready(grad(u0, kappa))
-        seconds.append(time.perf_counter() - start)
-        cpu.append(time.process_time() - start_cpu)
-        peak_mib = max(peak_mib, (status_kib("VmHWM") - base) / 1024)
+    seconds, cpu, peak_mib, (value, (g0, gk)) = _timed(grad, u0, kappa)
     calls = []
     counted = jax.jit(jax.value_and_grad(lambda u, k: loss(u, k, lambda: calls.append(1)), argnums=(0, 1)))
     jax.block_until_ready(counted(u0, kappa))
