@@ -3,7 +3,7 @@
 
 Runs the reference package `checkpoint_schedules` (version 1.0.4, installed by
 `scripts/reference-venv.sh`) over a grid of parameters and writes, per schedule
-family, a gzip'd text file under `crates/checkpointing/tests/fixtures/`.
+family, a gzip'd text file under `crates/checkpointing-schedule/tests/fixtures/`.
 
 Format (one case after another):
 

@@ -30,29 +30,24 @@
 
 #![warn(missing_docs)]
 
-pub mod action;
+pub use checkpointing_schedule::{action, plot, record, replay, schedule};
+
 pub mod executor;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
-pub mod plot;
-pub mod record;
-pub mod replay;
-pub mod schedule;
 pub mod storage;
 
-pub use action::{Action, ParseActionError, Step, StorageLevel, MAXSIZE};
+pub use checkpointing_schedule::{
+    binomial_forward_steps, Action, ActionRecord, Cost, Cursor, DiskRevolve, Drive, HRevolve,
+    HierarchicalRevolve, LevelCost, LevelSpec, MixedCheckpointSchedule,
+    MultistageCheckpointSchedule, NoneCheckpointSchedule, OnlineR2, ParseActionError, Periodic,
+    PeriodicDiskRevolve, RecordError, Replay, ReplayError, ReplayErrorKind, Revolve, Schedule,
+    ScheduleError, ScheduleSpec, SingleDiskStorageSchedule, SingleMemoryStorageSchedule, SpecError,
+    Step, StepCounts, StorageLevel, Trajectory, TwoLevelCheckpointSchedule, MAXSIZE,
+};
 pub use executor::{
     ExecutionStats, Executor, ExecutorError, FnProblem, Journal, JournalError, Outcome, Problem,
     Progress, ResumableProblem, UserError,
-};
-pub use record::{ActionRecord, RecordError};
-pub use replay::{Cost, LevelCost, Replay, ReplayError, ReplayErrorKind};
-pub use schedule::{
-    binomial_forward_steps, Cursor, DiskRevolve, Drive, HRevolve, HierarchicalRevolve, LevelSpec,
-    MixedCheckpointSchedule, MultistageCheckpointSchedule, NoneCheckpointSchedule, OnlineR2,
-    Periodic, PeriodicDiskRevolve, Revolve, Schedule, ScheduleError, ScheduleSpec,
-    SingleDiskStorageSchedule, SingleMemoryStorageSchedule, SpecError, StepCounts, Trajectory,
-    TwoLevelCheckpointSchedule,
 };
 pub use storage::{
     Checkpoint, DiskStore, DurableStore, Footprint, MemoryStore, SnapshotNames, SnapshotStore,

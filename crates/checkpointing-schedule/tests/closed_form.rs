@@ -2,7 +2,7 @@
 //! replay's counts wherever both answer, and answer at sizes the replay
 //! cannot reach.
 
-use checkpointing::{binomial_forward_steps, ScheduleSpec, StorageLevel, Trajectory};
+use checkpointing_schedule::{binomial_forward_steps, ScheduleSpec, StorageLevel, Trajectory};
 use proptest::prelude::*;
 
 /// Compares the closed form with the replay; returns whether there was one.
@@ -142,7 +142,7 @@ proptest! {
     /// where that fits.
     #[test]
     fn wide_counts_agree(n in 1..u64::MAX, s in 1..200u64) {
-        let wide = checkpointing::schedule::binomial_forward_steps_wide(n, s);
+        let wide = checkpointing_schedule::schedule::binomial_forward_steps_wide(n, s);
         let narrow = binomial_forward_steps(n, s);
         prop_assert_eq!(narrow, wide.and_then(|w| u64::try_from(w).ok()));
     }

@@ -153,7 +153,7 @@ impl Cursor {
     /// action it yields.
     ///
     /// ```
-    /// use checkpointing::{Cursor, ScheduleError};
+    /// use checkpointing_schedule::{Cursor, ScheduleError};
     /// let mut cursor = Cursor::offline(10).unwrap();
     /// assert_eq!((cursor.max_n(), cursor.n(), cursor.is_running()), (Some(10), 0, false));
     /// cursor.set(4, 0); // after Forward(0, 4, ...)
@@ -174,7 +174,7 @@ impl Cursor {
     /// [`Cursor::finalize`]).
     ///
     /// ```
-    /// let mut cursor = checkpointing::Cursor::online();
+    /// let mut cursor = checkpointing_schedule::Cursor::online();
     /// cursor.set(7, 0);
     /// cursor.finalize(7).unwrap();
     /// assert_eq!(cursor.max_n(), Some(7));
@@ -245,7 +245,7 @@ impl Cursor {
     /// reference's own tests do), on any schedule.
     ///
     /// ```
-    /// use checkpointing::{Schedule, ScheduleError, SingleMemoryStorageSchedule};
+    /// use checkpointing_schedule::{Schedule, ScheduleError, SingleMemoryStorageSchedule};
     /// let mut schedule = SingleMemoryStorageSchedule::new();
     /// schedule.next(); // Forward(0, sys.maxsize, ...)
     /// assert_eq!(schedule.finalize(5), Ok(()));
@@ -287,7 +287,7 @@ impl Cursor {
 /// after each `EndReverse`.
 ///
 /// ```
-/// use checkpointing::{Action, Revolve, Schedule};
+/// use checkpointing_schedule::{Action, Revolve, Schedule};
 /// let mut schedule = Revolve::new(4, 2).unwrap();
 /// assert_eq!(schedule.max_n(), Some(4));
 /// let first = schedule.next().unwrap();
@@ -350,7 +350,7 @@ pub trait Schedule: Iterator<Item = Action> {
     /// API), without a dynamic call or a copy through memory per action.
     ///
     /// ```
-    /// use checkpointing::{ActionRecord, Revolve, Schedule};
+    /// use checkpointing_schedule::{ActionRecord, Revolve, Schedule};
     /// let mut schedule: Box<dyn Schedule> = Box::new(Revolve::new(4, 2).unwrap());
     /// let mut out = [ActionRecord::default(); 8];
     /// assert_eq!(schedule.next_records(&mut out), 8);

@@ -23,7 +23,7 @@ use crate::StorageLevel;
 /// `O(max_n · log max_n)`-like recomputation for small `s`.
 ///
 /// ```
-/// use checkpointing::{Periodic, Schedule};
+/// use checkpointing_schedule::{Periodic, Schedule};
 /// let text: Vec<String> = Periodic::new(5, 2).unwrap().map(|a| a.to_string()).collect();
 /// assert_eq!(text, [
 ///     "Forward(0, 2, True, False, StorageType.RAM)",
@@ -78,7 +78,7 @@ impl Periodic {
     /// Number of RAM snapshots the schedule stores: `ceil(max_n / period) - 1`.
     ///
     /// ```
-    /// assert_eq!(checkpointing::Periodic::new(10, 3).unwrap().snapshots(), 3);
+    /// assert_eq!(checkpointing_schedule::Periodic::new(10, 3).unwrap().snapshots(), 3);
     /// ```
     pub fn snapshots(&self) -> u64 {
         self.last_start() / self.period

@@ -25,7 +25,7 @@ fn unbounded_forward(cursor: &mut Cursor, write_adj_deps: bool, storage: Storage
 /// No adjoint: the forward runs and nothing is stored. Online.
 ///
 /// ```
-/// use checkpointing::{Action, NoneCheckpointSchedule, Schedule};
+/// use checkpointing_schedule::{Action, NoneCheckpointSchedule, Schedule};
 /// let mut s = NoneCheckpointSchedule::new();
 /// assert_eq!(s.next().unwrap().to_string(),
 ///            "Forward(0, sys.maxsize, False, False, StorageType.NONE)");
@@ -90,7 +90,7 @@ impl Schedule for NoneCheckpointSchedule {
 /// Cost: `n` forward steps, no recomputation, `n` steps of adjoint data held.
 ///
 /// ```
-/// use checkpointing::{Action, Schedule, SingleMemoryStorageSchedule};
+/// use checkpointing_schedule::{Action, Schedule, SingleMemoryStorageSchedule};
 /// let mut s = SingleMemoryStorageSchedule::new();
 /// s.next();
 /// s.finalize(5).unwrap();
@@ -167,7 +167,7 @@ impl Schedule for SingleMemoryStorageSchedule {
 /// Cost: `n` forward steps, `n` disk writes and `n` disk reads per adjoint.
 ///
 /// ```
-/// use checkpointing::{Schedule, SingleDiskStorageSchedule};
+/// use checkpointing_schedule::{Schedule, SingleDiskStorageSchedule};
 /// let mut s = SingleDiskStorageSchedule::new(true);
 /// s.next();
 /// s.next();

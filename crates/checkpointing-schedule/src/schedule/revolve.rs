@@ -28,7 +28,7 @@ use crate::StorageLevel;
 /// `O(snapshots · max_n)` memory and `O(snapshots · max_n²)` time.
 ///
 /// ```
-/// use checkpointing::{Revolve, Schedule};
+/// use checkpointing_schedule::{Revolve, Schedule};
 /// let text: Vec<String> = Revolve::new(4, 2).unwrap().map(|a| a.to_string()).collect();
 /// assert_eq!(text[0], "Forward(0, 2, True, False, StorageType.RAM)");
 /// assert_eq!(text[4], "Reverse(4, 3, True)");
@@ -98,7 +98,7 @@ impl Revolve {
     /// snapshots than steps are accepted, as in the reference.
     ///
     /// ```
-    /// use checkpointing::{Revolve, ScheduleError};
+    /// use checkpointing_schedule::{Revolve, ScheduleError};
     /// assert!(Revolve::new(100, 5).is_ok());
     /// assert_eq!(Revolve::new(0, 5).unwrap_err(), ScheduleError::ZeroSteps);
     /// assert!(Revolve::new(10, 0).is_err());
@@ -112,7 +112,7 @@ impl Revolve {
     /// read (unused by Revolve, validated). Costs must be finite and `>= 0`.
     ///
     /// ```
-    /// use checkpointing::Revolve;
+    /// use checkpointing_schedule::Revolve;
     /// let a: Vec<_> = Revolve::with_costs(30, 3, 0.1, 0.7, 2.0, 2.0).unwrap().collect();
     /// assert!(Revolve::with_costs(30, 3, -1.0, 1.0, 2.0, 2.0).is_err());
     /// ```

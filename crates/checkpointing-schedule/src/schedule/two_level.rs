@@ -23,7 +23,7 @@ use crate::StorageLevel;
 /// Produces exactly the actions of `checkpoint_schedules`' schedule 1.0.4.
 ///
 /// ```
-/// use checkpointing::{Drive, StorageLevel, Trajectory, TwoLevelCheckpointSchedule};
+/// use checkpointing_schedule::{Drive, StorageLevel, Trajectory, TwoLevelCheckpointSchedule};
 /// let schedule = TwoLevelCheckpointSchedule::new(3, 1, StorageLevel::Ram, Trajectory::Maximum).unwrap();
 /// let text: Vec<String> = Drive::new(schedule, 5).unwrap().map(|a| a.unwrap().to_string()).collect();
 /// assert_eq!(text[0], "Forward(0, 3, True, False, StorageType.DISK)");

@@ -16,7 +16,7 @@ use crate::action::{Action, Step, StorageLevel};
 /// [`Action::try_from`] checks the codes.
 ///
 /// ```
-/// use checkpointing::{Action, ActionRecord, StorageLevel};
+/// use checkpointing_schedule::{Action, ActionRecord, StorageLevel};
 /// let action = Action::Copy { n: 7, from: StorageLevel::Disk, to: StorageLevel::Work };
 /// let record = ActionRecord::from(action);
 /// assert_eq!((record.kind, record.n0, record.n1), (ActionRecord::COPY, 7, 7));
@@ -75,7 +75,7 @@ impl ActionRecord {
     /// -2 NONE, 2 DEVICE.
     ///
     /// ```
-    /// use checkpointing::{ActionRecord, StorageLevel};
+    /// use checkpointing_schedule::{ActionRecord, StorageLevel};
     /// assert_eq!(ActionRecord::storage_code(StorageLevel::Work), -1);
     /// ```
     pub const fn storage_code(level: StorageLevel) -> i8 {

@@ -1,7 +1,7 @@
 //! Schedules are lazy: `Revolve(10^8, 100)` streams to its end in bounded
 //! memory. A counting allocator measures the heap actually in use.
 
-use checkpointing::{Action, Revolve, Schedule};
+use checkpointing_schedule::{Action, Revolve, Schedule};
 use checkpointing_test_support::{CountingAllocator, HeapWatch};
 
 #[global_allocator]

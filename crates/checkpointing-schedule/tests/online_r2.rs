@@ -3,7 +3,7 @@
 //! schedule can be: checked against the closed form and against an
 //! independent search over every checkpoint distribution.
 
-use checkpointing::{
+use checkpointing_schedule::{
     binomial_forward_steps, Action, Drive, OnlineR2, Replay, Schedule, ScheduleError, ScheduleSpec,
     StorageLevel,
 };

@@ -12,7 +12,7 @@ use crate::StorageLevel;
 /// of the forward and adjoint step costs: seconds, or multiples of a step).
 ///
 /// ```
-/// use checkpointing::{LevelSpec, StorageLevel};
+/// use checkpointing_schedule::{LevelSpec, StorageLevel};
 /// let host = LevelSpec::new(StorageLevel::Ram, 16, 0.4, 0.4);
 /// assert_eq!(host.snapshots, 16);
 /// ```
@@ -58,7 +58,7 @@ impl LevelSpec {
 /// ([`Replay::device_budget`](crate::Replay::device_budget)).
 ///
 /// ```
-/// use checkpointing::{HierarchicalRevolve, LevelSpec, Replay, StorageLevel};
+/// use checkpointing_schedule::{HierarchicalRevolve, LevelSpec, Replay, StorageLevel};
 /// let levels = [
 ///     LevelSpec::new(StorageLevel::Device, 3, 0.01, 0.01),
 ///     LevelSpec::new(StorageLevel::Ram, 5, 0.3, 0.3),

@@ -20,7 +20,7 @@ use crate::StorageLevel;
 /// (counting reads and writes per slot), in `O(snapshots)` memory.
 ///
 /// ```
-/// use checkpointing::{MultistageCheckpointSchedule, Schedule, StorageLevel, Trajectory};
+/// use checkpointing_schedule::{MultistageCheckpointSchedule, Schedule, StorageLevel, Trajectory};
 /// let s = MultistageCheckpointSchedule::new(20, 2, 3, Trajectory::Maximum).unwrap();
 /// assert!(s.uses_storage(StorageLevel::Ram) && s.uses_storage(StorageLevel::Disk));
 /// assert_eq!(s.snapshots_in_ram() + s.snapshots_on_disk(), 5);

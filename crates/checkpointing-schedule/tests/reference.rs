@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::io::Read;
 
-use checkpointing::{
+use checkpointing_schedule::{
     Action, DiskRevolve, HRevolve, MixedCheckpointSchedule, MultistageCheckpointSchedule,
     NoneCheckpointSchedule, PeriodicDiskRevolve, Revolve, Schedule, SingleDiskStorageSchedule,
     SingleMemoryStorageSchedule, StorageLevel, Trajectory, TwoLevelCheckpointSchedule,

@@ -79,9 +79,9 @@ fn repetition(n: u64, s: u64) -> (u64, u128) {
 ///
 /// ```
 /// // Revolve(4, 2): 4 steps of the first sweep and 4 recomputed.
-/// assert_eq!(checkpointing::binomial_forward_steps(4, 2), Some(8));
+/// assert_eq!(checkpointing_schedule::binomial_forward_steps(4, 2), Some(8));
 /// // One snapshot: every step recomputed from the start.
-/// assert_eq!(checkpointing::binomial_forward_steps(10, 1), Some(10 + 45));
+/// assert_eq!(checkpointing_schedule::binomial_forward_steps(10, 1), Some(10 + 45));
 /// ```
 ///
 /// `None` when `n == 0`, `s == 0` (and `n > 1`), or the count overflows
@@ -95,7 +95,7 @@ pub fn binomial_forward_steps(n: u64, s: u64) -> Option<u64> {
 /// and for `n == 0` or `s == 0 < n - 1`). `O(log n)` time.
 ///
 /// ```
-/// use checkpointing::schedule::binomial_forward_steps_wide;
+/// use checkpointing_schedule::schedule::binomial_forward_steps_wide;
 /// // 10^11 steps, one snapshot: every step recomputed from the start.
 /// let n = 100_000_000_000u64;
 /// assert_eq!(binomial_forward_steps_wide(n, 1), Some(n as u128 * (n as u128 + 1) / 2));
@@ -130,7 +130,7 @@ pub(crate) fn revolve_last_split(n: u64, s: u64) -> u64 {
 /// several are optimal (Griewank & Walther 2000, Fig. 4).
 ///
 /// ```
-/// use checkpointing::Trajectory;
+/// use checkpointing_schedule::Trajectory;
 /// assert_eq!("revolve".parse::<Trajectory>().unwrap(), Trajectory::Revolve);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -175,8 +175,8 @@ impl FromStr for Trajectory {
 /// [`ScheduleError::TooFewSnapshots`] for `snapshots = 0`.
 ///
 /// ```
-/// use checkpointing::schedule::binomial_advance;
-/// use checkpointing::Trajectory;
+/// use checkpointing_schedule::schedule::binomial_advance;
+/// use checkpointing_schedule::Trajectory;
 /// assert_eq!(binomial_advance(10, 1, Trajectory::Maximum), Ok(9));
 /// assert_eq!(binomial_advance(10, 9, Trajectory::Maximum), Ok(1));
 /// assert_eq!(binomial_advance(10, 3, Trajectory::Revolve), Ok(4));

@@ -3,7 +3,7 @@
 //! `t(n, s) = r n - β(s + 1, r - 1)` (Griewank & Walther, ACM TOMS 26(1),
 //! 2000), where `r` is the least integer with `β(s, r) = C(s + r, s) >= n`.
 
-use checkpointing::{Replay, Revolve};
+use checkpointing_schedule::{Replay, Revolve};
 
 /// `C(a, b)` in exact integers.
 fn choose(a: u128, b: u128) -> u128 {

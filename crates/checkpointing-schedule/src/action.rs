@@ -32,7 +32,7 @@ pub const MAXSIZE: Step = i64::MAX as Step;
 /// package has no such level, and its schedules never use it.
 ///
 /// ```
-/// use checkpointing::StorageLevel;
+/// use checkpointing_schedule::StorageLevel;
 /// assert_eq!(StorageLevel::Ram.to_string(), "StorageType.RAM");
 /// assert_eq!("DISK".parse::<StorageLevel>().unwrap(), StorageLevel::Disk);
 /// ```
@@ -67,7 +67,7 @@ impl StorageLevel {
     /// Whether the level holds stored checkpoints (DEVICE, RAM or DISK).
     ///
     /// ```
-    /// use checkpointing::StorageLevel;
+    /// use checkpointing_schedule::StorageLevel;
     /// assert!(StorageLevel::Device.is_stored() && !StorageLevel::Work.is_stored());
     /// ```
     pub fn is_stored(self) -> bool {
@@ -77,7 +77,7 @@ impl StorageLevel {
     /// The upper-case name used by the reference package and in JSON lines.
     ///
     /// ```
-    /// assert_eq!(checkpointing::StorageLevel::Work.name(), "WORK");
+    /// assert_eq!(checkpointing_schedule::StorageLevel::Work.name(), "WORK");
     /// ```
     pub fn name(self) -> &'static str {
         match self {
@@ -114,7 +114,7 @@ impl FromStr for StorageLevel {
 /// The field order and names follow `checkpoint_schedules` 1.0.4.
 ///
 /// ```
-/// use checkpointing::{Action, StorageLevel};
+/// use checkpointing_schedule::{Action, StorageLevel};
 /// let a = Action::Forward { n0: 0, n1: 2, write_ics: true, write_adj_deps: false,
 ///                           storage: StorageLevel::Ram };
 /// assert_eq!(a.to_string(), "Forward(0, 2, True, False, StorageType.RAM)");
@@ -180,7 +180,7 @@ impl Action {
     /// The action's type name as in the reference package (`"Forward"`, ...).
     ///
     /// ```
-    /// assert_eq!(checkpointing::Action::EndForward.name(), "EndForward");
+    /// assert_eq!(checkpointing_schedule::Action::EndForward.name(), "EndForward");
     /// ```
     pub fn name(&self) -> &'static str {
         match self {
@@ -196,7 +196,7 @@ impl Action {
     /// The JSON-lines form of the action (one line, no trailing newline).
     ///
     /// ```
-    /// use checkpointing::Action;
+    /// use checkpointing_schedule::Action;
     /// assert_eq!(Action::EndReverse.to_json(), r#"{"action":"EndReverse"}"#);
     /// ```
     pub fn to_json(&self) -> String {
@@ -206,7 +206,7 @@ impl Action {
     /// Parses one JSON line.
     ///
     /// ```
-    /// use checkpointing::{Action, StorageLevel};
+    /// use checkpointing_schedule::{Action, StorageLevel};
     /// let a = Action::from_json(r#"{"action":"Move","n":2,"from":"RAM","to":"WORK"}"#).unwrap();
     /// assert_eq!(a, Action::Move { n: 2, from: StorageLevel::Ram, to: StorageLevel::Work });
     /// ```

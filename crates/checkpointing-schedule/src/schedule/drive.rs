@@ -12,7 +12,7 @@ use crate::action::{Action, Step};
 /// for a forward-only schedule, when the schedule ends).
 ///
 /// ```
-/// use checkpointing::{Drive, SingleMemoryStorageSchedule};
+/// use checkpointing_schedule::{Drive, SingleMemoryStorageSchedule};
 /// let text: Vec<String> = Drive::new(SingleMemoryStorageSchedule::new(), 3)
 ///     .unwrap()
 ///     .map(|a| a.unwrap().to_string())

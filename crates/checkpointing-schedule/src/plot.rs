@@ -32,7 +32,7 @@ fn level_colour(level: StorageLevel) -> &'static str {
 /// Draws `actions` of a `max_n`-step schedule titled `title`.
 ///
 /// ```
-/// use checkpointing::{plot, Revolve};
+/// use checkpointing_schedule::{plot, Revolve};
 /// let actions: Vec<_> = Revolve::new(10, 3).unwrap().collect();
 /// let svg = plot::svg(&actions, 10, "Revolve(10, 3)");
 /// assert!(svg.starts_with("<svg") && svg.contains("adjoint step"));
@@ -45,7 +45,7 @@ pub fn svg(actions: &[Action], max_n: Step, title: &str) -> String {
 /// schedule never holds its actions in memory.
 ///
 /// ```
-/// use checkpointing::{plot, Revolve};
+/// use checkpointing_schedule::{plot, Revolve};
 /// let svg = plot::svg_stream(Revolve::new(100_000, 10).unwrap(), 400_000, 100_000, "Revolve");
 /// assert!(svg.contains("summarised"));
 /// ```

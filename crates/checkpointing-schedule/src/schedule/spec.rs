@@ -19,7 +19,7 @@ use crate::StorageLevel;
 /// Online schedules take `steps`, the number of steps they are driven for.
 ///
 /// ```
-/// use checkpointing::ScheduleSpec;
+/// use checkpointing_schedule::ScheduleSpec;
 /// let spec = ScheduleSpec::Revolve { max_n: 4, snapshots_in_ram: 2, uf: 1.0, ub: 1.0, wd: 2.0, rd: 2.0 };
 /// assert_eq!(spec.name(), "revolve");
 /// let cost = spec.cost().unwrap();
@@ -449,7 +449,7 @@ impl ScheduleSpec {
     /// replay to show ([`Cost::fits`]).
     ///
     /// ```
-    /// use checkpointing::ScheduleSpec;
+    /// use checkpointing_schedule::ScheduleSpec;
     /// let names: Vec<_> = ScheduleSpec::candidates(100, 4, 0, [1.0, 1.0, 2.0, 2.0])
     ///     .iter().map(|s| s.name()).collect();
     /// assert!(names.contains(&"revolve") && names.contains(&"mixed"));
@@ -547,7 +547,7 @@ impl ScheduleSpec {
     /// replayed (to report progress on a long replay).
     ///
     /// ```
-    /// use checkpointing::{Action, ScheduleSpec};
+    /// use checkpointing_schedule::{Action, ScheduleSpec};
     /// let spec = ScheduleSpec::Periodic { max_n: 10, period: 4 };
     /// let mut steps = 0;
     /// let cost = spec.cost_observed(|a| if let Action::Forward { n0, n1, .. } = a { steps += n1 - n0 }).unwrap();

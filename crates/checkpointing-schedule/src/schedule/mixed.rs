@@ -23,7 +23,7 @@ impl MixedStepKind {
     /// 2`, `WRITE_ADJ_DEPS = 3`, `WRITE_ICS = 4`).
     ///
     /// ```
-    /// use checkpointing::schedule::MixedStepKind;
+    /// use checkpointing_schedule::schedule::MixedStepKind;
     /// assert_eq!(MixedStepKind::WriteIcs.step_type(), 4);
     /// ```
     pub fn step_type(self) -> u8 {
@@ -55,7 +55,7 @@ pub struct MixedStep {
 /// [`MixedCheckpointSchedule`] is built from.
 ///
 /// ```
-/// use checkpointing::schedule::{MixedCostTable, MixedStepKind};
+/// use checkpointing_schedule::schedule::{MixedCostTable, MixedStepKind};
 /// let table = MixedCostTable::new(10, 3).unwrap();
 /// let cell = table.get(10, 3).unwrap();
 /// assert_eq!((cell.kind, cell.advance, cell.cost), (MixedStepKind::WriteIcs, 4, 19));
@@ -136,7 +136,7 @@ impl MixedCostTable {
 /// [`ScheduleError::TooLarge`] as [`MixedCostTable::new`].
 ///
 /// ```
-/// use checkpointing::schedule::{mixed_step, MixedStepKind};
+/// use checkpointing_schedule::schedule::{mixed_step, MixedStepKind};
 /// let first = mixed_step(10, 3).unwrap();
 /// assert_eq!((first.kind, first.advance, first.cost), (MixedStepKind::WriteIcs, 4, 19));
 /// assert_eq!(mixed_step(3, 9).unwrap().kind, MixedStepKind::WriteAdjDeps);
@@ -166,7 +166,7 @@ pub fn mixed_step(n: Step, s: u64) -> Result<MixedStep, ScheduleError> {
 /// [`MixedCheckpointSchedule`]`(n, s)` advances. Errors as [`mixed_step`].
 ///
 /// ```
-/// use checkpointing::schedule::optimal_steps_mixed;
+/// use checkpointing_schedule::schedule::optimal_steps_mixed;
 /// assert_eq!(optimal_steps_mixed(10, 3), Ok(19));
 /// // One unit: advance n - 1 steps storing restart data, then n(n+1)/2 - 1.
 /// assert_eq!(optimal_steps_mixed(6, 1), Ok(20));
@@ -288,7 +288,7 @@ fn split(
 /// `Mixed(10^4, 50)` builds in about 0.2 s.
 ///
 /// ```
-/// use checkpointing::{MixedCheckpointSchedule, Replay, StorageLevel};
+/// use checkpointing_schedule::{MixedCheckpointSchedule, Replay, StorageLevel};
 /// let schedule = MixedCheckpointSchedule::new(50, 4, StorageLevel::Disk).unwrap();
 /// let cost = Replay::new(50).disk_budget(4).require_freed(true).run(schedule).unwrap();
 /// assert_eq!(cost.adjoint_steps, 50);

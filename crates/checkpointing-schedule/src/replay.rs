@@ -69,7 +69,7 @@ impl Cost {
     /// beyond one step as RAM.
     ///
     /// ```
-    /// use checkpointing::{Replay, Revolve};
+    /// use checkpointing_schedule::{Replay, Revolve};
     /// let cost = Replay::new(50).run(Revolve::new(50, 3).unwrap()).unwrap();
     /// assert!(cost.fits(3, 0) && !cost.fits(2, 0));
     /// ```
@@ -82,7 +82,7 @@ impl Cost {
     /// RAM traffic free.
     ///
     /// ```
-    /// use checkpointing::{Replay, Revolve};
+    /// use checkpointing_schedule::{Replay, Revolve};
     /// let cost = Replay::new(4).run(Revolve::new(4, 2).unwrap()).unwrap();
     /// assert_eq!(cost.weighted(1.0, 1.0, 2.0, 2.0), 8.0 + 4.0);
     /// ```
@@ -97,7 +97,7 @@ impl Cost {
     /// `None` for WORK and NONE.
     ///
     /// ```
-    /// use checkpointing::{Replay, Revolve, StorageLevel};
+    /// use checkpointing_schedule::{Replay, Revolve, StorageLevel};
     /// let cost = Replay::new(10).run(Revolve::new(10, 2).unwrap()).unwrap();
     /// assert_eq!(cost.level(StorageLevel::Ram).unwrap().peak, 2);
     /// assert!(cost.level(StorageLevel::Work).is_none());
@@ -276,7 +276,7 @@ impl fmt::Display for LiveState {
 /// A checker and cost model for action streams of a `max_n`-step loop.
 ///
 /// ```
-/// use checkpointing::{Action, Replay, ReplayErrorKind, Revolve};
+/// use checkpointing_schedule::{Action, Replay, ReplayErrorKind, Revolve};
 /// let cost = Replay::new(100).ram_budget(5).require_freed(true)
 ///     .run(Revolve::new(100, 5).unwrap())
 ///     .unwrap();

@@ -41,7 +41,7 @@ fn validate(
 /// `O(snapshots · max_n²)` time.
 ///
 /// ```
-/// use checkpointing::{DiskRevolve, Replay};
+/// use checkpointing_schedule::{DiskRevolve, Replay};
 /// let s = DiskRevolve::new(200, 2, 1.0, 1.0, 2.0, 2.0).unwrap();
 /// let cost = Replay::new(200).ram_budget(2).run(s).unwrap();
 /// assert!(cost.disk.writes > 0);
@@ -206,7 +206,7 @@ impl Program for DiskRevolveProgram {
 /// read. Needs `uf > 0`.
 ///
 /// ```
-/// use checkpointing::{PeriodicDiskRevolve, Replay};
+/// use checkpointing_schedule::{PeriodicDiskRevolve, Replay};
 /// let s = PeriodicDiskRevolve::new(100, 2, 1.0, 1.0, 2.0, 2.0).unwrap();
 /// assert_eq!(s.period(), 6);
 /// let cost = Replay::new(100).ram_budget(2).run(s).unwrap();

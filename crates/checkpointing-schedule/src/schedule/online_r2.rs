@@ -56,7 +56,7 @@ use crate::StorageLevel;
 /// to nowhere, i.e. deleted. One adjoint: the checkpoints are consumed.
 ///
 /// ```
-/// use checkpointing::{Drive, OnlineR2, Replay};
+/// use checkpointing_schedule::{Drive, OnlineR2, Replay};
 /// let schedule = OnlineR2::new(3).unwrap();
 /// assert_eq!(OnlineR2::optimal_range(3), 9);
 /// // Driven for 9 steps (an executor's loop stopping there), then replayed.
@@ -143,7 +143,7 @@ impl OnlineR2 {
     /// Errors: [`ScheduleError::TooFewSnapshots`] for `snapshots = 0`.
     ///
     /// ```
-    /// use checkpointing::{OnlineR2, Schedule};
+    /// use checkpointing_schedule::{OnlineR2, Schedule};
     /// let schedule = OnlineR2::new(4).unwrap();
     /// assert_eq!(schedule.max_n(), None);
     /// assert!(OnlineR2::new(0).is_err());
@@ -169,8 +169,8 @@ impl OnlineR2 {
     /// steps needs repetition number 2 at most (saturating at `u64::MAX`).
     ///
     /// ```
-    /// assert_eq!(checkpointing::OnlineR2::optimal_range(1), 2);
-    /// assert_eq!(checkpointing::OnlineR2::optimal_range(10), 65);
+    /// assert_eq!(checkpointing_schedule::OnlineR2::optimal_range(1), 2);
+    /// assert_eq!(checkpointing_schedule::OnlineR2::optimal_range(10), 65);
     /// ```
     pub fn optimal_range(snapshots: u64) -> Step {
         let s = snapshots as u128;
@@ -183,8 +183,8 @@ impl OnlineR2 {
     /// The checkpoints held now, in increasing order (during the forward).
     ///
     /// ```
-    /// use checkpointing::OnlineR2;
-    /// use checkpointing::Schedule;
+    /// use checkpointing_schedule::OnlineR2;
+    /// use checkpointing_schedule::Schedule;
     /// let mut schedule = OnlineR2::new(3).unwrap();
     /// while schedule.n() < 8 {
     ///     schedule.next();

@@ -74,7 +74,7 @@ use crate::StorageLevel;
 /// (about 1.5 s there). The actions are then generated lazily.
 ///
 /// ```
-/// use checkpointing::{HRevolve, Replay, Schedule, StorageLevel};
+/// use checkpointing_schedule::{HRevolve, Replay, Schedule, StorageLevel};
 /// let s = HRevolve::new(100, 2, 5, 1.0, 1.0, 2.0, 2.0).unwrap();
 /// assert!(s.uses_storage(StorageLevel::Disk));
 /// let cost = Replay::new(100).ram_budget(2).run(s).unwrap();

@@ -1,7 +1,7 @@
 //! Invalid parameters give typed errors with clear messages, never panics,
 //! matching the reference package where it clamps or raises.
 
-use checkpointing::{
+use checkpointing_schedule::{
     Drive, MultistageCheckpointSchedule, NoneCheckpointSchedule, Periodic, Revolve, Schedule,
     ScheduleError, SingleDiskStorageSchedule, SingleMemoryStorageSchedule, StorageLevel,
     Trajectory,
@@ -159,7 +159,7 @@ fn finalize_rules() {
 /// `n`), for `adjoints` adjoints (fewer if the schedule ends first). Every
 /// such `finalize` must be accepted; returns how many there were.
 fn drive_as_clients_do(schedule: &mut dyn Schedule, n: u64, adjoints: usize) -> usize {
-    use checkpointing::Action;
+    use checkpointing_schedule::Action;
     let (mut finalizes, mut ends) = (0, 0);
     while let Some(action) = schedule.next() {
         match action {
@@ -186,7 +186,7 @@ fn drive_as_clients_do(schedule: &mut dyn Schedule, n: u64, adjoints: usize) -> 
 
 #[test]
 fn finalize_repeated_whenever_a_forward_reaches_n() {
-    use checkpointing::{OnlineR2, TwoLevelCheckpointSchedule};
+    use checkpointing_schedule::{OnlineR2, TwoLevelCheckpointSchedule};
     for n in 1..40u64 {
         // Online schedules with repeated adjoints: the first sweep and every
         // recomputation that reaches n finalize again.

@@ -30,7 +30,7 @@ use crate::action::Step;
 /// The forward and adjoint steps a schedule advances, from a closed form.
 ///
 /// ```
-/// use checkpointing::ScheduleSpec;
+/// use checkpointing_schedule::ScheduleSpec;
 /// let spec = ScheduleSpec::Revolve { max_n: u64::MAX, snapshots_in_ram: 40, uf: 1.0, ub: 1.0, wd: 2.0, rd: 2.0 };
 /// let steps = spec.closed_form_steps().unwrap();
 /// assert!(steps.forward_steps > u64::MAX as u128);
@@ -67,7 +67,7 @@ impl ScheduleSpec {
     /// parameters are invalid. `O(log max_n)` time.
     ///
     /// ```
-    /// use checkpointing::ScheduleSpec;
+    /// use checkpointing_schedule::ScheduleSpec;
     /// let spec = ScheduleSpec::Periodic { max_n: 10, period: 4 };
     /// assert_eq!(spec.closed_form_steps().unwrap().forward_steps, spec.cost().unwrap().forward_steps as u128);
     /// ```

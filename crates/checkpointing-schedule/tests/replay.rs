@@ -2,7 +2,7 @@
 //! (with each schedule's declared budgets), and rejects hand-made invalid
 //! action streams at the offending action.
 
-use checkpointing::{
+use checkpointing_schedule::{
     binomial_forward_steps, Action, Cost, HRevolve, Replay, ReplayErrorKind, ScheduleSpec,
     StorageLevel, Trajectory,
 };
@@ -223,7 +223,7 @@ fn rejects_forward_not_at_live_state() {
         1,
         ReplayErrorKind::ForwardNotAtState {
             start: 3,
-            live: checkpointing::replay::LiveState(Some(2)),
+            live: checkpointing_schedule::replay::LiveState(Some(2)),
         },
     );
 }
@@ -493,7 +493,7 @@ fn jsonl_round_trip_replays_identically() {
 /// within its budget, every checkpoint freed, and the replayed cost equal to
 /// the dynamic program's optimum.
 mod hierarchical {
-    use checkpointing::{HierarchicalRevolve, LevelSpec, Replay, StorageLevel};
+    use checkpointing_schedule::{HierarchicalRevolve, LevelSpec, Replay, StorageLevel};
     use proptest::prelude::*;
 
     fn levels() -> impl Strategy<Value = Vec<LevelSpec>> {
