@@ -195,7 +195,9 @@ fn background_io(quick: bool) {
             AsyncStore::new(DiskStore::temporary().unwrap(), 4),
         );
         assert!(g1 == reference && g2 == reference, "gradients differ");
-        let writes = spec.cost().map_or(0, |c| c.disk.writes);
+        let writes = spec
+            .cost()
+            .map_or(0, |c| c.levels[checkpointing::StorageLevel::Disk].writes);
         println!(
             "| {} | {writes} | {memory:.2} | {sync:.2} | {:.0}% | {background:.2} | {:.2}× |",
             spec.name(),

@@ -186,8 +186,14 @@ impl DemoConfig {
             });
         let snapshots = match spec {
             ScheduleSpec::SingleMemory { .. } | ScheduleSpec::SingleDisk { .. } => None,
-            ScheduleSpec::Periodic { .. } => Some(cost.ram.peak.max(1)),
-            _ => Some((cost.ram.peak + cost.disk.peak).max(1)),
+            ScheduleSpec::Periodic { .. } => {
+                Some(cost.levels[checkpointing::StorageLevel::Ram].peak.max(1))
+            }
+            _ => Some(
+                (cost.levels[checkpointing::StorageLevel::Ram].peak
+                    + cost.levels[checkpointing::StorageLevel::Disk].peak)
+                    .max(1),
+            ),
         };
         let minimum_forward_steps = match snapshots {
             None => Some(self.steps),

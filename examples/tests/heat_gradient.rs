@@ -165,11 +165,19 @@ fn check_every_schedule(mut problem: HeatEquation) {
         );
         assert_eq!(
             stats.ram.writes + stats.disk.writes,
-            cost.ram.writes + cost.disk.writes,
+            cost.levels[StorageLevel::Ram].writes + cost.levels[StorageLevel::Disk].writes,
             "{spec:?}"
         );
-        assert_eq!(stats.ram.peak_snapshots, cost.ram.peak, "{spec:?}");
-        assert_eq!(stats.disk.peak_snapshots, cost.disk.peak, "{spec:?}");
+        assert_eq!(
+            stats.ram.peak_snapshots,
+            cost.levels[StorageLevel::Ram].peak,
+            "{spec:?}"
+        );
+        assert_eq!(
+            stats.disk.peak_snapshots,
+            cost.levels[StorageLevel::Disk].peak,
+            "{spec:?}"
+        );
     }
 }
 
@@ -410,9 +418,9 @@ fn three_level_schedule_matches_store_all_bitwise() {
         .zip(&reference)
         .all(|(a, b)| a.to_bits() == b.to_bits()));
     for (stats, level) in [
-        (out.stats.device, cost.device),
-        (out.stats.ram, cost.ram),
-        (out.stats.disk, cost.disk),
+        (out.stats.device, cost.levels[StorageLevel::Device]),
+        (out.stats.ram, cost.levels[StorageLevel::Ram]),
+        (out.stats.disk, cost.levels[StorageLevel::Disk]),
     ] {
         assert!(level.writes > 0);
         assert_eq!(

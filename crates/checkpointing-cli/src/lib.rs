@@ -558,9 +558,13 @@ fn compare(args: &CompareArgs) -> Result<(), Failure> {
             parameters(spec),
             c.forward_steps,
             c.recomputed_steps,
-            c.ram.peak,
-            c.disk.peak,
-            format!("{}/{}", c.disk.writes, c.disk.reads),
+            c.levels[StorageLevel::Ram].peak,
+            c.levels[StorageLevel::Disk].peak,
+            format!(
+                "{}/{}",
+                c.levels[StorageLevel::Disk].writes,
+                c.levels[StorageLevel::Disk].reads
+            ),
             c.peak_work_steps,
             modelled(c)
         );

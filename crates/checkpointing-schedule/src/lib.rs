@@ -29,12 +29,14 @@
 #![warn(missing_docs)]
 
 pub mod action;
+pub mod levels;
 pub mod plot;
 pub mod record;
 pub mod replay;
 pub mod schedule;
 
 pub use action::{Action, ParseActionError, Step, StorageLevel, MAXSIZE};
+pub use levels::PerLevel;
 pub use record::{ActionRecord, RecordError};
 pub use replay::{Cost, LevelCost, Replay, ReplayError, ReplayErrorKind};
 pub use schedule::{

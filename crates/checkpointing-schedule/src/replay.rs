@@ -24,6 +24,7 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::action::{Action, Step};
+use crate::levels::PerLevel;
 use crate::StorageLevel;
 
 /// Traffic and occupancy of one storage level (DEVICE, RAM or DISK).
@@ -52,13 +53,11 @@ pub struct Cost {
     pub recomputed_steps: u64,
     /// Adjoint steps advanced.
     pub adjoint_steps: u64,
-    /// RAM traffic and occupancy.
-    pub ram: LevelCost,
-    /// Disk traffic and occupancy.
-    pub disk: LevelCost,
-    /// Device (accelerator memory) traffic and occupancy: zero unless a
-    /// schedule uses the three-level hierarchy.
-    pub device: LevelCost,
+    /// Traffic and occupancy of each stored level (DEVICE, RAM, DISK): zero
+    /// for a level the schedule does not use. In JSON, one field per level
+    /// (`"ram"`, `"disk"`, `"device"`).
+    #[serde(flatten)]
+    pub levels: PerLevel<LevelCost>,
     /// Most steps whose adjoint dependencies were held in WORK at once.
     pub peak_work_steps: u64,
 }
@@ -74,7 +73,8 @@ impl Cost {
     /// assert!(cost.fits(3, 0) && !cost.fits(2, 0));
     /// ```
     pub fn fits(&self, ram: u64, disk: u64) -> bool {
-        self.ram.peak + self.peak_work_steps.saturating_sub(1) <= ram && self.disk.peak <= disk
+        self.levels[StorageLevel::Ram].peak + self.peak_work_steps.saturating_sub(1) <= ram
+            && self.levels[StorageLevel::Disk].peak <= disk
     }
 
     /// `uf·forward + ub·adjoint + wd·disk writes + rd·disk reads`: the
@@ -89,8 +89,8 @@ impl Cost {
     pub fn weighted(&self, uf: f64, ub: f64, wd: f64, rd: f64) -> f64 {
         uf * self.forward_steps as f64
             + ub * self.adjoint_steps as f64
-            + wd * self.disk.writes as f64
-            + rd * self.disk.reads as f64
+            + wd * self.levels[StorageLevel::Disk].writes as f64
+            + rd * self.levels[StorageLevel::Disk].reads as f64
     }
 
     /// The traffic and occupancy of a stored level (DEVICE, RAM or DISK);
@@ -103,12 +103,7 @@ impl Cost {
     /// assert!(cost.level(StorageLevel::Work).is_none());
     /// ```
     pub fn level(&self, level: StorageLevel) -> Option<&LevelCost> {
-        match level {
-            StorageLevel::Device => Some(&self.device),
-            StorageLevel::Ram => Some(&self.ram),
-            StorageLevel::Disk => Some(&self.disk),
-            StorageLevel::Work | StorageLevel::None => None,
-        }
+        self.levels.get(level)
     }
 }
 
@@ -281,7 +276,7 @@ impl fmt::Display for LiveState {
 ///     .run(Revolve::new(100, 5).unwrap())
 ///     .unwrap();
 /// assert_eq!(cost.adjoint_steps, 100);
-/// assert!(cost.ram.peak <= 5);
+/// assert!(cost.levels[checkpointing_schedule::StorageLevel::Ram].peak <= 5);
 ///
 /// // A reverse without the forward having reached the end is rejected.
 /// let err = Replay::new(2).run([Action::Reverse { n1: 2, n0: 1, clear_adj_deps: true }]).unwrap_err();
@@ -291,9 +286,7 @@ impl fmt::Display for LiveState {
 #[derive(Debug, Clone)]
 pub struct Replay {
     max_n: Step,
-    ram_budget: Option<u64>,
-    disk_budget: Option<u64>,
-    device_budget: Option<u64>,
+    budgets: PerLevel<Option<u64>>,
     require_freed: bool,
     forward_only: bool,
 }
@@ -324,8 +317,8 @@ struct Model<'a> {
     /// WORK.
     work: BTreeMap<Step, Step>,
     work_steps: u64,
-    /// Checkpoints held on the device, in RAM and on disk.
-    held: [u64; 3],
+    /// Checkpoints held in each stored level.
+    held: PerLevel<u64>,
 }
 
 type Check = Result<(), ReplayErrorKind>;
@@ -335,30 +328,40 @@ impl Replay {
     pub fn new(max_n: Step) -> Self {
         Self {
             max_n,
-            ram_budget: None,
-            disk_budget: None,
-            device_budget: None,
+            budgets: PerLevel::default(),
             require_freed: false,
             forward_only: false,
         }
     }
 
-    /// At most `budget` checkpoints in RAM at once.
-    pub fn ram_budget(mut self, budget: u64) -> Self {
-        self.ram_budget = Some(budget);
+    /// At most `budget` checkpoints in `level` at once; WORK and NONE have
+    /// no budget and are ignored.
+    ///
+    /// ```
+    /// use checkpointing_schedule::{Replay, Revolve, StorageLevel};
+    /// let replay = Replay::new(20).budget(StorageLevel::Ram, 2);
+    /// assert!(replay.run(Revolve::new(20, 3).unwrap()).is_err());
+    /// ```
+    pub fn budget(mut self, level: StorageLevel, budget: u64) -> Self {
+        if let Some(slot) = self.budgets.get_mut(level) {
+            *slot = Some(budget);
+        }
         self
+    }
+
+    /// At most `budget` checkpoints in RAM at once.
+    pub fn ram_budget(self, budget: u64) -> Self {
+        self.budget(StorageLevel::Ram, budget)
     }
 
     /// At most `budget` checkpoints on disk at once.
-    pub fn disk_budget(mut self, budget: u64) -> Self {
-        self.disk_budget = Some(budget);
-        self
+    pub fn disk_budget(self, budget: u64) -> Self {
+        self.budget(StorageLevel::Disk, budget)
     }
 
     /// At most `budget` checkpoints on the device at once.
-    pub fn device_budget(mut self, budget: u64) -> Self {
-        self.device_budget = Some(budget);
-        self
+    pub fn device_budget(self, budget: u64) -> Self {
+        self.budget(StorageLevel::Device, budget)
     }
 
     /// Whether `EndReverse` must leave every level empty (schedules that
@@ -389,7 +392,7 @@ impl Replay {
             stored: BTreeMap::new(),
             work: BTreeMap::new(),
             work_steps: 0,
-            held: [0; 3],
+            held: PerLevel::default(),
         };
         let mut index = 0;
         for action in actions {
@@ -450,19 +453,11 @@ impl Model<'_> {
 
     /// The cost entry of a stored level (callers check `is_stored`).
     fn level_cost(&mut self, level: StorageLevel) -> &mut LevelCost {
-        match level {
-            StorageLevel::Device => &mut self.cost.device,
-            StorageLevel::Ram => &mut self.cost.ram,
-            _ => &mut self.cost.disk,
-        }
+        &mut self.cost.levels[level]
     }
 
     fn held(&mut self, level: StorageLevel) -> &mut u64 {
-        let index = StorageLevel::STORED
-            .iter()
-            .position(|&l| l == level)
-            .unwrap_or(2);
-        &mut self.held[index]
+        &mut self.held[level]
     }
 
     /// Stores `data` for step `n` in a stored level, counting a write.
@@ -484,11 +479,7 @@ impl Model<'_> {
             });
         }
         if entry.is_none() {
-            let budget = match level {
-                StorageLevel::Device => self.config.device_budget,
-                StorageLevel::Ram => self.config.ram_budget,
-                _ => self.config.disk_budget,
-            };
+            let budget = self.config.budgets[level];
             let count = *self.held(level) + 1;
             if let Some(budget) = budget.filter(|&b| count > b) {
                 return Err(ReplayErrorKind::OverBudget {

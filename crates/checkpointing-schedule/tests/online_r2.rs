@@ -19,11 +19,14 @@ fn forward_steps(n: u64, s: u64) -> u64 {
     .unwrap_or_else(|e| panic!("s = {s}, n = {n}: {e}"));
     assert_eq!(cost.adjoint_steps, n);
     assert!(
-        cost.ram.peak <= s,
+        cost.levels[StorageLevel::Ram].peak <= s,
         "s = {s}, n = {n}: {} held",
-        cost.ram.peak
+        cost.levels[StorageLevel::Ram].peak
     );
-    assert_eq!((cost.disk.writes, cost.peak_work_steps), (0, 1));
+    assert_eq!(
+        (cost.levels[StorageLevel::Disk].writes, cost.peak_work_steps),
+        (0, 1)
+    );
     cost.forward_steps
 }
 

@@ -25,7 +25,7 @@ proptest! {
         let spec = ScheduleSpec::Revolve { max_n, snapshots_in_ram: s, uf: 1.0, ub: 1.0, wd: 2.0, rd: 2.0 };
         let c = cost(&spec);
         prop_assert_eq!(c.adjoint_steps, max_n);
-        prop_assert!(c.ram.peak <= s);
+        prop_assert!(c.levels[StorageLevel::Ram].peak <= s);
         prop_assert_eq!(c.peak_work_steps, 1);
         prop_assert_eq!(Some(c.forward_steps), binomial_forward_steps(max_n, s));
     }
@@ -36,7 +36,7 @@ proptest! {
         let spec = ScheduleSpec::Revolve { max_n, snapshots_in_ram: s, uf, ub, wd: 2.0, rd: 2.0 };
         let c = cost(&spec);
         prop_assert_eq!(c.adjoint_steps, max_n);
-        prop_assert!(c.ram.peak <= s);
+        prop_assert!(c.levels[StorageLevel::Ram].peak <= s);
     }
 
     #[test]
@@ -46,7 +46,7 @@ proptest! {
         let spec = ScheduleSpec::Multistage { max_n, snapshots_in_ram: ram, snapshots_on_disk: disk, trajectory };
         let c = cost(&spec);
         prop_assert_eq!(c.adjoint_steps, max_n);
-        prop_assert!(c.ram.peak <= ram && c.disk.peak <= disk);
+        prop_assert!(c.levels[StorageLevel::Ram].peak <= ram && c.levels[StorageLevel::Disk].peak <= disk);
         // Binomial: as few forward steps as Revolve with the same total.
         let total = (ram + disk).min(max_n.saturating_sub(1)).max(1);
         prop_assert_eq!(Some(c.forward_steps), binomial_forward_steps(max_n, total));
@@ -59,9 +59,9 @@ proptest! {
         let spec = ScheduleSpec::Hrevolve { max_n, snapshots_in_ram: ram, snapshots_on_disk: disk, uf, ub: uf, wd, rd };
         let c = cost(&spec);
         prop_assert_eq!(c.adjoint_steps, max_n);
-        prop_assert!(c.ram.peak <= ram);
+        prop_assert!(c.levels[StorageLevel::Ram].peak <= ram);
         if disk == 0 {
-            prop_assert_eq!(c.disk.writes, 0);
+            prop_assert_eq!(c.levels[StorageLevel::Disk].writes, 0);
         }
         if max_n >= 3 {
             // The DP counts each adjoint step with the forward step taped
@@ -81,9 +81,9 @@ proptest! {
         ] {
             let c = cost(&spec);
             prop_assert_eq!(c.adjoint_steps, max_n);
-            prop_assert!(c.ram.peak <= ram);
+            prop_assert!(c.levels[StorageLevel::Ram].peak <= ram);
             // A disk checkpoint is written at most once per step.
-            prop_assert!(c.disk.writes < max_n.max(1));
+            prop_assert!(c.levels[StorageLevel::Disk].writes < max_n.max(1));
         }
     }
 
@@ -92,7 +92,7 @@ proptest! {
         let storage = if ram { StorageLevel::Ram } else { StorageLevel::Disk };
         let c = cost(&ScheduleSpec::Mixed { max_n, snapshots: s, storage });
         prop_assert_eq!(c.adjoint_steps, max_n);
-        prop_assert!(c.ram.peak + c.disk.peak <= s);
+        prop_assert!(c.levels[StorageLevel::Ram].peak + c.levels[StorageLevel::Disk].peak <= s);
         // Storing adjoint dependencies too can only beat binomial.
         let binomial = binomial_forward_steps(max_n, s.min(max_n.saturating_sub(1)).max(1)).unwrap();
         prop_assert!(c.forward_steps <= binomial);
@@ -104,7 +104,7 @@ proptest! {
         let last = max_n - (max_n - 1) / period * period;
         prop_assert_eq!(c.adjoint_steps, max_n);
         prop_assert_eq!(c.forward_steps, 2 * max_n - last);
-        prop_assert_eq!(c.ram.peak, (max_n - 1) / period);
+        prop_assert_eq!(c.levels[StorageLevel::Ram].peak, (max_n - 1) / period);
         prop_assert!(c.peak_work_steps <= period);
     }
 
@@ -118,9 +118,9 @@ proptest! {
         // One disk checkpoint per period, kept for further adjoints.
         let periods = steps.div_ceil(period);
         let extra = if ram { 0 } else { snapshots };
-        prop_assert!(c.disk.peak <= periods + extra);
+        prop_assert!(c.levels[StorageLevel::Disk].peak <= periods + extra);
         if ram {
-            prop_assert!(c.ram.peak <= snapshots);
+            prop_assert!(c.levels[StorageLevel::Ram].peak <= snapshots);
         }
     }
 
@@ -130,7 +130,7 @@ proptest! {
         prop_assert_eq!((c.forward_steps, c.adjoint_steps, c.peak_work_steps), (steps, steps, steps));
         let c = cost(&ScheduleSpec::SingleDisk { steps, move_data });
         prop_assert_eq!((c.forward_steps, c.adjoint_steps), (steps, steps));
-        prop_assert_eq!((c.disk.writes, c.disk.reads, c.disk.peak), (steps, steps, steps));
+        prop_assert_eq!((c.levels[StorageLevel::Disk].writes, c.levels[StorageLevel::Disk].reads, c.levels[StorageLevel::Disk].peak), (steps, steps, steps));
         let c = cost(&ScheduleSpec::None { steps });
         prop_assert_eq!((c.forward_steps, c.adjoint_steps), (steps, 0));
     }
@@ -208,7 +208,12 @@ fn accepts_the_hand_made_stream() {
         (8, 4, 4)
     );
     assert_eq!(
-        (c.ram.writes, c.ram.reads, c.ram.peak, c.actions),
+        (
+            c.levels[StorageLevel::Ram].writes,
+            c.levels[StorageLevel::Ram].reads,
+            c.levels[StorageLevel::Ram].peak,
+            c.actions
+        ),
         (2, 3, 2, 16)
     );
 }
@@ -460,8 +465,21 @@ fn counts_disk_traffic_and_deletes() {
         .require_freed(true)
         .run(a)
         .unwrap();
-    assert_eq!((c.disk.writes, c.disk.reads, c.disk.deletes), (1, 1, 1));
-    assert_eq!((c.ram.writes, c.ram.reads), (1, 1));
+    assert_eq!(
+        (
+            c.levels[StorageLevel::Disk].writes,
+            c.levels[StorageLevel::Disk].reads,
+            c.levels[StorageLevel::Disk].deletes
+        ),
+        (1, 1, 1)
+    );
+    assert_eq!(
+        (
+            c.levels[StorageLevel::Ram].writes,
+            c.levels[StorageLevel::Ram].reads
+        ),
+        (1, 1)
+    );
     assert_eq!(c.weighted(1.0, 1.0, 5.0, 3.0), 3.0 + 2.0 + 5.0 + 3.0);
 }
 

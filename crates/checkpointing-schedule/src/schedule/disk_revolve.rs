@@ -41,10 +41,10 @@ fn validate(
 /// `O(snapshots · max_n²)` time.
 ///
 /// ```
-/// use checkpointing_schedule::{DiskRevolve, Replay};
+/// use checkpointing_schedule::{DiskRevolve, Replay, StorageLevel};
 /// let s = DiskRevolve::new(200, 2, 1.0, 1.0, 2.0, 2.0).unwrap();
 /// let cost = Replay::new(200).ram_budget(2).run(s).unwrap();
-/// assert!(cost.disk.writes > 0);
+/// assert!(cost.levels[StorageLevel::Disk].writes > 0);
 /// ```
 #[derive(Debug, Clone)]
 pub struct DiskRevolve(SequenceSchedule<DiskRevolveProgram>);
@@ -206,11 +206,11 @@ impl Program for DiskRevolveProgram {
 /// read. Needs `uf > 0`.
 ///
 /// ```
-/// use checkpointing_schedule::{PeriodicDiskRevolve, Replay};
+/// use checkpointing_schedule::{PeriodicDiskRevolve, Replay, StorageLevel};
 /// let s = PeriodicDiskRevolve::new(100, 2, 1.0, 1.0, 2.0, 2.0).unwrap();
 /// assert_eq!(s.period(), 6);
 /// let cost = Replay::new(100).ram_budget(2).run(s).unwrap();
-/// assert_eq!(cost.disk.writes, 16);
+/// assert_eq!(cost.levels[StorageLevel::Disk].writes, 16);
 /// ```
 #[derive(Debug, Clone)]
 pub struct PeriodicDiskRevolve(SequenceSchedule<PeriodicProgram>);

@@ -19,11 +19,11 @@ use crate::StorageLevel;
 /// Online schedules take `steps`, the number of steps they are driven for.
 ///
 /// ```
-/// use checkpointing_schedule::ScheduleSpec;
+/// use checkpointing_schedule::{ScheduleSpec, StorageLevel};
 /// let spec = ScheduleSpec::Revolve { max_n: 4, snapshots_in_ram: 2, uf: 1.0, ub: 1.0, wd: 2.0, rd: 2.0 };
 /// assert_eq!(spec.name(), "revolve");
 /// let cost = spec.cost().unwrap();
-/// assert_eq!((cost.forward_steps, cost.ram.peak), (8, 2));
+/// assert_eq!((cost.forward_steps, cost.levels[StorageLevel::Ram].peak), (8, 2));
 /// let json: ScheduleSpec = serde_json::from_str(r#"{"schedule":"periodic","max_n":10,"period":3}"#).unwrap();
 /// assert_eq!(json.steps(), 10);
 /// ```

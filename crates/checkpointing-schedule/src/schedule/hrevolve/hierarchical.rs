@@ -69,13 +69,13 @@ impl LevelSpec {
 /// let cost = Replay::new(500).device_budget(3).ram_budget(5).disk_budget(20)
 ///     .require_freed(true).run(schedule).unwrap();
 /// assert_eq!(cost.adjoint_steps, 500);
-/// assert!(cost.device.writes > 0 && cost.ram.writes > 0);
+/// assert!(cost.levels[StorageLevel::Device].writes > 0 && cost.levels[StorageLevel::Ram].writes > 0);
 /// // The replayed cost is the table's optimum (+ uf per step: the taping
 /// // convention of the model).
 /// let replayed = cost.forward_steps as f64 + cost.adjoint_steps as f64
-///     + 0.01 * (cost.device.writes + cost.device.reads) as f64
-///     + 0.3 * (cost.ram.writes + cost.ram.reads) as f64
-///     + 2.0 * (cost.disk.writes + cost.disk.reads) as f64;
+///     + 0.01 * (cost.levels[StorageLevel::Device].writes + cost.levels[StorageLevel::Device].reads) as f64
+///     + 0.3 * (cost.levels[StorageLevel::Ram].writes + cost.levels[StorageLevel::Ram].reads) as f64
+///     + 2.0 * (cost.levels[StorageLevel::Disk].writes + cost.levels[StorageLevel::Disk].reads) as f64;
 /// assert!((replayed - (optimum + 500.0)).abs() < 1e-6 * replayed);
 /// ```
 #[derive(Debug, Clone)]
