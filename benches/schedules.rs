@@ -31,17 +31,17 @@ fn stream(spec: &ScheduleSpec) -> u64 {
         count
     }
     match *spec {
-        ScheduleSpec::Revolve {
+        ScheduleSpec::Revolve(checkpointing::schedule::RevolveParams {
             max_n,
             snapshots_in_ram,
             ..
-        } => count(Revolve::new(max_n, snapshots_in_ram).expect("valid parameters")),
-        ScheduleSpec::Multistage {
+        }) => count(Revolve::new(max_n, snapshots_in_ram).expect("valid parameters")),
+        ScheduleSpec::Multistage(checkpointing::schedule::MultistageParams {
             max_n,
             snapshots_in_ram,
             snapshots_on_disk,
             trajectory,
-        } => count(
+        }) => count(
             MultistageCheckpointSchedule::new(
                 max_n,
                 snapshots_in_ram,
@@ -80,23 +80,23 @@ fn serde_json_list(specs: &[ScheduleSpec]) -> String {
     let items: Vec<String> = specs
         .iter()
         .map(|s| match *s {
-            ScheduleSpec::Revolve { max_n, snapshots_in_ram, .. } => format!(
+            ScheduleSpec::Revolve(checkpointing::schedule::RevolveParams { max_n, snapshots_in_ram, .. }) => format!(
                 r#"{{"schedule":"revolve","max_n":{max_n},"snapshots_in_ram":{snapshots_in_ram}}}"#
             ),
-            ScheduleSpec::Multistage { max_n, snapshots_in_ram, snapshots_on_disk, trajectory } => format!(
+            ScheduleSpec::Multistage(checkpointing::schedule::MultistageParams { max_n, snapshots_in_ram, snapshots_on_disk, trajectory }) => format!(
                 r#"{{"schedule":"multistage","max_n":{max_n},"snapshots_in_ram":{snapshots_in_ram},"snapshots_on_disk":{snapshots_on_disk},"trajectory":"{}"}}"#,
                 trajectory.name()
             ),
-            ScheduleSpec::Hrevolve { max_n, snapshots_in_ram, snapshots_on_disk, .. } => format!(
+            ScheduleSpec::Hrevolve(checkpointing::schedule::HRevolveParams { max_n, snapshots_in_ram, snapshots_on_disk, .. }) => format!(
                 r#"{{"schedule":"hrevolve","max_n":{max_n},"snapshots_in_ram":{snapshots_in_ram},"snapshots_on_disk":{snapshots_on_disk},"repeat":1}}"#
             ),
-            ScheduleSpec::DiskRevolve { max_n, snapshots_in_ram, .. } => format!(
+            ScheduleSpec::DiskRevolve(checkpointing::schedule::DiskRevolveParams { max_n, snapshots_in_ram, .. }) => format!(
                 r#"{{"schedule":"disk-revolve","max_n":{max_n},"snapshots_in_ram":{snapshots_in_ram},"repeat":1}}"#
             ),
-            ScheduleSpec::PeriodicDiskRevolve { max_n, snapshots_in_ram, .. } => format!(
+            ScheduleSpec::PeriodicDiskRevolve(checkpointing::schedule::PeriodicDiskRevolveParams { max_n, snapshots_in_ram, .. }) => format!(
                 r#"{{"schedule":"periodic-disk-revolve","max_n":{max_n},"snapshots_in_ram":{snapshots_in_ram}}}"#
             ),
-            ScheduleSpec::Mixed { max_n, snapshots, .. } => format!(
+            ScheduleSpec::Mixed(checkpointing::schedule::MixedParams { max_n, snapshots, .. }) => format!(
                 r#"{{"schedule":"mixed","max_n":{max_n},"snapshots":{snapshots},"repeat":1}}"#
             ),
             _ => unreachable!("only shared schedules are compared"),
@@ -106,66 +106,63 @@ fn serde_json_list(specs: &[ScheduleSpec]) -> String {
 }
 
 fn revolve(max_n: u64, s: u64) -> ScheduleSpec {
-    ScheduleSpec::Revolve {
+    ScheduleSpec::Revolve(checkpointing::schedule::RevolveParams {
         max_n,
         snapshots_in_ram: s,
-        uf: 1.0,
-        ub: 1.0,
-        wd: 2.0,
-        rd: 2.0,
-    }
+        costs: Default::default(),
+    })
 }
 
 fn multistage(max_n: u64, ram: u64, disk: u64, trajectory: Trajectory) -> ScheduleSpec {
-    ScheduleSpec::Multistage {
+    ScheduleSpec::Multistage(checkpointing::schedule::MultistageParams {
         max_n,
         snapshots_in_ram: ram,
         snapshots_on_disk: disk,
         trajectory,
-    }
+    })
 }
 
 fn label(spec: &ScheduleSpec) -> String {
     match *spec {
-        ScheduleSpec::Revolve {
+        ScheduleSpec::Revolve(checkpointing::schedule::RevolveParams {
             max_n,
             snapshots_in_ram,
             ..
-        } => format!("Revolve({max_n}, {snapshots_in_ram})"),
-        ScheduleSpec::Multistage {
+        }) => format!("Revolve({max_n}, {snapshots_in_ram})"),
+        ScheduleSpec::Multistage(checkpointing::schedule::MultistageParams {
             max_n,
             snapshots_in_ram,
             snapshots_on_disk,
             trajectory,
-        } => {
+        }) => {
             format!(
                 "Multistage({max_n}, {snapshots_in_ram}, {snapshots_on_disk}, {})",
                 trajectory.name()
             )
         }
-        ScheduleSpec::Hrevolve {
+        ScheduleSpec::Hrevolve(checkpointing::schedule::HRevolveParams {
             max_n,
             snapshots_in_ram,
             snapshots_on_disk,
             ..
-        } => {
+        }) => {
             format!("HRevolve({max_n}, {snapshots_in_ram}, {snapshots_on_disk})")
         }
-        ScheduleSpec::DiskRevolve {
+        ScheduleSpec::DiskRevolve(checkpointing::schedule::DiskRevolveParams {
             max_n,
             snapshots_in_ram,
             ..
-        } => format!("DiskRevolve({max_n}, {snapshots_in_ram})"),
-        ScheduleSpec::PeriodicDiskRevolve {
+        }) => format!("DiskRevolve({max_n}, {snapshots_in_ram})"),
+        ScheduleSpec::PeriodicDiskRevolve(checkpointing::schedule::PeriodicDiskRevolveParams {
             max_n,
             snapshots_in_ram,
             ..
-        } => {
+        }) => {
             format!("PeriodicDiskRevolve({max_n}, {snapshots_in_ram})")
         }
-        ScheduleSpec::Mixed {
+        ScheduleSpec::Mixed(checkpointing::schedule::MixedParams {
             max_n, snapshots, ..
-        } => format!("Mixed({max_n}, {snapshots})"),
+        }) => format!("Mixed({max_n}, {snapshots})"),
         _ => spec.name().to_owned(),
     }
 }
@@ -181,36 +178,27 @@ fn main() {
         multistage(200_000, 20, 0, Trajectory::Maximum),
         multistage(200_000, 0, 30, Trajectory::Revolve),
         multistage(200_000, 5, 10, Trajectory::Maximum),
-        ScheduleSpec::Hrevolve {
+        ScheduleSpec::Hrevolve(checkpointing::schedule::HRevolveParams {
             max_n: 1000,
             snapshots_in_ram: 3,
             snapshots_on_disk: 20,
-            uf: 1.0,
-            ub: 1.0,
-            wd: 2.0,
-            rd: 2.0,
-        },
-        ScheduleSpec::DiskRevolve {
+            costs: Default::default(),
+        }),
+        ScheduleSpec::DiskRevolve(checkpointing::schedule::DiskRevolveParams {
             max_n: 1000,
             snapshots_in_ram: 4,
-            uf: 1.0,
-            ub: 1.0,
-            wd: 2.0,
-            rd: 2.0,
-        },
-        ScheduleSpec::PeriodicDiskRevolve {
+            costs: Default::default(),
+        }),
+        ScheduleSpec::PeriodicDiskRevolve(checkpointing::schedule::PeriodicDiskRevolveParams {
             max_n: 100_000,
             snapshots_in_ram: 4,
-            uf: 1.0,
-            ub: 1.0,
-            wd: 2.0,
-            rd: 2.0,
-        },
-        ScheduleSpec::Mixed {
+            costs: Default::default(),
+        }),
+        ScheduleSpec::Mixed(checkpointing::schedule::MixedParams {
             max_n: 1000,
             snapshots: 10,
             storage: checkpointing::StorageLevel::Disk,
-        },
+        }),
     ];
     let reference = time_reference(&shared);
     if reference.is_none() {
@@ -247,29 +235,28 @@ fn main() {
     }
     // Cost tables where the Python package needs hours: build time alone.
     let tables = [
-        ScheduleSpec::Mixed {
+        ScheduleSpec::Mixed(checkpointing::schedule::MixedParams {
             max_n: 10_000,
             snapshots: 50,
             storage: checkpointing::StorageLevel::Ram,
-        },
-        ScheduleSpec::Hrevolve {
+        }),
+        ScheduleSpec::Hrevolve(checkpointing::schedule::HRevolveParams {
             max_n: 10_000,
             snapshots_in_ram: 10,
             snapshots_on_disk: 100,
-            uf: 1.0,
-            ub: 1.0,
-            wd: 2.0,
-            rd: 2.0,
-        },
-        ScheduleSpec::Hrevolve {
+            costs: Default::default(),
+        }),
+        ScheduleSpec::Hrevolve(checkpointing::schedule::HRevolveParams {
             max_n: 10_000,
             snapshots_in_ram: 10,
             snapshots_on_disk: 100,
-            uf: 0.1,
-            ub: 1.0,
-            wd: 2.0,
-            rd: 2.0,
-        },
+            costs: checkpointing::schedule::Costs {
+                uf: 0.1,
+                ub: 1.0,
+                wd: 2.0,
+                rd: 2.0,
+            },
+        }),
     ];
     for spec in &tables {
         let start = Instant::now();
@@ -292,7 +279,10 @@ fn main() {
 /// `uf/ub/wd/rd` of a spec that has costs, `-` otherwise.
 fn costs(spec: &ScheduleSpec) -> String {
     match *spec {
-        ScheduleSpec::Hrevolve { uf, ub, wd, rd, .. } => format!("{uf}/{ub}/{wd}/{rd}"),
+        ScheduleSpec::Hrevolve(checkpointing::schedule::HRevolveParams {
+            costs: checkpointing::schedule::Costs { uf, ub, wd, rd, .. },
+            ..
+        }) => format!("{uf}/{ub}/{wd}/{rd}"),
         _ => "-".into(),
     }
 }

@@ -13,6 +13,7 @@
 //! Run: `cargo bench -p checkpointing-benches --bench storage`
 //! (`-- --quick` for a smaller problem).
 
+use checkpointing::schedule;
 use std::time::{Duration, Instant};
 
 use checkpointing::{
@@ -165,26 +166,28 @@ fn background_io(quick: bool) {
     println!("| schedule | disk snapshots written | memory only s | DiskStore s | I/O share | AsyncStore(DiskStore) s | speed-up |");
     println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
     let specs = [
-        ScheduleSpec::Multistage {
+        ScheduleSpec::Multistage(schedule::MultistageParams {
             max_n: steps,
             snapshots_in_ram: 0,
             snapshots_on_disk: 20,
             trajectory: Trajectory::Maximum,
-        },
-        ScheduleSpec::Multistage {
+        }),
+        ScheduleSpec::Multistage(schedule::MultistageParams {
             max_n: steps,
             snapshots_in_ram: 0,
             snapshots_on_disk: 6,
             trajectory: Trajectory::Maximum,
-        },
-        ScheduleSpec::DiskRevolve {
+        }),
+        ScheduleSpec::DiskRevolve(schedule::DiskRevolveParams {
             max_n: steps,
             snapshots_in_ram: 2,
-            uf: 1.0,
-            ub: 1.0,
-            wd: 0.5,
-            rd: 0.5,
-        },
+            costs: schedule::Costs {
+                uf: 1.0,
+                ub: 1.0,
+                wd: 0.5,
+                rd: 0.5,
+            },
+        }),
     ];
     for spec in specs {
         let (memory, reference) = gradient_time(cells, &spec, MemoryStore::new());

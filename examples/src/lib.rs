@@ -6,7 +6,10 @@
 //!   for the storage benchmarks).
 //! * [`demo`]: the `checkpointing demo heat` run: a checkpointed gradient
 //!   checked against store-all, with measurements.
+//!
+//! `heat` and `demo` live in the publishable crate `checkpointing-problems`
+//! (so that the `checkpointing` command can run them) and are re-exported
+//! here.
 
 pub mod burgers;
-pub mod demo;
-pub mod heat;
+pub use checkpointing_problems::{demo, heat};

@@ -22,91 +22,94 @@ fn executor() -> Exec<'static> {
 /// Every schedule of the library, by spec, for `steps` steps.
 fn specs(steps: Step) -> Vec<ScheduleSpec> {
     let mut specs = vec![
-        ScheduleSpec::SingleMemory { steps },
-        ScheduleSpec::TwoLevel {
+        ScheduleSpec::SingleMemory(checkpointing::schedule::SingleMemoryParams { steps }),
+        ScheduleSpec::TwoLevel(checkpointing::schedule::TwoLevelParams {
             steps,
             period: 60,
             binomial_snapshots: 3,
             binomial_storage: StorageLevel::Ram,
             binomial_trajectory: Trajectory::Maximum,
-        },
-        ScheduleSpec::TwoLevel {
+        }),
+        ScheduleSpec::TwoLevel(checkpointing::schedule::TwoLevelParams {
             steps,
             period: 11,
             binomial_snapshots: 1,
             binomial_storage: StorageLevel::Disk,
             binomial_trajectory: Trajectory::Revolve,
-        },
-        ScheduleSpec::SingleDisk {
+        }),
+        ScheduleSpec::SingleDisk(checkpointing::schedule::SingleDiskParams {
             steps,
             move_data: false,
-        },
-        ScheduleSpec::SingleDisk {
+        }),
+        ScheduleSpec::SingleDisk(checkpointing::schedule::SingleDiskParams {
             steps,
             move_data: true,
-        },
-        ScheduleSpec::Periodic {
+        }),
+        ScheduleSpec::Periodic(checkpointing::schedule::PeriodicParams {
             max_n: steps,
             period: 7,
-        },
-        ScheduleSpec::Periodic {
+        }),
+        ScheduleSpec::Periodic(checkpointing::schedule::PeriodicParams {
             max_n: steps,
             period: steps + 3,
-        },
+        }),
     ];
     for (s, storage) in [
         (1, StorageLevel::Disk),
         (3, StorageLevel::Ram),
         (12, StorageLevel::Disk),
     ] {
-        specs.push(ScheduleSpec::Mixed {
+        specs.push(ScheduleSpec::Mixed(checkpointing::schedule::MixedParams {
             max_n: steps,
             snapshots: s,
             storage,
-        });
+        }));
     }
     for (ram, disk) in [(1, 0), (2, 5), (3, 30)] {
-        specs.push(ScheduleSpec::Hrevolve {
-            max_n: steps,
-            snapshots_in_ram: ram,
-            snapshots_on_disk: disk,
-            uf: 1.0,
-            ub: 1.0,
-            wd: 0.5,
-            rd: 0.5,
-        });
+        specs.push(ScheduleSpec::Hrevolve(
+            checkpointing::schedule::HRevolveParams {
+                max_n: steps,
+                snapshots_in_ram: ram,
+                snapshots_on_disk: disk,
+                costs: checkpointing::schedule::Costs {
+                    uf: 1.0,
+                    ub: 1.0,
+                    wd: 0.5,
+                    rd: 0.5,
+                },
+            },
+        ));
     }
     for ram in [1, 3] {
-        specs.push(ScheduleSpec::DiskRevolve {
-            max_n: steps,
-            snapshots_in_ram: ram,
-            uf: 1.0,
-            ub: 1.0,
-            wd: 2.0,
-            rd: 2.0,
-        });
-        specs.push(ScheduleSpec::PeriodicDiskRevolve {
-            max_n: steps,
-            snapshots_in_ram: ram,
-            uf: 1.0,
-            ub: 1.0,
-            wd: 2.0,
-            rd: 2.0,
-        });
+        specs.push(ScheduleSpec::DiskRevolve(
+            checkpointing::schedule::DiskRevolveParams {
+                max_n: steps,
+                snapshots_in_ram: ram,
+                costs: Default::default(),
+            },
+        ));
+        specs.push(ScheduleSpec::PeriodicDiskRevolve(
+            checkpointing::schedule::PeriodicDiskRevolveParams {
+                max_n: steps,
+                snapshots_in_ram: ram,
+                costs: Default::default(),
+            },
+        ));
     }
     // Within the optimal range (s = 31: up to 527 steps) and beyond it.
     for snapshots in [31, 5] {
-        specs.push(ScheduleSpec::OnlineR2 { steps, snapshots });
+        specs.push(ScheduleSpec::OnlineR2(
+            checkpointing::schedule::OnlineR2Params { steps, snapshots },
+        ));
     }
     for s in [1, 2, 4, 10, 40] {
-        specs.push(ScheduleSpec::Revolve {
-            max_n: steps,
-            snapshots_in_ram: s,
-            uf: 1.0,
-            ub: 1.0,
-            wd: 2.0,
-            rd: 2.0,
-        });
+        specs.push(ScheduleSpec::Revolve(
+            checkpointing::schedule::RevolveParams {
+                max_n: steps,
+                snapshots_in_ram: s,
+                costs: Default::default(),
+            },
+        ));
     }
     for (ram, disk, trajectory) in [
         (4, 0, Trajectory::Maximum),
@@ -114,12 +117,14 @@ fn specs(steps: Step) -> Vec<ScheduleSpec> {
         (2, 3, Trajectory::Maximum),
         (1, 9, Trajectory::Revolve),
     ] {
-        specs.push(ScheduleSpec::Multistage {
-            max_n: steps,
-            snapshots_in_ram: ram,
-            snapshots_on_disk: disk,
-            trajectory,
-        });
+        specs.push(ScheduleSpec::Multistage(
+            checkpointing::schedule::MultistageParams {
+                max_n: steps,
+                snapshots_in_ram: ram,
+                snapshots_on_disk: disk,
+                trajectory,
+            },
+        ));
     }
     specs
 }
@@ -258,14 +263,11 @@ fn matches_central_finite_differences() {
         HeatEquation::with_reaction(CELLS, 0.45, 1e-4),
     ] {
         let initial = heat.initial_state();
-        let spec = ScheduleSpec::Revolve {
+        let spec = ScheduleSpec::Revolve(checkpointing::schedule::RevolveParams {
             max_n: STEPS,
             snapshots_in_ram: 4,
-            uf: 1.0,
-            ub: 1.0,
-            wd: 2.0,
-            rd: 2.0,
-        };
+            costs: Default::default(),
+        });
         let (grad, _) = gradient(&mut heat, &spec, initial.clone());
         for j in [0, 1, 2, 5, 10, 25, 50] {
             let h = 1e-4 * initial[j].abs().max(1.0);
@@ -292,14 +294,11 @@ fn snapshot_memory_stays_within_snapshots_plus_two_states() {
     let mut heat = HeatEquation::new(cells);
     let initial = heat.initial_state();
     let state_bytes = (initial.footprint_bytes()) as u64;
-    let spec = ScheduleSpec::Revolve {
+    let spec = ScheduleSpec::Revolve(checkpointing::schedule::RevolveParams {
         max_n: steps,
         snapshots_in_ram: s,
-        uf: 1.0,
-        ub: 1.0,
-        wd: 2.0,
-        rd: 2.0,
-    };
+        costs: Default::default(),
+    });
     let (_, stats) = gradient(&mut heat, &spec, initial);
     let bound = (s + 2) * state_bytes + 4096;
     assert!(
@@ -400,7 +399,7 @@ fn three_level_schedule_matches_store_all_bitwise() {
         LevelSpec::new(StorageLevel::Ram, 3, 0.2, 0.2),
         LevelSpec::new(StorageLevel::Disk, 6, 1.5, 1.5),
     ];
-    let schedule = || HierarchicalRevolve::new(STEPS, &levels, 1.0, 1.0).unwrap();
+    let schedule = || HierarchicalRevolve::new(STEPS, &levels, Default::default()).unwrap();
     let cost = Replay::new(STEPS)
         .device_budget(2)
         .ram_budget(3)

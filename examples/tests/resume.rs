@@ -4,6 +4,7 @@
 //! uninterrupted store-all run. Journals from another schedule, problem or
 //! initial state are refused.
 
+use checkpointing::schedule;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -144,14 +145,11 @@ fn disk_revolve() -> ScheduleSpec {
 }
 
 fn disk_revolve_with(snapshots_in_ram: u64) -> ScheduleSpec {
-    ScheduleSpec::DiskRevolve {
+    ScheduleSpec::DiskRevolve(schedule::DiskRevolveParams {
         max_n: STEPS,
         snapshots_in_ram,
-        uf: 1.0,
-        ub: 1.0,
-        wd: 2.0,
-        rd: 2.0,
-    }
+        costs: Default::default(),
+    })
 }
 
 #[test]
@@ -161,15 +159,17 @@ fn killed_disk_revolve_runs_resume_to_the_exact_gradient() {
 
 #[test]
 fn killed_h_revolve_runs_resume_to_the_exact_gradient() {
-    let spec = ScheduleSpec::Hrevolve {
+    let spec = ScheduleSpec::Hrevolve(schedule::HRevolveParams {
         max_n: STEPS,
         snapshots_in_ram: 2,
         snapshots_on_disk: 6,
-        uf: 1.0,
-        ub: 1.0,
-        wd: 0.5,
-        rd: 0.5,
-    };
+        costs: schedule::Costs {
+            uf: 1.0,
+            ub: 1.0,
+            wd: 0.5,
+            rd: 0.5,
+        },
+    });
     kill_and_resume(spec, "disk", 2);
 }
 
@@ -184,14 +184,11 @@ fn killed_multistage_runs_with_ram_and_disk_resume_to_the_exact_gradient() {
 
 #[test]
 fn killed_revolve_runs_in_ram_only_resume_to_the_exact_gradient() {
-    let spec = ScheduleSpec::Revolve {
+    let spec = ScheduleSpec::Revolve(schedule::RevolveParams {
         max_n: STEPS,
         snapshots_in_ram: 4,
-        uf: 1.0,
-        ub: 1.0,
-        wd: 2.0,
-        rd: 2.0,
-    };
+        costs: Default::default(),
+    });
     kill_and_resume(spec, "disk", 4);
 }
 
@@ -342,7 +339,7 @@ fn online_schedules_are_refused() {
     let initial = HeatEquation::new(CELLS).initial_state();
     let err = attempt(
         dir.path(),
-        ScheduleSpec::SingleMemory { steps: STEPS },
+        ScheduleSpec::SingleMemory(schedule::SingleMemoryParams { steps: STEPS }),
         "heat",
         initial,
         None,

@@ -2,6 +2,7 @@
 //! lossless compression, background I/O and HDF5 give the store-all gradient
 //! bit for bit; error-bounded lossy snapshots move it by a measured amount.
 
+use checkpointing::schedule;
 use checkpointing::{
     Checkpoint, DiskStore, Executor, MemoryStore, ScheduleSpec, SnapshotStore, Step, Trajectory,
 };
@@ -20,42 +21,38 @@ fn heat() -> HeatEquation {
 /// Schedules that use both levels, and one that uses RAM only.
 fn specs() -> Vec<ScheduleSpec> {
     vec![
-        ScheduleSpec::DiskRevolve {
+        ScheduleSpec::DiskRevolve(schedule::DiskRevolveParams {
             max_n: STEPS,
             snapshots_in_ram: 3,
-            uf: 1.0,
-            ub: 1.0,
-            wd: 2.0,
-            rd: 2.0,
-        },
-        ScheduleSpec::Hrevolve {
+            costs: Default::default(),
+        }),
+        ScheduleSpec::Hrevolve(schedule::HRevolveParams {
             max_n: STEPS,
             snapshots_in_ram: 2,
             snapshots_on_disk: 6,
-            uf: 1.0,
-            ub: 1.0,
-            wd: 0.5,
-            rd: 0.5,
-        },
-        ScheduleSpec::Multistage {
+            costs: schedule::Costs {
+                uf: 1.0,
+                ub: 1.0,
+                wd: 0.5,
+                rd: 0.5,
+            },
+        }),
+        ScheduleSpec::Multistage(schedule::MultistageParams {
             max_n: STEPS,
             snapshots_in_ram: 2,
             snapshots_on_disk: 3,
             trajectory: Trajectory::Maximum,
-        },
-        ScheduleSpec::Mixed {
+        }),
+        ScheduleSpec::Mixed(schedule::MixedParams {
             max_n: STEPS,
             snapshots: 5,
             storage: checkpointing::StorageLevel::Disk,
-        },
-        ScheduleSpec::Revolve {
+        }),
+        ScheduleSpec::Revolve(schedule::RevolveParams {
             max_n: STEPS,
             snapshots_in_ram: 4,
-            uf: 1.0,
-            ub: 1.0,
-            wd: 2.0,
-            rd: 2.0,
-        },
+            costs: Default::default(),
+        }),
     ]
 }
 

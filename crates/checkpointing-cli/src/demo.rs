@@ -3,26 +3,45 @@
 
 use std::time::{Duration, Instant};
 
-use checkpointing_examples::demo::{DemoConfig, DemoReport};
+use checkpointing::ScheduleSpec;
+use checkpointing_problems::demo::{DemoConfig, DemoReport};
+use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::{DemoArgs, Failure};
+use crate::Failure;
+
+/// `checkpointing demo heat [--cells N] [--disk DIR] [SCHEDULE ...]`
+#[derive(Args, Debug)]
+pub(crate) struct DemoArgs {
+    /// The problem: the 1D heat equation of Checkpointing.jl.
+    #[arg(value_enum)]
+    problem: Problem,
+    /// Cells.
+    #[arg(long, default_value_t = DemoConfig::default().cells)]
+    cells: usize,
+    /// Directory for disk snapshots (default: a temporary directory).
+    #[arg(long)]
+    disk: Option<std::path::PathBuf>,
+    /// The schedule and its parameters, which give the number of steps
+    /// (default: revolve --max-n 500 --snapshots-in-ram 4).
+    #[command(subcommand)]
+    pub(crate) schedule: Option<ScheduleSpec>,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Problem {
+    /// The explicit 1D heat equation with a hand-written adjoint.
+    Heat,
+}
 
 pub(crate) fn run(args: DemoArgs) -> Result<(), Failure> {
-    if args.problem != "heat" {
-        return Err(Failure(
-            format!("unknown demo problem '{}' (expected: heat)", args.problem),
-            2,
-        ));
-    }
+    let Problem::Heat = args.problem;
+    let defaults = DemoConfig::default();
     let config = DemoConfig {
-        steps: args.steps,
         cells: args.cells,
-        schedule: args.schedule,
-        snapshots: args.snapshots,
-        disk_snapshots: args.disk_snapshots,
+        spec: args.schedule.unwrap_or(defaults.spec),
         disk: args.disk,
-        ..DemoConfig::default()
+        ..defaults
     };
     // The bar appears only on runs longer than a second.
     let bar = ProgressBar::hidden();
@@ -63,8 +82,11 @@ fn mib(bytes: f64) -> String {
 fn print_report(config: &DemoConfig, r: &DemoReport) {
     let s = &r.stats;
     println!(
-        "heat equation: {} cells, {} steps, schedule {:?}",
-        config.cells, config.steps, r.spec
+        "heat equation: {} cells, {} steps, schedule {} {}",
+        config.cells,
+        config.spec.steps(),
+        r.spec.name(),
+        crate::show::parameters(&r.spec)
     );
     println!("objective J = sum(T^2)        {:.12e}", r.objective);
     println!("gradient norm |dJ/dT0|        {:.12e}", r.gradient_norm);
@@ -79,7 +101,7 @@ fn print_report(config: &DemoConfig, r: &DemoReport) {
         ),
         None => println!(
             "vs store-all                  skipped: store-all would need {}",
-            mib(config.steps as f64 * r.state_bytes as f64)
+            mib(config.spec.steps() as f64 * r.state_bytes as f64)
         ),
     }
     let minimum = r
@@ -88,7 +110,7 @@ fn print_report(config: &DemoConfig, r: &DemoReport) {
     println!(
         "forward steps                 {} done, {} recomputed; minimum for these snapshots {minimum}",
         s.forward_steps,
-        s.forward_steps.saturating_sub(config.steps)
+        s.forward_steps.saturating_sub(config.spec.steps())
     );
     println!("adjoint steps                 {}", s.adjoint_steps);
     println!(
@@ -107,7 +129,7 @@ fn print_report(config: &DemoConfig, r: &DemoReport) {
         mib(s.peak_snapshot_bytes as f64),
         mib(r.state_bytes as f64),
         s.peak_snapshot_bytes as f64 / r.state_bytes as f64,
-        mib(config.steps as f64 * r.state_bytes as f64)
+        mib(config.spec.steps() as f64 * r.state_bytes as f64)
     );
     let (fwd, grad) = (r.forward_time.as_secs_f64(), r.gradient_time.as_secs_f64());
     println!(
@@ -115,6 +137,6 @@ fn print_report(config: &DemoConfig, r: &DemoReport) {
         fwd,
         grad,
         grad / fwd,
-        (s.forward_steps + s.adjoint_steps) as f64 / config.steps as f64
+        (s.forward_steps + s.adjoint_steps) as f64 / config.spec.steps() as f64
     );
 }

@@ -50,7 +50,7 @@ fn three_level_gradient_equals_store_all_on_cpu() {
     let steps: Step = 200;
     let t0 = heat.initial_state();
     let (_, reference) = heat.gradient_store_all(t0.clone(), steps);
-    let schedule = HierarchicalRevolve::new(steps, &levels(), 1.0, 1.0).unwrap();
+    let schedule = HierarchicalRevolve::new(steps, &levels(), Default::default()).unwrap();
     let mut executor = Executor::new(MemoryStore::new(), DiskStore::temporary().unwrap())
         .with_device(MemoryStore::new());
     let out = executor
@@ -99,7 +99,7 @@ fn gpu_gradients_equal_cpu_and_store_all() {
         .map(|(a, b)| (a - b).abs() / a.abs().max(1e-300))
         .fold(0.0, f64::max);
     assert!(worst <= 1e-12, "GPU vs CPU relative difference {worst}");
-    let schedule = HierarchicalRevolve::new(steps, &levels(), 1.0, 1.0).unwrap();
+    let schedule = HierarchicalRevolve::new(steps, &levels(), Default::default()).unwrap();
     let disk = DeviceDiskStore::new(&gpu, DiskStore::temporary().unwrap());
     let mut executor = Executor::new(HostStore::new(&gpu), disk).with_device(device_store(1 << 30));
     let terminal = |t: &checkpointing_cuda::DeviceState| Ok(t.clone());

@@ -2,6 +2,7 @@
 //! (run once; libFuzzer's runs grow the corpus from them):
 //! `cargo run -p checkpointing-fuzz --features hdf5 --example make_seeds`.
 
+use checkpointing::schedule;
 use checkpointing::{
     fuzzing, Action, ActionRecord, Checkpoint, ExecutionStats, Revolve, Schedule, ScheduleSpec,
     StorageLevel, Trajectory,
@@ -22,79 +23,74 @@ fn with_mode(mode: u8, bytes: &[u8]) -> Vec<u8> {
 fn specs() -> Vec<ScheduleSpec> {
     let costs = (1.0, 1.0, 2.0, 2.0);
     vec![
-        ScheduleSpec::None { steps: 5 },
-        ScheduleSpec::SingleMemory { steps: 5 },
-        ScheduleSpec::SingleDisk {
+        ScheduleSpec::None(schedule::NoneParams { steps: 5 }),
+        ScheduleSpec::SingleMemory(schedule::SingleMemoryParams { steps: 5 }),
+        ScheduleSpec::SingleDisk(schedule::SingleDiskParams {
             steps: 5,
             move_data: true,
-        },
-        ScheduleSpec::Revolve {
+        }),
+        ScheduleSpec::Revolve(schedule::RevolveParams {
             max_n: 10,
             snapshots_in_ram: 3,
-            uf: costs.0,
-            ub: costs.1,
-            wd: costs.2,
-            rd: costs.3,
-        },
-        ScheduleSpec::Revolve {
+            costs: schedule::Costs {
+                uf: costs.0,
+                ub: costs.1,
+                wd: costs.2,
+                rd: costs.3,
+            },
+        }),
+        ScheduleSpec::Revolve(schedule::RevolveParams {
             max_n: 10,
             snapshots_in_ram: 2,
-            uf: 0.1,
-            ub: 0.7,
-            wd: 2.0,
-            rd: 2.0,
-        },
-        ScheduleSpec::Hrevolve {
+            costs: schedule::Costs {
+                uf: 0.1,
+                ub: 0.7,
+                wd: 2.0,
+                rd: 2.0,
+            },
+        }),
+        ScheduleSpec::Hrevolve(schedule::HRevolveParams {
             max_n: 12,
             snapshots_in_ram: 2,
             snapshots_on_disk: 2,
-            uf: 1.0,
-            ub: 1.0,
-            wd: 2.0,
-            rd: 2.0,
-        },
-        ScheduleSpec::DiskRevolve {
+            costs: Default::default(),
+        }),
+        ScheduleSpec::DiskRevolve(schedule::DiskRevolveParams {
             max_n: 12,
             snapshots_in_ram: 2,
-            uf: 1.0,
-            ub: 1.0,
-            wd: 2.0,
-            rd: 2.0,
-        },
-        ScheduleSpec::PeriodicDiskRevolve {
+            costs: Default::default(),
+        }),
+        ScheduleSpec::PeriodicDiskRevolve(schedule::PeriodicDiskRevolveParams {
             max_n: 12,
             snapshots_in_ram: 2,
-            uf: 1.0,
-            ub: 1.0,
-            wd: 2.0,
-            rd: 2.0,
-        },
-        ScheduleSpec::Multistage {
+            costs: Default::default(),
+        }),
+        ScheduleSpec::Multistage(schedule::MultistageParams {
             max_n: 12,
             snapshots_in_ram: 1,
             snapshots_on_disk: 2,
             trajectory: Trajectory::Revolve,
-        },
-        ScheduleSpec::Mixed {
+        }),
+        ScheduleSpec::Mixed(schedule::MixedParams {
             max_n: 12,
             snapshots: 3,
             storage: StorageLevel::Ram,
-        },
-        ScheduleSpec::Periodic {
+        }),
+        ScheduleSpec::Periodic(schedule::PeriodicParams {
             max_n: 12,
             period: 4,
-        },
-        ScheduleSpec::TwoLevel {
+        }),
+        ScheduleSpec::TwoLevel(schedule::TwoLevelParams {
             steps: 12,
             period: 4,
             binomial_snapshots: 2,
             binomial_storage: StorageLevel::Disk,
             binomial_trajectory: Trajectory::Maximum,
-        },
-        ScheduleSpec::OnlineR2 {
+        }),
+        ScheduleSpec::OnlineR2(schedule::OnlineR2Params {
             steps: 12,
             snapshots: 3,
-        },
+        }),
     ]
 }
 

@@ -236,8 +236,8 @@ pub fn cli_args(data: &[u8]) {
     let Ok(cli) = checkpointing_cli::parse(args) else {
         return;
     };
-    if let Ok(Some(spec)) = cli.spec() {
-        exercise(&spec);
+    if let Some(spec) = cli.spec() {
+        exercise(spec);
     }
 }
 

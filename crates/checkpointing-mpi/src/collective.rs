@@ -32,7 +32,7 @@ pub struct MismatchError {
 /// ```no_run
 /// use checkpointing::ScheduleSpec;
 /// let universe = mpi::initialize().unwrap();
-/// let spec = ScheduleSpec::Revolve { max_n: 100, snapshots_in_ram: 5, uf: 1.0, ub: 1.0, wd: 2.0, rd: 2.0 };
+/// let spec = ScheduleSpec::Revolve(checkpointing::schedule::RevolveParams { max_n: 100, snapshots_in_ram: 5, costs: Default::default() });
 /// checkpointing_mpi::check_same_parameters(&universe.world(), "schedule", &spec).unwrap();
 /// ```
 pub fn check_same_parameters<C: Communicator, P: Serialize>(

@@ -5,6 +5,7 @@
 //! rank or a rank given another schedule stops every rank with a clear error
 //! in bounded time. The launcher is `$CHECKPOINTING_MPIEXEC` or `mpiexec`.
 
+use checkpointing::schedule;
 use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -68,28 +69,22 @@ fn mpiexec(ranks: usize, args: &[&str]) -> Output {
 
 fn specs() -> Vec<ScheduleSpec> {
     vec![
-        ScheduleSpec::DiskRevolve {
+        ScheduleSpec::DiskRevolve(schedule::DiskRevolveParams {
             max_n: STEPS,
             snapshots_in_ram: 3,
-            uf: 1.0,
-            ub: 1.0,
-            wd: 2.0,
-            rd: 2.0,
-        },
-        ScheduleSpec::Multistage {
+            costs: Default::default(),
+        }),
+        ScheduleSpec::Multistage(schedule::MultistageParams {
             max_n: STEPS,
             snapshots_in_ram: 2,
             snapshots_on_disk: 3,
             trajectory: checkpointing::Trajectory::Maximum,
-        },
-        ScheduleSpec::Revolve {
+        }),
+        ScheduleSpec::Revolve(schedule::RevolveParams {
             max_n: STEPS,
             snapshots_in_ram: 5,
-            uf: 1.0,
-            ub: 1.0,
-            wd: 2.0,
-            rd: 2.0,
-        },
+            costs: Default::default(),
+        }),
     ]
 }
 

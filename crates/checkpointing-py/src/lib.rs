@@ -5,6 +5,7 @@
 //! this module (`checkpointing._native`) and adds `StorageType`, the
 //! exception classes, the batched NumPy API and the JAX bridge.
 
+use checkpointing::schedule;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -709,19 +710,19 @@ macro_rules! revolve_family {
 revolve_family!(
     PyRevolve, "Revolve",
     "`Revolve(max_n, snapshots_in_ram, uf=1, ub=1, wd=2, rd=2)`: binomial checkpointing in RAM (Griewank & Walther 2000).",
-    |py, max_n, ram, c| Revolve::with_costs(max_n, ram, c[0], c[1], c[2], c[3]),
+    |py, max_n, ram, c| Revolve::with_costs(max_n, ram, schedule::Costs { uf: c[0], ub: c[1], wd: c[2], rd: c[3] }),
     false
 );
 revolve_family!(
     PyDiskRevolve, "DiskRevolve",
     "`DiskRevolve(max_n, snapshots_in_ram, uf=1, ub=1, wd=2, rd=2)`: RAM plus unlimited disk (Aupy et al. 2016).",
-    |py, max_n, ram, c| DiskRevolve::new(max_n, ram, c[0], c[1], c[2], c[3]),
+    |py, max_n, ram, c| DiskRevolve::new(max_n, ram, schedule::Costs { uf: c[0], ub: c[1], wd: c[2], rd: c[3] }),
     true
 );
 revolve_family!(
     PyPeriodicDiskRevolve, "PeriodicDiskRevolve",
     "`PeriodicDiskRevolve(max_n, snapshots_in_ram, uf=1, ub=1, wd=2, rd=2)`: a disk checkpoint every period (Aupy & Herrmann 2017).",
-    |py, max_n, ram, c| PeriodicDiskRevolve::new(max_n, ram, c[0], c[1], c[2], c[3]),
+    |py, max_n, ram, c| PeriodicDiskRevolve::new(max_n, ram, schedule::Costs { uf: c[0], ub: c[1], wd: c[2], rd: c[3] }),
     true
 );
 
@@ -755,8 +756,10 @@ impl PyHRevolve {
         }
         let ram = count(py, "snapshots_in_ram", snapshots_in_ram)?;
         let disk = count(py, "snapshots_on_disk", snapshots_on_disk)?;
-        let base =
-            CheckpointSchedule::from_result(py, HRevolve::new(max_n, ram, disk, uf, ub, wd, rd))?;
+        let base = CheckpointSchedule::from_result(
+            py,
+            HRevolve::new(max_n, ram, disk, schedule::Costs { uf, ub, wd, rd }),
+        )?;
         Ok(PyClassInitializer::from(base)
             .add_subclass(RevolveCheckpointSchedule)
             .add_subclass(Self))

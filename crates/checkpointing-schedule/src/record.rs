@@ -200,8 +200,8 @@ mod tests {
         let make = || -> Vec<Box<dyn Schedule>> {
             vec![
                 Box::new(Revolve::new(30, 3).unwrap()),
-                Box::new(crate::HRevolve::new(20, 2, 3, 1.0, 1.0, 2.0, 2.0).unwrap()),
-                Box::new(crate::DiskRevolve::new(25, 2, 1.0, 1.0, 2.0, 2.0).unwrap()),
+                Box::new(crate::HRevolve::new(20, 2, 3, Default::default()).unwrap()),
+                Box::new(crate::DiskRevolve::new(25, 2, Default::default()).unwrap()),
                 Box::new(
                     TwoLevelCheckpointSchedule::new(
                         4,

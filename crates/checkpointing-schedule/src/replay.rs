@@ -25,6 +25,7 @@ use serde::Serialize;
 
 use crate::action::{Action, Step};
 use crate::levels::PerLevel;
+use crate::schedule::Costs;
 use crate::StorageLevel;
 
 /// Traffic and occupancy of one storage level (DEVICE, RAM or DISK).
@@ -82,15 +83,17 @@ impl Cost {
     /// RAM traffic free.
     ///
     /// ```
+    /// use checkpointing_schedule::schedule::Costs;
     /// use checkpointing_schedule::{Replay, Revolve};
     /// let cost = Replay::new(4).run(Revolve::new(4, 2).unwrap()).unwrap();
-    /// assert_eq!(cost.weighted(1.0, 1.0, 2.0, 2.0), 8.0 + 4.0);
+    /// assert_eq!(cost.weighted(&Costs::default()), 8.0 + 4.0);
     /// ```
-    pub fn weighted(&self, uf: f64, ub: f64, wd: f64, rd: f64) -> f64 {
-        uf * self.forward_steps as f64
-            + ub * self.adjoint_steps as f64
-            + wd * self.levels[StorageLevel::Disk].writes as f64
-            + rd * self.levels[StorageLevel::Disk].reads as f64
+    pub fn weighted(&self, costs: &Costs) -> f64 {
+        let disk = &self.levels[StorageLevel::Disk];
+        costs.uf * self.forward_steps as f64
+            + costs.ub * self.adjoint_steps as f64
+            + costs.wd * disk.writes as f64
+            + costs.rd * disk.reads as f64
     }
 
     /// The traffic and occupancy of a stored level (DEVICE, RAM or DISK);

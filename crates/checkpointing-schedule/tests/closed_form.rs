@@ -2,6 +2,7 @@
 //! replay's counts wherever both answer, and answer at sizes the replay
 //! cannot reach.
 
+use checkpointing_schedule::schedule;
 use checkpointing_schedule::{binomial_forward_steps, ScheduleSpec, StorageLevel, Trajectory};
 use proptest::prelude::*;
 
@@ -31,14 +32,16 @@ fn agrees(spec: &ScheduleSpec) -> Result<bool, TestCaseError> {
 }
 
 fn revolve(max_n: u64, s: u64, uf: f64) -> ScheduleSpec {
-    ScheduleSpec::Revolve {
+    ScheduleSpec::Revolve(schedule::RevolveParams {
         max_n,
         snapshots_in_ram: s,
-        uf,
-        ub: 1.0,
-        wd: 2.0,
-        rd: 2.0,
-    }
+        costs: schedule::Costs {
+            uf,
+            ub: 1.0,
+            wd: 2.0,
+            rd: 2.0,
+        },
+    })
 }
 
 /// Every small case of every schedule with a closed form.
@@ -50,36 +53,36 @@ fn closed_forms_equal_the_replay_on_a_grid() {
             let specs = [
                 revolve(n, s, 1.0),
                 revolve(n, s, 0.5),
-                ScheduleSpec::Multistage {
+                ScheduleSpec::Multistage(schedule::MultistageParams {
                     max_n: n,
                     snapshots_in_ram: s / 2,
                     snapshots_on_disk: s - s / 2,
                     trajectory: Trajectory::Maximum,
-                },
-                ScheduleSpec::Multistage {
+                }),
+                ScheduleSpec::Multistage(schedule::MultistageParams {
                     max_n: n,
                     snapshots_in_ram: s,
                     snapshots_on_disk: 1,
                     trajectory: Trajectory::Revolve,
-                },
-                ScheduleSpec::OnlineR2 {
+                }),
+                ScheduleSpec::OnlineR2(schedule::OnlineR2Params {
                     steps: n,
                     snapshots: s,
-                },
-                ScheduleSpec::Periodic {
+                }),
+                ScheduleSpec::Periodic(schedule::PeriodicParams {
                     max_n: n,
                     period: s + 1,
-                },
-                ScheduleSpec::Periodic {
+                }),
+                ScheduleSpec::Periodic(schedule::PeriodicParams {
                     max_n: n,
                     period: 3 * s + 2,
-                },
-                ScheduleSpec::None { steps: n },
-                ScheduleSpec::SingleMemory { steps: n },
-                ScheduleSpec::SingleDisk {
+                }),
+                ScheduleSpec::None(schedule::NoneParams { steps: n }),
+                ScheduleSpec::SingleMemory(schedule::SingleMemoryParams { steps: n }),
+                ScheduleSpec::SingleDisk(schedule::SingleDiskParams {
                     steps: n,
                     move_data: s % 2 == 0,
-                },
+                }),
             ];
             for spec in &specs {
                 checked += usize::from(agrees(spec).unwrap());
@@ -94,32 +97,26 @@ fn closed_forms_equal_the_replay_on_a_grid() {
 fn others_have_none() {
     let specs = [
         revolve(20, 3, 0.1),
-        ScheduleSpec::Hrevolve {
+        ScheduleSpec::Hrevolve(schedule::HRevolveParams {
             max_n: 20,
             snapshots_in_ram: 2,
             snapshots_on_disk: 2,
-            uf: 1.0,
-            ub: 1.0,
-            wd: 2.0,
-            rd: 2.0,
-        },
-        ScheduleSpec::Mixed {
+            costs: Default::default(),
+        }),
+        ScheduleSpec::Mixed(schedule::MixedParams {
             max_n: 20,
             snapshots: 3,
             storage: StorageLevel::Disk,
-        },
-        ScheduleSpec::OnlineR2 {
+        }),
+        ScheduleSpec::OnlineR2(schedule::OnlineR2Params {
             steps: 100,
             snapshots: 3,
-        },
-        ScheduleSpec::Revolve {
+        }),
+        ScheduleSpec::Revolve(schedule::RevolveParams {
             max_n: 0,
             snapshots_in_ram: 3,
-            uf: 1.0,
-            ub: 1.0,
-            wd: 2.0,
-            rd: 2.0,
-        },
+            costs: Default::default(),
+        }),
     ];
     for spec in specs {
         assert_eq!(spec.closed_form_steps(), None, "{spec:?}");
@@ -133,9 +130,9 @@ proptest! {
     #[test]
     fn closed_forms_equal_the_replay(n in 1..5000u64, s in 1..30u64, disk in 0..5u64) {
         agrees(&revolve(n, s, 1.0))?;
-        agrees(&ScheduleSpec::Multistage { max_n: n, snapshots_in_ram: s, snapshots_on_disk: disk, trajectory: Trajectory::Maximum })?;
-        agrees(&ScheduleSpec::OnlineR2 { steps: n, snapshots: s })?;
-        agrees(&ScheduleSpec::Periodic { max_n: n, period: s })?;
+        agrees(&ScheduleSpec::Multistage(schedule::MultistageParams { max_n: n, snapshots_in_ram: s, snapshots_on_disk: disk, trajectory: Trajectory::Maximum }))?;
+        agrees(&ScheduleSpec::OnlineR2(schedule::OnlineR2Params { steps: n, snapshots: s }))?;
+        agrees(&ScheduleSpec::Periodic(schedule::PeriodicParams { max_n: n, period: s }))?;
     }
 
     /// Past u64 the wide count still answers, and it equals the narrow one

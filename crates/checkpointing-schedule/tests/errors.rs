@@ -1,6 +1,7 @@
 //! Invalid parameters give typed errors with clear messages, never panics,
 //! matching the reference package where it clamps or raises.
 
+use checkpointing_schedule::schedule;
 use checkpointing_schedule::{
     Drive, MultistageCheckpointSchedule, NoneCheckpointSchedule, Periodic, Revolve, Schedule,
     ScheduleError, SingleDiskStorageSchedule, SingleMemoryStorageSchedule, StorageLevel,
@@ -70,7 +71,7 @@ fn invalid_costs() {
         (1.0, 1.0, -0.5, 2.0, "wd"),
         (1.0, 1.0, 2.0, f64::INFINITY, "rd"),
     ] {
-        let e = Revolve::with_costs(10, 2, uf, ub, wd, rd).unwrap_err();
+        let e = Revolve::with_costs(10, 2, schedule::Costs { uf, ub, wd, rd }).unwrap_err();
         assert!(
             matches!(e, ScheduleError::InvalidCost { name: n, .. } if n == name),
             "{e}"
@@ -81,10 +82,30 @@ fn invalid_costs() {
 
 #[test]
 fn oversized_cost_table_is_refused_not_run() {
-    let e = Revolve::with_costs(10_000_000, 50, 0.1, 1.0, 2.0, 2.0).unwrap_err();
+    let e = Revolve::with_costs(
+        10_000_000,
+        50,
+        schedule::Costs {
+            uf: 0.1,
+            ub: 1.0,
+            wd: 2.0,
+            rd: 2.0,
+        },
+    )
+    .unwrap_err();
     assert!(matches!(e, ScheduleError::TooLarge { .. }), "{e}");
     // Dyadic costs need no table at all.
-    assert!(Revolve::with_costs(10_000_000, 50, 0.5, 3.0, 2.0, 2.0).is_ok());
+    assert!(Revolve::with_costs(
+        10_000_000,
+        50,
+        schedule::Costs {
+            uf: 0.5,
+            ub: 3.0,
+            wd: 2.0,
+            rd: 2.0
+        }
+    )
+    .is_ok());
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! schedule can be: checked against the closed form and against an
 //! independent search over every checkpoint distribution.
 
+use checkpointing_schedule::schedule;
 use checkpointing_schedule::{
     binomial_forward_steps, Action, Drive, OnlineR2, Replay, Schedule, ScheduleError, ScheduleSpec,
     StorageLevel,
@@ -11,10 +12,10 @@ use proptest::prelude::*;
 
 /// Drives OnlineR2 for `n` steps and replays it within `s` RAM snapshots.
 fn forward_steps(n: u64, s: u64) -> u64 {
-    let cost = ScheduleSpec::OnlineR2 {
+    let cost = ScheduleSpec::OnlineR2(schedule::OnlineR2Params {
         steps: n,
         snapshots: s,
-    }
+    })
     .cost()
     .unwrap_or_else(|e| panic!("s = {s}, n = {n}: {e}"));
     assert_eq!(cost.adjoint_steps, n);

@@ -91,10 +91,12 @@ impl Case {
                 Revolve::with_costs(
                     self.get("max_n"),
                     self.get("snapshots_in_ram"),
-                    self.get("uf"),
-                    self.get("ub"),
-                    self.get("wd"),
-                    self.get("rd"),
+                    checkpointing_schedule::schedule::Costs {
+                        uf: self.get("uf"),
+                        ub: self.get("ub"),
+                        wd: self.get("wd"),
+                        rd: self.get("rd"),
+                    },
                 )
                 .unwrap(),
             ),
@@ -121,10 +123,12 @@ impl Case {
                     self.get("max_n"),
                     self.get("snapshots_in_ram"),
                     self.get("snapshots_on_disk"),
-                    self.get("uf"),
-                    self.get("ub"),
-                    self.get("wd"),
-                    self.get("rd"),
+                    checkpointing_schedule::schedule::Costs {
+                        uf: self.get("uf"),
+                        ub: self.get("ub"),
+                        wd: self.get("wd"),
+                        rd: self.get("rd"),
+                    },
                 )
                 .unwrap(),
             ),
@@ -132,10 +136,12 @@ impl Case {
                 DiskRevolve::new(
                     self.get("max_n"),
                     self.get("snapshots_in_ram"),
-                    self.get("uf"),
-                    self.get("ub"),
-                    self.get("wd"),
-                    self.get("rd"),
+                    checkpointing_schedule::schedule::Costs {
+                        uf: self.get("uf"),
+                        ub: self.get("ub"),
+                        wd: self.get("wd"),
+                        rd: self.get("rd"),
+                    },
                 )
                 .unwrap(),
             ),
@@ -143,10 +149,12 @@ impl Case {
                 PeriodicDiskRevolve::new(
                     self.get("max_n"),
                     self.get("snapshots_in_ram"),
-                    self.get("uf"),
-                    self.get("ub"),
-                    self.get("wd"),
-                    self.get("rd"),
+                    checkpointing_schedule::schedule::Costs {
+                        uf: self.get("uf"),
+                        ub: self.get("ub"),
+                        wd: self.get("wd"),
+                        rd: self.get("rd"),
+                    },
                 )
                 .unwrap(),
             ),

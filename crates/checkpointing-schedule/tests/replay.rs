@@ -2,6 +2,7 @@
 //! (with each schedule's declared budgets), and rejects hand-made invalid
 //! action streams at the offending action.
 
+use checkpointing_schedule::schedule::Costs;
 use checkpointing_schedule::{
     binomial_forward_steps, Action, Cost, HRevolve, Replay, ReplayErrorKind, ScheduleSpec,
     StorageLevel, Trajectory,
@@ -22,7 +23,7 @@ proptest! {
 
     #[test]
     fn revolve_is_valid_and_optimal(max_n in 1u64..3000, s in 1u64..80) {
-        let spec = ScheduleSpec::Revolve { max_n, snapshots_in_ram: s, uf: 1.0, ub: 1.0, wd: 2.0, rd: 2.0 };
+        let spec = ScheduleSpec::Revolve(checkpointing_schedule::schedule::RevolveParams { max_n, snapshots_in_ram: s, costs: Default::default() });
         let c = cost(&spec);
         prop_assert_eq!(c.adjoint_steps, max_n);
         prop_assert!(c.levels[StorageLevel::Ram].peak <= s);
@@ -33,7 +34,7 @@ proptest! {
     #[test]
     fn revolve_with_other_costs_is_valid(max_n in 1u64..200, s in 1u64..10,
                                          uf in 0.0f64..4.0, ub in 0.0f64..4.0) {
-        let spec = ScheduleSpec::Revolve { max_n, snapshots_in_ram: s, uf, ub, wd: 2.0, rd: 2.0 };
+        let spec = ScheduleSpec::Revolve(checkpointing_schedule::schedule::RevolveParams { max_n, snapshots_in_ram: s, costs: checkpointing_schedule::schedule::Costs { uf, ub, wd: 2.0, rd: 2.0 } });
         let c = cost(&spec);
         prop_assert_eq!(c.adjoint_steps, max_n);
         prop_assert!(c.levels[StorageLevel::Ram].peak <= s);
@@ -43,7 +44,7 @@ proptest! {
     fn multistage_is_valid(max_n in 1u64..2000, ram in 0u64..40, disk in 0u64..40,
                            trajectory in trajectory()) {
         prop_assume!(max_n == 1 || ram + disk > 0);
-        let spec = ScheduleSpec::Multistage { max_n, snapshots_in_ram: ram, snapshots_on_disk: disk, trajectory };
+        let spec = ScheduleSpec::Multistage(checkpointing_schedule::schedule::MultistageParams { max_n, snapshots_in_ram: ram, snapshots_on_disk: disk, trajectory });
         let c = cost(&spec);
         prop_assert_eq!(c.adjoint_steps, max_n);
         prop_assert!(c.levels[StorageLevel::Ram].peak <= ram && c.levels[StorageLevel::Disk].peak <= disk);
@@ -56,7 +57,7 @@ proptest! {
     fn hrevolve_is_valid_and_attains_its_optimum(max_n in 1u64..300, ram in 1u64..6, disk in 0u64..12,
                                                  uf in 1u32..4, wd in 0u32..8, rd in 0u32..8) {
         let (uf, wd, rd) = (f64::from(uf), f64::from(wd) / 2.0, f64::from(rd) / 2.0);
-        let spec = ScheduleSpec::Hrevolve { max_n, snapshots_in_ram: ram, snapshots_on_disk: disk, uf, ub: uf, wd, rd };
+        let spec = ScheduleSpec::Hrevolve(checkpointing_schedule::schedule::HRevolveParams { max_n, snapshots_in_ram: ram, snapshots_on_disk: disk, costs: checkpointing_schedule::schedule::Costs { uf, ub: uf, wd, rd } });
         let c = cost(&spec);
         prop_assert_eq!(c.adjoint_steps, max_n);
         prop_assert!(c.levels[StorageLevel::Ram].peak <= ram);
@@ -66,8 +67,8 @@ proptest! {
         if max_n >= 3 {
             // The DP counts each adjoint step with the forward step taped
             // before it, hence one uf per step less.
-            let schedule = HRevolve::new(max_n, ram, disk, uf, uf, wd, rd).unwrap();
-            let modelled = c.weighted(uf, uf, wd, rd) - uf * max_n as f64;
+            let schedule = HRevolve::new(max_n, ram, disk, checkpointing_schedule::schedule::Costs { uf, ub: uf, wd, rd }).unwrap();
+            let modelled = c.weighted(&Costs { uf, ub: uf, wd, rd }) - uf * max_n as f64;
             prop_assert_eq!(modelled, schedule.optimal_cost());
         }
     }
@@ -76,8 +77,8 @@ proptest! {
     fn disk_revolves_are_valid(max_n in 1u64..400, ram in 1u64..6, wd in 0u32..12, rd in 0u32..12) {
         let (wd, rd) = (f64::from(wd) / 2.0, f64::from(rd) / 2.0);
         for spec in [
-            ScheduleSpec::DiskRevolve { max_n, snapshots_in_ram: ram, uf: 1.0, ub: 1.0, wd, rd },
-            ScheduleSpec::PeriodicDiskRevolve { max_n, snapshots_in_ram: ram, uf: 1.0, ub: 1.0, wd, rd },
+            ScheduleSpec::DiskRevolve(checkpointing_schedule::schedule::DiskRevolveParams { max_n, snapshots_in_ram: ram, costs: checkpointing_schedule::schedule::Costs { uf: 1.0, ub: 1.0, wd, rd } }),
+            ScheduleSpec::PeriodicDiskRevolve(checkpointing_schedule::schedule::PeriodicDiskRevolveParams { max_n, snapshots_in_ram: ram, costs: checkpointing_schedule::schedule::Costs { uf: 1.0, ub: 1.0, wd, rd } }),
         ] {
             let c = cost(&spec);
             prop_assert_eq!(c.adjoint_steps, max_n);
@@ -90,7 +91,7 @@ proptest! {
     #[test]
     fn mixed_is_valid(max_n in 1u64..400, s in 1u64..30, ram in any::<bool>()) {
         let storage = if ram { StorageLevel::Ram } else { StorageLevel::Disk };
-        let c = cost(&ScheduleSpec::Mixed { max_n, snapshots: s, storage });
+        let c = cost(&ScheduleSpec::Mixed(checkpointing_schedule::schedule::MixedParams { max_n, snapshots: s, storage }));
         prop_assert_eq!(c.adjoint_steps, max_n);
         prop_assert!(c.levels[StorageLevel::Ram].peak + c.levels[StorageLevel::Disk].peak <= s);
         // Storing adjoint dependencies too can only beat binomial.
@@ -100,7 +101,7 @@ proptest! {
 
     #[test]
     fn periodic_is_valid(max_n in 1u64..5000, period in 1u64..200) {
-        let c = cost(&ScheduleSpec::Periodic { max_n, period });
+        let c = cost(&ScheduleSpec::Periodic(checkpointing_schedule::schedule::PeriodicParams { max_n, period }));
         let last = max_n - (max_n - 1) / period * period;
         prop_assert_eq!(c.adjoint_steps, max_n);
         prop_assert_eq!(c.forward_steps, 2 * max_n - last);
@@ -112,7 +113,7 @@ proptest! {
     fn two_level_is_valid(steps in 1u64..2000, period in 1u64..300, snapshots in 0u64..8,
                           ram in any::<bool>(), trajectory in trajectory()) {
         let binomial_storage = if ram { StorageLevel::Ram } else { StorageLevel::Disk };
-        let spec = ScheduleSpec::TwoLevel { steps, period, binomial_snapshots: snapshots, binomial_storage, binomial_trajectory: trajectory };
+        let spec = ScheduleSpec::TwoLevel(checkpointing_schedule::schedule::TwoLevelParams { steps, period, binomial_snapshots: snapshots, binomial_storage, binomial_trajectory: trajectory });
         let c = cost(&spec);
         prop_assert_eq!(c.adjoint_steps, steps);
         // One disk checkpoint per period, kept for further adjoints.
@@ -126,12 +127,12 @@ proptest! {
 
     #[test]
     fn online_schedules_are_valid(steps in 1u64..3000, move_data in any::<bool>()) {
-        let c = cost(&ScheduleSpec::SingleMemory { steps });
+        let c = cost(&ScheduleSpec::SingleMemory(checkpointing_schedule::schedule::SingleMemoryParams { steps }));
         prop_assert_eq!((c.forward_steps, c.adjoint_steps, c.peak_work_steps), (steps, steps, steps));
-        let c = cost(&ScheduleSpec::SingleDisk { steps, move_data });
+        let c = cost(&ScheduleSpec::SingleDisk(checkpointing_schedule::schedule::SingleDiskParams { steps, move_data }));
         prop_assert_eq!((c.forward_steps, c.adjoint_steps), (steps, steps));
         prop_assert_eq!((c.levels[StorageLevel::Disk].writes, c.levels[StorageLevel::Disk].reads, c.levels[StorageLevel::Disk].peak), (steps, steps, steps));
-        let c = cost(&ScheduleSpec::None { steps });
+        let c = cost(&ScheduleSpec::None(checkpointing_schedule::schedule::NoneParams { steps }));
         prop_assert_eq!((c.forward_steps, c.adjoint_steps), (steps, 0));
     }
 }
@@ -480,18 +481,25 @@ fn counts_disk_traffic_and_deletes() {
         ),
         (1, 1)
     );
-    assert_eq!(c.weighted(1.0, 1.0, 5.0, 3.0), 3.0 + 2.0 + 5.0 + 3.0);
+    assert_eq!(
+        c.weighted(&Costs {
+            wd: 5.0,
+            rd: 3.0,
+            ..Costs::default()
+        }),
+        3.0 + 2.0 + 5.0 + 3.0
+    );
 }
 
 /// JSON lines parse back and replay the same.
 #[test]
 fn jsonl_round_trip_replays_identically() {
-    let spec = ScheduleSpec::Multistage {
+    let spec = ScheduleSpec::Multistage(checkpointing_schedule::schedule::MultistageParams {
         max_n: 200,
         snapshots_in_ram: 3,
         snapshots_on_disk: 4,
         trajectory: Trajectory::Revolve,
-    };
+    });
     let actions: Vec<Action> = spec.drive().unwrap().map(Result::unwrap).collect();
     let lines: Vec<String> = actions.iter().map(Action::to_json).collect();
     let parsed: Vec<Action> = lines
@@ -542,7 +550,7 @@ mod hierarchical {
         #[test]
         fn hierarchical_revolve_is_valid_and_optimal(max_n in 1u64..250, levels in levels(), uf in 1u32..4, ub in 1u32..4) {
             let (uf, ub) = (f64::from(uf), f64::from(ub));
-            let schedule = HierarchicalRevolve::new(max_n, &levels, uf, ub).unwrap();
+            let schedule = HierarchicalRevolve::new(max_n, &levels, checkpointing_schedule::schedule::StepCosts { uf, ub }).unwrap();
             let optimum = schedule.optimal_cost();
             let mut replay = Replay::new(max_n).require_freed(true);
             for spec in &levels {
@@ -577,7 +585,12 @@ mod hierarchical {
     /// The replayed cost (less `uf` per step) of `HierarchicalRevolve`, each
     /// level within its budget and freed, and its `optimal_cost`.
     fn replayed_and_optimum(max_n: u64, levels: &[LevelSpec], uf: f64) -> (f64, f64) {
-        let schedule = HierarchicalRevolve::new(max_n, levels, uf, uf).unwrap();
+        let schedule = HierarchicalRevolve::new(
+            max_n,
+            levels,
+            checkpointing_schedule::schedule::StepCosts { uf, ub: uf },
+        )
+        .unwrap();
         let optimum = schedule.optimal_cost();
         let mut replay = Replay::new(max_n)
             .require_freed(true)
@@ -681,11 +694,11 @@ mod hierarchical {
             ),
         ];
         for (levels, message) in cases {
-            let error = HierarchicalRevolve::new(10, levels, 1.0, 1.0)
+            let error = HierarchicalRevolve::new(10, levels, Default::default())
                 .unwrap_err()
                 .to_string();
             assert!(error.contains(message), "{error}");
         }
-        assert!(HierarchicalRevolve::new(0, &[ok], 1.0, 1.0).is_err());
+        assert!(HierarchicalRevolve::new(0, &[ok], Default::default()).is_err());
     }
 }

@@ -233,44 +233,43 @@ fn spec() -> impl Strategy<Value = ScheduleSpec> {
     let n = 1..40u64;
     let s = 1..6u64;
     prop_oneof![
-        (n.clone()).prop_map(|steps| ScheduleSpec::SingleMemory { steps }),
-        (n.clone(), any::<bool>())
-            .prop_map(|(steps, move_data)| ScheduleSpec::SingleDisk { steps, move_data }),
-        (n.clone(), s.clone()).prop_map(|(max_n, snapshots_in_ram)| ScheduleSpec::Revolve {
-            max_n,
-            snapshots_in_ram,
-            uf: 1.0,
-            ub: 1.0,
-            wd: 2.0,
-            rd: 2.0
-        }),
-        (n.clone(), s.clone(), 1..4u64).prop_map(|(max_n, ram, disk)| ScheduleSpec::Hrevolve {
-            max_n,
-            snapshots_in_ram: ram,
-            snapshots_on_disk: disk,
-            uf: 1.0,
-            ub: 1.0,
-            wd: 2.0,
-            rd: 2.0
-        }),
-        (n.clone(), s.clone()).prop_map(|(max_n, ram)| ScheduleSpec::DiskRevolve {
-            max_n,
-            snapshots_in_ram: ram,
-            uf: 1.0,
-            ub: 1.0,
-            wd: 2.0,
-            rd: 2.0
-        }),
-        (n.clone(), s.clone()).prop_map(|(max_n, ram)| ScheduleSpec::PeriodicDiskRevolve {
-            max_n,
-            snapshots_in_ram: ram,
-            uf: 1.0,
-            ub: 1.0,
-            wd: 2.0,
-            rd: 2.0
-        }),
+        (n.clone()).prop_map(|steps| ScheduleSpec::SingleMemory(
+            checkpointing::schedule::SingleMemoryParams { steps }
+        )),
+        (n.clone(), any::<bool>()).prop_map(|(steps, move_data)| ScheduleSpec::SingleDisk(
+            checkpointing::schedule::SingleDiskParams { steps, move_data }
+        )),
+        (n.clone(), s.clone()).prop_map(|(max_n, snapshots_in_ram)| ScheduleSpec::Revolve(
+            checkpointing::schedule::RevolveParams {
+                max_n,
+                snapshots_in_ram,
+                costs: Default::default()
+            }
+        )),
+        (n.clone(), s.clone(), 1..4u64).prop_map(|(max_n, ram, disk)| ScheduleSpec::Hrevolve(
+            checkpointing::schedule::HRevolveParams {
+                max_n,
+                snapshots_in_ram: ram,
+                snapshots_on_disk: disk,
+                costs: Default::default()
+            }
+        )),
+        (n.clone(), s.clone()).prop_map(|(max_n, ram)| ScheduleSpec::DiskRevolve(
+            checkpointing::schedule::DiskRevolveParams {
+                max_n,
+                snapshots_in_ram: ram,
+                costs: Default::default()
+            }
+        )),
+        (n.clone(), s.clone()).prop_map(|(max_n, ram)| ScheduleSpec::PeriodicDiskRevolve(
+            checkpointing::schedule::PeriodicDiskRevolveParams {
+                max_n,
+                snapshots_in_ram: ram,
+                costs: Default::default()
+            }
+        )),
         (n.clone(), 0..4u64, 0..4u64, any::<bool>()).prop_map(|(max_n, ram, disk, maximum)| {
-            ScheduleSpec::Multistage {
+            ScheduleSpec::Multistage(checkpointing::schedule::MultistageParams {
                 max_n,
                 snapshots_in_ram: ram,
                 snapshots_on_disk: disk,
@@ -279,10 +278,10 @@ fn spec() -> impl Strategy<Value = ScheduleSpec> {
                 } else {
                     Trajectory::Revolve
                 },
-            }
+            })
         }),
         (n.clone(), s.clone(), any::<bool>()).prop_map(|(max_n, snapshots, ram)| {
-            ScheduleSpec::Mixed {
+            ScheduleSpec::Mixed(checkpointing::schedule::MixedParams {
                 max_n,
                 snapshots,
                 storage: if ram {
@@ -290,23 +289,29 @@ fn spec() -> impl Strategy<Value = ScheduleSpec> {
                 } else {
                     StorageLevel::Disk
                 },
-            }
+            })
         }),
-        (n.clone(), 1..8u64).prop_map(|(max_n, period)| ScheduleSpec::Periodic { max_n, period }),
+        (n.clone(), 1..8u64).prop_map(|(max_n, period)| ScheduleSpec::Periodic(
+            checkpointing::schedule::PeriodicParams { max_n, period }
+        )),
         (n.clone(), 1..8u64, 0..3u64, any::<bool>()).prop_map(
-            |(steps, period, binomial_snapshots, ram)| ScheduleSpec::TwoLevel {
-                steps,
-                period,
-                binomial_snapshots,
-                binomial_storage: if ram {
-                    StorageLevel::Ram
-                } else {
-                    StorageLevel::Disk
-                },
-                binomial_trajectory: Trajectory::Maximum,
-            }
+            |(steps, period, binomial_snapshots, ram)| ScheduleSpec::TwoLevel(
+                checkpointing::schedule::TwoLevelParams {
+                    steps,
+                    period,
+                    binomial_snapshots,
+                    binomial_storage: if ram {
+                        StorageLevel::Ram
+                    } else {
+                        StorageLevel::Disk
+                    },
+                    binomial_trajectory: Trajectory::Maximum
+                }
+            )
         ),
-        (n, s).prop_map(|(steps, snapshots)| ScheduleSpec::OnlineR2 { steps, snapshots }),
+        (n, s).prop_map(|(steps, snapshots)| ScheduleSpec::OnlineR2(
+            checkpointing::schedule::OnlineR2Params { steps, snapshots }
+        )),
     ]
 }
 
@@ -393,12 +398,12 @@ proptest! {
 /// configuration, fewer steps so that a debug build stays quick).
 #[test]
 fn multistage_on_disk_large_state() {
-    let spec = ScheduleSpec::Multistage {
+    let spec = ScheduleSpec::Multistage(checkpointing::schedule::MultistageParams {
         max_n: 200,
         snapshots_in_ram: 2,
         snapshots_on_disk: 10,
         trajectory: Trajectory::Maximum,
-    };
+    });
     let disk = DiskStore::temporary().expect("temporary directory");
     check(&spec, 20_000, disk, false).expect("peak equals the independent count");
 }

@@ -5,8 +5,14 @@
 //! calls [`Schedule::finalize`] (the forward of the first two advances "by
 //! `sys.maxsize`", i.e. until told to stop, see [`crate::Drive`]).
 
-use super::{impl_schedule_position, Cursor, Schedule};
+use serde::{Deserialize, Serialize};
+
+use super::{
+    impl_schedule_position, CandidateBudget, Cursor, Schedule, ScheduleError, ScheduleParams,
+    StepCounts,
+};
 use crate::action::{Action, Step, MAXSIZE};
+use crate::replay::Replay;
 use crate::StorageLevel;
 
 fn unbounded_forward(cursor: &mut Cursor, write_adj_deps: bool, storage: StorageLevel) -> Action {
@@ -266,5 +272,141 @@ impl Schedule for SingleDiskStorageSchedule {
     }
     fn uses_storage(&self, level: StorageLevel) -> bool {
         matches!(level, StorageLevel::Disk | StorageLevel::Work)
+    }
+}
+
+/// Parameters of [`NoneCheckpointSchedule`]: JSON `{"schedule": "none",
+/// "steps": 10}`.
+///
+/// ```
+/// use checkpointing_schedule::schedule::NoneParams;
+/// use checkpointing_schedule::ScheduleSpec;
+/// let cost = ScheduleSpec::from(NoneParams { steps: 3 }).cost().unwrap();
+/// assert_eq!((cost.forward_steps, cost.adjoint_steps), (3, 0));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+#[serde(deny_unknown_fields)]
+pub struct NoneParams {
+    /// Number of steps to drive the forward for.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub steps: Step,
+}
+
+impl ScheduleParams for NoneParams {
+    fn steps(&self) -> Step {
+        self.steps
+    }
+
+    fn build(&self) -> Result<Box<dyn Schedule + Send>, ScheduleError> {
+        Ok(Box::new(NoneCheckpointSchedule::new()))
+    }
+
+    fn replay(&self) -> Replay {
+        Replay::new(self.steps)
+            .forward_only(true)
+            .ram_budget(0)
+            .disk_budget(0)
+    }
+
+    fn candidates(_: &CandidateBudget) -> Vec<Self> {
+        Vec::new()
+    }
+
+    fn closed_form_steps(&self) -> Option<StepCounts> {
+        Some(StepCounts::of(self.steps, self.steps.into(), 0))
+    }
+}
+
+/// Parameters of [`SingleMemoryStorageSchedule`]: JSON `{"schedule":
+/// "single-memory", "steps": 10}`.
+///
+/// ```
+/// use checkpointing_schedule::schedule::{ScheduleParams, SingleMemoryParams};
+/// let params = SingleMemoryParams { steps: 10 };
+/// assert_eq!(params.closed_form_steps().unwrap().forward_steps, 10);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+#[serde(deny_unknown_fields)]
+pub struct SingleMemoryParams {
+    /// Number of steps to drive the schedule for.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub steps: Step,
+}
+
+impl ScheduleParams for SingleMemoryParams {
+    fn steps(&self) -> Step {
+        self.steps
+    }
+
+    fn build(&self) -> Result<Box<dyn Schedule + Send>, ScheduleError> {
+        Ok(Box::new(SingleMemoryStorageSchedule::new()))
+    }
+
+    fn replay(&self) -> Replay {
+        Replay::new(self.steps).ram_budget(0).disk_budget(0)
+    }
+
+    fn candidates(budget: &CandidateBudget) -> Vec<Self> {
+        vec![Self {
+            steps: budget.max_n,
+        }]
+    }
+
+    fn closed_form_steps(&self) -> Option<StepCounts> {
+        Some(StepCounts::reversed(self.steps, self.steps.into()))
+    }
+}
+
+/// Parameters of [`SingleDiskStorageSchedule`]: JSON `{"schedule":
+/// "single-disk", "steps": 10, "move_data": false}`.
+///
+/// ```
+/// use checkpointing_schedule::schedule::SingleDiskParams;
+/// use checkpointing_schedule::{ScheduleSpec, StorageLevel};
+/// let cost = ScheduleSpec::from(SingleDiskParams { steps: 10, move_data: true }).cost().unwrap();
+/// assert_eq!(cost.levels[StorageLevel::Disk].writes, 10);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+#[serde(deny_unknown_fields)]
+pub struct SingleDiskParams {
+    /// Number of steps to drive the schedule for.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub steps: Step,
+    /// Move (not copy) data from disk: one adjoint only, disk freed after.
+    #[serde(default)]
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub move_data: bool,
+}
+
+impl ScheduleParams for SingleDiskParams {
+    fn steps(&self) -> Step {
+        self.steps
+    }
+
+    fn build(&self) -> Result<Box<dyn Schedule + Send>, ScheduleError> {
+        Ok(Box::new(SingleDiskStorageSchedule::new(self.move_data)))
+    }
+
+    fn replay(&self) -> Replay {
+        Replay::new(self.steps)
+            .ram_budget(0)
+            .require_freed(self.move_data)
+    }
+
+    fn candidates(budget: &CandidateBudget) -> Vec<Self> {
+        if budget.disk == 0 {
+            return Vec::new();
+        }
+        vec![Self {
+            steps: budget.max_n,
+            move_data: true,
+        }]
+    }
+
+    fn closed_form_steps(&self) -> Option<StepCounts> {
+        Some(StepCounts::reversed(self.steps, self.steps.into()))
     }
 }

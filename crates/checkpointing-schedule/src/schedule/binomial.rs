@@ -5,7 +5,10 @@
 //! (every step advanced at most `r + 1` times) iff `n <= β(s, r)`, where
 //! `β(s, r) = (s + r)! / (s! r!)`.
 
+use std::fmt;
 use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
 
 use super::ScheduleError;
 
@@ -133,7 +136,8 @@ pub(crate) fn revolve_last_split(n: u64, s: u64) -> u64 {
 /// use checkpointing_schedule::Trajectory;
 /// assert_eq!("revolve".parse::<Trajectory>().unwrap(), Trajectory::Revolve);
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Trajectory {
     /// The largest step compatible with optimality (the reference's default).
     #[default]
@@ -149,6 +153,12 @@ impl Trajectory {
             Self::Maximum => "maximum",
             Self::Revolve => "revolve",
         }
+    }
+}
+
+impl fmt::Display for Trajectory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 

@@ -18,20 +18,20 @@
 //! - The store-everything schedules: `n`.
 //!
 //! Every adjoint is advanced once per step (`n`), none for
-//! `NoneCheckpointSchedule`. Tests check each form against the replay.
+//! `NoneCheckpointSchedule`. Each schedule's parameters give their form
+//! ([`ScheduleParams::closed_form_steps`](super::ScheduleParams::closed_form_steps));
+//! tests check each form against the replay.
 
 use serde::Serialize;
 
-use super::binomial::binomial_forward_steps_wide;
-use super::revolve::is_dyadic;
-use super::{OnlineR2, ScheduleSpec};
 use crate::action::Step;
 
 /// The forward and adjoint steps a schedule advances, from a closed form.
 ///
 /// ```
+/// use checkpointing_schedule::schedule::RevolveParams;
 /// use checkpointing_schedule::ScheduleSpec;
-/// let spec = ScheduleSpec::Revolve { max_n: u64::MAX, snapshots_in_ram: 40, uf: 1.0, ub: 1.0, wd: 2.0, rd: 2.0 };
+/// let spec = ScheduleSpec::from(RevolveParams { max_n: u64::MAX, snapshots_in_ram: 40, costs: Default::default() });
 /// let steps = spec.closed_form_steps().unwrap();
 /// assert!(steps.forward_steps > u64::MAX as u128);
 /// assert_eq!(steps.adjoint_steps, u64::MAX);
@@ -49,7 +49,9 @@ pub struct StepCounts {
 }
 
 impl StepCounts {
-    fn of(max_n: Step, forward_steps: u128, adjoint_steps: u64) -> Self {
+    /// `forward_steps` forward steps and `adjoint_steps` adjoint steps for a
+    /// loop of `max_n` steps.
+    pub(crate) fn of(max_n: Step, forward_steps: u128, adjoint_steps: u64) -> Self {
         Self {
             max_n,
             forward_steps,
@@ -57,54 +59,9 @@ impl StepCounts {
             adjoint_steps,
         }
     }
-}
 
-impl ScheduleSpec {
-    /// The steps this schedule advances, from its closed form, or `None`
-    /// where only the replay ([`ScheduleSpec::cost`]) can tell (H-Revolve,
-    /// DiskRevolve, Periodic Disk-Revolve, Mixed, Two-level, Revolve with
-    /// non-dyadic costs, OnlineR2 beyond its optimal range) or where the
-    /// parameters are invalid. `O(log max_n)` time.
-    ///
-    /// ```
-    /// use checkpointing_schedule::ScheduleSpec;
-    /// let spec = ScheduleSpec::Periodic { max_n: 10, period: 4 };
-    /// assert_eq!(spec.closed_form_steps().unwrap().forward_steps, spec.cost().unwrap().forward_steps as u128);
-    /// ```
-    pub fn closed_form_steps(&self) -> Option<StepCounts> {
-        let n = self.steps();
-        if n == 0 {
-            return None;
-        }
-        let binomial = |n, s| binomial_forward_steps_wide(n, s);
-        let forward = match *self {
-            Self::None { .. } => return Some(StepCounts::of(n, n as u128, 0)),
-            Self::SingleMemory { .. } | Self::SingleDisk { .. } => n as u128,
-            Self::Revolve {
-                snapshots_in_ram,
-                uf,
-                ub,
-                ..
-            } if uf > 0.0 && is_dyadic(uf) && is_dyadic(ub) && snapshots_in_ram > 0 => {
-                binomial(n, snapshots_in_ram)?
-            }
-            Self::Multistage {
-                snapshots_in_ram,
-                snapshots_on_disk,
-                ..
-            } => binomial(n, snapshots_in_ram.checked_add(snapshots_on_disk)?)?,
-            Self::OnlineR2 { snapshots, .. }
-                if snapshots > 0 && n <= OnlineR2::optimal_range(snapshots) =>
-            {
-                binomial(n.checked_add(1)?, snapshots)? - 1
-            }
-            Self::Periodic { period, .. } if period > 0 => {
-                let intervals = n.div_ceil(period);
-                let last = n - period * (intervals - 1);
-                n as u128 + (n - last) as u128
-            }
-            _ => return None,
-        };
-        Some(StepCounts::of(n, forward, n))
+    /// `forward_steps` forward steps and one adjoint per step.
+    pub(crate) fn reversed(max_n: Step, forward_steps: u128) -> Self {
+        Self::of(max_n, forward_steps, max_n)
     }
 }

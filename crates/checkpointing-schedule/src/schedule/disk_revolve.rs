@@ -5,24 +5,23 @@ use super::ops::{
     sequence_schedule, Machine, Op, Program, SequenceSchedule, TAPE_ONE, TWO_STEPS_RAM,
 };
 use super::revolve::{RevolveFrame, Splits};
-use super::{check_cost, require_ram_snapshot, Cursor, ScheduleError};
+use serde::{Deserialize, Serialize};
+
+use super::{
+    require_ram_snapshot, CandidateBudget, Costs, Cursor, Schedule, ScheduleError, ScheduleParams,
+};
 use crate::action::Step;
+use crate::replay::Replay;
 use crate::StorageLevel;
 
-/// Checks the common parameters; returns `(cursor, uf, ub, wd, rd)`.
+/// Checks the common parameters; returns the cursor and the costs.
 fn validate(
     name: &'static str,
     max_n: Step,
     snapshots_in_ram: u64,
-    costs: [f64; 4],
-) -> Result<(Cursor, [f64; 4]), ScheduleError> {
-    let [uf, ub, wd, rd] = costs;
-    let costs = [
-        check_cost("uf", uf)?,
-        check_cost("ub", ub)?,
-        check_cost("wd", wd)?,
-        check_cost("rd", rd)?,
-    ];
+    costs: Costs,
+) -> Result<(Cursor, Costs), ScheduleError> {
+    let costs = costs.checked()?;
     let cursor = Cursor::offline(max_n)?;
     require_ram_snapshot(name, snapshots_in_ram)?;
     Ok((cursor, costs))
@@ -42,7 +41,7 @@ fn validate(
 ///
 /// ```
 /// use checkpointing_schedule::{DiskRevolve, Replay, StorageLevel};
-/// let s = DiskRevolve::new(200, 2, 1.0, 1.0, 2.0, 2.0).unwrap();
+/// let s = DiskRevolve::new(200, 2, Default::default()).unwrap();
 /// let cost = Replay::new(200).ram_budget(2).run(s).unwrap();
 /// assert!(cost.levels[StorageLevel::Disk].writes > 0);
 /// ```
@@ -93,16 +92,9 @@ impl DiskRevolve {
     /// Errors: [`ScheduleError::ZeroSteps`], [`ScheduleError::TooFewSnapshots`]
     /// without a RAM snapshot, [`ScheduleError::InvalidCost`],
     /// [`ScheduleError::TooLarge`].
-    pub fn new(
-        max_n: Step,
-        snapshots_in_ram: u64,
-        uf: f64,
-        ub: f64,
-        wd: f64,
-        rd: f64,
-    ) -> Result<Self, ScheduleError> {
-        let (cursor, [uf, ub, wd, rd]) =
-            validate("DiskRevolve", max_n, snapshots_in_ram, [uf, ub, wd, rd])?;
+    pub fn new(max_n: Step, snapshots_in_ram: u64, costs: Costs) -> Result<Self, ScheduleError> {
+        let (cursor, costs) = validate("DiskRevolve", max_n, snapshots_in_ram, costs)?;
+        let Costs { uf, ub, wd, rd } = costs;
         let (l, cm) = (max_n - 1, snapshots_in_ram);
         if cm as f64 * (l as f64).powi(2) / 2.0 > TABLE_LIMIT {
             return Err(ScheduleError::TooLarge {
@@ -207,7 +199,7 @@ impl Program for DiskRevolveProgram {
 ///
 /// ```
 /// use checkpointing_schedule::{PeriodicDiskRevolve, Replay, StorageLevel};
-/// let s = PeriodicDiskRevolve::new(100, 2, 1.0, 1.0, 2.0, 2.0).unwrap();
+/// let s = PeriodicDiskRevolve::new(100, 2, Default::default()).unwrap();
 /// assert_eq!(s.period(), 6);
 /// let cost = Replay::new(100).ram_budget(2).run(s).unwrap();
 /// assert_eq!(cost.levels[StorageLevel::Disk].writes, 16);
@@ -270,20 +262,9 @@ impl PeriodicDiskRevolve {
     /// Errors: as [`DiskRevolve::new`], and
     /// [`ScheduleError::InvalidParameter`] for `uf = 0` (the period is
     /// undefined; the reference divides by zero).
-    pub fn new(
-        max_n: Step,
-        snapshots_in_ram: u64,
-        uf: f64,
-        ub: f64,
-        wd: f64,
-        rd: f64,
-    ) -> Result<Self, ScheduleError> {
-        let (cursor, [uf, ub, wd, rd]) = validate(
-            "PeriodicDiskRevolve",
-            max_n,
-            snapshots_in_ram,
-            [uf, ub, wd, rd],
-        )?;
+    pub fn new(max_n: Step, snapshots_in_ram: u64, costs: Costs) -> Result<Self, ScheduleError> {
+        let (cursor, costs) = validate("PeriodicDiskRevolve", max_n, snapshots_in_ram, costs)?;
+        let Costs { uf, ub, wd, rd } = costs;
         if uf == 0.0 {
             return Err(ScheduleError::InvalidParameter {
                 name: "uf",
@@ -370,5 +351,124 @@ impl Program for PeriodicProgram {
                 self.splits.enter(m, self.mx - 1, self.cm, at, false);
             }
         }
+    }
+}
+
+/// Parameters of [`DiskRevolve`]: JSON `{"schedule": "disk-revolve",
+/// "max_n": 100, "snapshots_in_ram": 2}` (with `uf`, `ub`, `wd`, `rd`
+/// optional).
+///
+/// ```
+/// use checkpointing_schedule::schedule::{DiskRevolveParams, ScheduleParams};
+/// let params = DiskRevolveParams { max_n: 50, snapshots_in_ram: 2, costs: Default::default() };
+/// assert!(params.replay().run(params.build().unwrap()).is_ok());
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+#[serde(deny_unknown_fields)]
+pub struct DiskRevolveParams {
+    /// Number of forward steps.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub max_n: Step,
+    /// Snapshots in RAM (disk is unlimited).
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub snapshots_in_ram: u64,
+    /// The cost model the schedule minimises.
+    #[serde(flatten)]
+    #[cfg_attr(feature = "clap", command(flatten))]
+    pub costs: Costs,
+}
+
+/// Parameters of [`PeriodicDiskRevolve`]: JSON `{"schedule":
+/// "periodic-disk-revolve", "max_n": 100, "snapshots_in_ram": 2}` (with
+/// `uf`, `ub`, `wd`, `rd` optional).
+///
+/// ```
+/// use checkpointing_schedule::schedule::{PeriodicDiskRevolveParams, ScheduleParams};
+/// let params = PeriodicDiskRevolveParams { max_n: 50, snapshots_in_ram: 2, costs: Default::default() };
+/// assert!(params.replay().run(params.build().unwrap()).is_ok());
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+#[serde(deny_unknown_fields)]
+pub struct PeriodicDiskRevolveParams {
+    /// Number of forward steps.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub max_n: Step,
+    /// Snapshots in RAM (disk is unlimited).
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub snapshots_in_ram: u64,
+    /// The cost model the schedule minimises.
+    #[serde(flatten)]
+    #[cfg_attr(feature = "clap", command(flatten))]
+    pub costs: Costs,
+}
+
+/// The disk variants keep every disk checkpoint they write (as the
+/// reference does): disk is unbounded by design, RAM is bounded.
+fn disk_variant_replay(max_n: Step, snapshots_in_ram: u64) -> Replay {
+    Replay::new(max_n).ram_budget(snapshots_in_ram)
+}
+
+/// With RAM and disk both available, the disk variants' one configuration.
+fn disk_variant_candidate(budget: &CandidateBudget) -> Option<(Step, u64, Costs)> {
+    (budget.ram > 0 && budget.disk > 0).then_some((budget.max_n, budget.ram, budget.costs))
+}
+
+impl ScheduleParams for DiskRevolveParams {
+    fn steps(&self) -> Step {
+        self.max_n
+    }
+
+    fn build(&self) -> Result<Box<dyn Schedule + Send>, ScheduleError> {
+        Ok(Box::new(DiskRevolve::new(
+            self.max_n,
+            self.snapshots_in_ram,
+            self.costs,
+        )?))
+    }
+
+    fn replay(&self) -> Replay {
+        disk_variant_replay(self.max_n, self.snapshots_in_ram)
+    }
+
+    fn candidates(budget: &CandidateBudget) -> Vec<Self> {
+        disk_variant_candidate(budget)
+            .map(|(max_n, snapshots_in_ram, costs)| Self {
+                max_n,
+                snapshots_in_ram,
+                costs,
+            })
+            .into_iter()
+            .collect()
+    }
+}
+
+impl ScheduleParams for PeriodicDiskRevolveParams {
+    fn steps(&self) -> Step {
+        self.max_n
+    }
+
+    fn build(&self) -> Result<Box<dyn Schedule + Send>, ScheduleError> {
+        Ok(Box::new(PeriodicDiskRevolve::new(
+            self.max_n,
+            self.snapshots_in_ram,
+            self.costs,
+        )?))
+    }
+
+    fn replay(&self) -> Replay {
+        disk_variant_replay(self.max_n, self.snapshots_in_ram)
+    }
+
+    fn candidates(budget: &CandidateBudget) -> Vec<Self> {
+        disk_variant_candidate(budget)
+            .map(|(max_n, snapshots_in_ram, costs)| Self {
+                max_n,
+                snapshots_in_ram,
+                costs,
+            })
+            .into_iter()
+            .collect()
     }
 }

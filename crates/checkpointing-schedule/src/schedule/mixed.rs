@@ -1,9 +1,15 @@
 //! Checkpointing that stores either forward restart data or adjoint
 //! dependencies, `checkpoint_schedules.MixedCheckpointSchedule`.
 
+use serde::{Deserialize, Serialize};
+
 use super::search::{lane_min, RowSearch};
-use super::{impl_schedule_position, pending_iterator, Cursor, Pending, Schedule, ScheduleError};
+use super::{
+    impl_schedule_position, pending_iterator, CandidateBudget, Cursor, Pending, Schedule,
+    ScheduleError, ScheduleParams,
+};
 use crate::action::{Action, Step};
+use crate::replay::Replay;
 use crate::StorageLevel;
 
 /// What the optimal mixed schedule does first with `n` steps left: the
@@ -513,5 +519,76 @@ mod tests {
                 }
             }
         }
+    }
+}
+
+/// Where a schedule keeps its snapshots by default: DISK, as the
+/// reference's `MixedCheckpointSchedule` and two-level schedule do.
+pub(crate) fn default_storage() -> StorageLevel {
+    StorageLevel::Disk
+}
+
+/// Parameters of [`MixedCheckpointSchedule`]: JSON `{"schedule": "mixed",
+/// "max_n": 100, "snapshots": 5, "storage": "DISK"}` (storage defaults to
+/// DISK).
+///
+/// ```
+/// use checkpointing_schedule::schedule::{MixedParams, ScheduleParams};
+/// use checkpointing_schedule::StorageLevel;
+/// let params = MixedParams { max_n: 40, snapshots: 3, storage: StorageLevel::Ram };
+/// assert!(params.replay().run(params.build().unwrap()).is_ok());
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+#[serde(deny_unknown_fields)]
+pub struct MixedParams {
+    /// Number of forward steps.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub max_n: Step,
+    /// Checkpoint units.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub snapshots: u64,
+    /// Where they are stored: RAM or DISK.
+    #[serde(default = "default_storage")]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = default_storage()))]
+    pub storage: StorageLevel,
+}
+
+impl ScheduleParams for MixedParams {
+    fn steps(&self) -> Step {
+        self.max_n
+    }
+
+    fn build(&self) -> Result<Box<dyn Schedule + Send>, ScheduleError> {
+        Ok(Box::new(MixedCheckpointSchedule::new(
+            self.max_n,
+            self.snapshots,
+            self.storage,
+        )?))
+    }
+
+    fn replay(&self) -> Replay {
+        let replay = Replay::new(self.max_n).require_freed(true);
+        if self.storage == StorageLevel::Ram {
+            replay.ram_budget(self.snapshots).disk_budget(0)
+        } else {
+            replay.disk_budget(self.snapshots).ram_budget(0)
+        }
+    }
+
+    fn candidates(budget: &CandidateBudget) -> Vec<Self> {
+        let mut specs = vec![Self {
+            max_n: budget.max_n,
+            snapshots: budget.ram,
+            storage: StorageLevel::Ram,
+        }];
+        if budget.disk > 0 {
+            specs.push(Self {
+                max_n: budget.max_n,
+                snapshots: budget.disk,
+                storage: StorageLevel::Disk,
+            });
+        }
+        specs
     }
 }

@@ -30,6 +30,7 @@ use crate::StorageLevel;
 mod basic;
 mod binomial;
 mod closed_form;
+mod costs;
 mod disk_revolve;
 mod drive;
 mod hrevolve;
@@ -43,24 +44,33 @@ mod search;
 mod spec;
 mod two_level;
 
-pub use basic::{NoneCheckpointSchedule, SingleDiskStorageSchedule, SingleMemoryStorageSchedule};
+pub use basic::{
+    NoneCheckpointSchedule, NoneParams, SingleDiskParams, SingleDiskStorageSchedule,
+    SingleMemoryParams, SingleMemoryStorageSchedule,
+};
 pub use binomial::{
     binomial_advance, binomial_forward_steps, binomial_forward_steps_wide, Trajectory,
 };
 pub use closed_form::StepCounts;
-pub use disk_revolve::{DiskRevolve, PeriodicDiskRevolve};
-pub use drive::Drive;
-pub use hrevolve::{HRevolve, HierarchicalRevolve, LevelSpec};
-pub use mixed::{
-    mixed_step, optimal_steps_mixed, MixedCheckpointSchedule, MixedCostTable, MixedStep,
-    MixedStepKind,
+pub(crate) use costs::check_cost;
+pub use costs::{Costs, StepCosts};
+pub use disk_revolve::{
+    DiskRevolve, DiskRevolveParams, PeriodicDiskRevolve, PeriodicDiskRevolveParams,
 };
-pub use multistage::MultistageCheckpointSchedule;
-pub use online_r2::OnlineR2;
-pub use periodic::Periodic;
-pub use revolve::Revolve;
-pub use spec::{ScheduleSpec, SpecError};
-pub use two_level::TwoLevelCheckpointSchedule;
+pub use drive::Drive;
+pub use hrevolve::{
+    HRevolve, HRevolveParams, HierarchicalRevolve, HierarchicalRevolveParams, LevelSpec,
+};
+pub use mixed::{
+    mixed_step, optimal_steps_mixed, MixedCheckpointSchedule, MixedCostTable, MixedParams,
+    MixedStep, MixedStepKind,
+};
+pub use multistage::{MultistageCheckpointSchedule, MultistageParams};
+pub use online_r2::{OnlineR2, OnlineR2Params};
+pub use periodic::{Periodic, PeriodicParams};
+pub use revolve::{Revolve, RevolveParams};
+pub use spec::{CandidateBudget, ScheduleParams, ScheduleSpec, SpecError};
+pub use two_level::{TwoLevelCheckpointSchedule, TwoLevelParams};
 
 /// Why a schedule cannot be built or finalized.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -463,14 +473,6 @@ pub(crate) fn require_ram_snapshot(
         });
     }
     Ok(())
-}
-
-pub(crate) fn check_cost(name: &'static str, value: f64) -> Result<f64, ScheduleError> {
-    if value.is_finite() && value >= 0.0 {
-        Ok(value)
-    } else {
-        Err(ScheduleError::InvalidCost { name, value })
-    }
 }
 
 /// Implements [`Schedule::cursor`] and [`Schedule::cursor_mut`] for a type

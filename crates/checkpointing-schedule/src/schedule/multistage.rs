@@ -1,9 +1,15 @@
 //! Binomial checkpointing over RAM and disk,
 //! `checkpoint_schedules.MultistageCheckpointSchedule`.
 
-use super::binomial::n_advance;
-use super::{impl_schedule_position, Cursor, Schedule, ScheduleError, Trajectory};
+use serde::{Deserialize, Serialize};
+
+use super::binomial::{binomial_forward_steps_wide, n_advance};
+use super::{
+    impl_schedule_position, CandidateBudget, Cursor, Schedule, ScheduleError, ScheduleParams,
+    StepCounts, Trajectory,
+};
 use crate::action::{Action, Step};
+use crate::replay::Replay;
 use crate::StorageLevel;
 
 /// Binomial checkpointing (Griewank & Walther, ACM TOMS 26(1), 2000, doi
@@ -277,5 +283,78 @@ impl Schedule for MultistageCheckpointSchedule {
             StorageLevel::Disk => self.snapshots_on_disk() > 0,
             _ => false,
         }
+    }
+}
+
+/// Parameters of [`MultistageCheckpointSchedule`]: JSON `{"schedule":
+/// "multistage", "max_n": 100, "snapshots_in_ram": 2, "snapshots_on_disk":
+/// 5, "trajectory": "maximum"}` (snapshot counts default to 0, the
+/// trajectory to `maximum`).
+///
+/// ```
+/// use checkpointing_schedule::schedule::{MultistageParams, ScheduleParams};
+/// let params: MultistageParams = serde_json::from_str(r#"{"max_n": 30, "snapshots_in_ram": 2}"#).unwrap();
+/// assert_eq!((params.snapshots_on_disk, params.trajectory.name()), (0, "maximum"));
+/// assert!(params.replay().run(params.build().unwrap()).is_ok());
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+#[serde(deny_unknown_fields)]
+pub struct MultistageParams {
+    /// Number of forward steps.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub max_n: Step,
+    /// Snapshots in RAM.
+    #[serde(default)]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t))]
+    pub snapshots_in_ram: u64,
+    /// Snapshots on disk.
+    #[serde(default)]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t))]
+    pub snapshots_on_disk: u64,
+    /// Which optimal advance to take: maximum or revolve.
+    #[serde(default)]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t))]
+    pub trajectory: Trajectory,
+}
+
+impl ScheduleParams for MultistageParams {
+    fn steps(&self) -> Step {
+        self.max_n
+    }
+
+    fn build(&self) -> Result<Box<dyn Schedule + Send>, ScheduleError> {
+        Ok(Box::new(MultistageCheckpointSchedule::new(
+            self.max_n,
+            self.snapshots_in_ram,
+            self.snapshots_on_disk,
+            self.trajectory,
+        )?))
+    }
+
+    fn replay(&self) -> Replay {
+        Replay::new(self.max_n)
+            .ram_budget(self.snapshots_in_ram)
+            .disk_budget(self.snapshots_on_disk)
+            .require_freed(true)
+    }
+
+    fn candidates(budget: &CandidateBudget) -> Vec<Self> {
+        [Trajectory::Maximum, Trajectory::Revolve]
+            .map(|trajectory| Self {
+                max_n: budget.max_n,
+                snapshots_in_ram: budget.ram,
+                snapshots_on_disk: budget.disk,
+                trajectory,
+            })
+            .to_vec()
+    }
+
+    /// The binomial count with `s = snapshots_in_ram + snapshots_on_disk`
+    /// (Stumm & Walther 2009: the two levels together reverse optimally).
+    fn closed_form_steps(&self) -> Option<StepCounts> {
+        let snapshots = self.snapshots_in_ram.checked_add(self.snapshots_on_disk)?;
+        let forward = binomial_forward_steps_wide(self.max_n, snapshots)?;
+        Some(StepCounts::reversed(self.max_n, forward))
     }
 }

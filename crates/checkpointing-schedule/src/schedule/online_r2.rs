@@ -5,8 +5,15 @@
 use super::binomial::binomial_forward_steps;
 use super::ops::{Machine, Op, Program, SequenceSchedule};
 use super::revolve::{RevolveFrame, Splits};
-use super::{require_ram_snapshot, Cursor, Pending, Schedule, ScheduleError};
+use serde::{Deserialize, Serialize};
+
+use super::binomial::binomial_forward_steps_wide;
+use super::{
+    require_ram_snapshot, CandidateBudget, Cursor, Pending, Schedule, ScheduleError,
+    ScheduleParams, StepCounts,
+};
 use crate::action::{Action, Step};
+use crate::replay::Replay;
 use crate::StorageLevel;
 
 /// Online checkpointing with `snapshots` RAM snapshots: the number of steps
@@ -380,5 +387,65 @@ impl Schedule for OnlineR2 {
 
     fn uses_storage(&self, level: StorageLevel) -> bool {
         level == StorageLevel::Ram
+    }
+}
+
+/// Parameters of [`OnlineR2`], driven for `steps` steps: JSON `{"schedule":
+/// "online-r2", "steps": 100, "snapshots": 5}`.
+///
+/// ```
+/// use checkpointing_schedule::schedule::{OnlineR2Params, ScheduleParams};
+/// use checkpointing_schedule::ScheduleSpec;
+/// let params = OnlineR2Params { steps: 20, snapshots: 5 };
+/// let cost = ScheduleSpec::from(params.clone()).cost().unwrap();
+/// assert_eq!(params.closed_form_steps().unwrap().forward_steps, cost.forward_steps as u128);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+#[serde(deny_unknown_fields)]
+pub struct OnlineR2Params {
+    /// Number of steps to drive the schedule for.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub steps: Step,
+    /// Snapshots in RAM.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub snapshots: u64,
+}
+
+impl ScheduleParams for OnlineR2Params {
+    fn steps(&self) -> Step {
+        self.steps
+    }
+
+    fn build(&self) -> Result<Box<dyn Schedule + Send>, ScheduleError> {
+        Ok(Box::new(OnlineR2::new(self.snapshots)?))
+    }
+
+    fn replay(&self) -> Replay {
+        Replay::new(self.steps)
+            .ram_budget(self.snapshots)
+            .disk_budget(0)
+            .require_freed(true)
+    }
+
+    fn candidates(budget: &CandidateBudget) -> Vec<Self> {
+        if budget.ram == 0 {
+            return Vec::new();
+        }
+        vec![Self {
+            steps: budget.max_n,
+            snapshots: budget.ram,
+        }]
+    }
+
+    /// Within its optimal range `n <= (s + 1)(s + 2)/2 − 1`:
+    /// `binomial(n + 1, s) − 1` (see [`OnlineR2`]).
+    fn closed_form_steps(&self) -> Option<StepCounts> {
+        let (n, s) = (self.steps, self.snapshots);
+        if s == 0 || n > OnlineR2::optimal_range(s) {
+            return None;
+        }
+        let forward = binomial_forward_steps_wide(n.checked_add(1)?, s)? - 1;
+        Some(StepCounts::reversed(n, forward))
     }
 }

@@ -1,7 +1,13 @@
 //! Periodic checkpointing, the `Periodic` scheme of Checkpointing.jl.
 
-use super::{impl_schedule_position, pending_iterator, Cursor, Pending, Schedule, ScheduleError};
+use serde::{Deserialize, Serialize};
+
+use super::{
+    impl_schedule_position, pending_iterator, CandidateBudget, Cursor, Pending, Schedule,
+    ScheduleError, ScheduleParams, StepCounts,
+};
 use crate::action::{Action, Step};
+use crate::replay::Replay;
 use crate::StorageLevel;
 
 /// Checkpoint every `period` steps; reverse each interval by recomputing it
@@ -168,5 +174,63 @@ impl Schedule for Periodic {
             StorageLevel::Work => true,
             _ => false,
         }
+    }
+}
+
+/// Parameters of [`Periodic`]: JSON `{"schedule": "periodic", "max_n": 100,
+/// "period": 10}`.
+///
+/// ```
+/// use checkpointing_schedule::schedule::{PeriodicParams, ScheduleParams};
+/// let params = PeriodicParams { max_n: 100, period: 10 };
+/// let cost = params.replay().run(params.build().unwrap()).unwrap();
+/// assert_eq!(params.closed_form_steps().unwrap().forward_steps, cost.forward_steps as u128);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+#[serde(deny_unknown_fields)]
+pub struct PeriodicParams {
+    /// Number of forward steps.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub max_n: Step,
+    /// Steps between checkpoints.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub period: Step,
+}
+
+impl ScheduleParams for PeriodicParams {
+    fn steps(&self) -> Step {
+        self.max_n
+    }
+
+    fn build(&self) -> Result<Box<dyn Schedule + Send>, ScheduleError> {
+        Ok(Box::new(Periodic::new(self.max_n, self.period)?))
+    }
+
+    fn replay(&self) -> Replay {
+        Replay::new(self.max_n)
+            .ram_budget((self.max_n.max(1) - 1) / self.period.max(1))
+            .disk_budget(0)
+            .require_freed(true)
+    }
+
+    /// The period that stores `ram` checkpoints.
+    fn candidates(budget: &CandidateBudget) -> Vec<Self> {
+        vec![Self {
+            max_n: budget.max_n,
+            period: budget.max_n.div_ceil(budget.ram.saturating_add(1)).max(1),
+        }]
+    }
+
+    /// With `k = ceil(n / period)` intervals: `n + (n − last)` with
+    /// `last = n − period (k − 1)`.
+    fn closed_form_steps(&self) -> Option<StepCounts> {
+        let (n, period) = (self.max_n, self.period);
+        if period == 0 {
+            return None;
+        }
+        let intervals = n.div_ceil(period);
+        let last = n - period * (intervals - 1);
+        Some(StepCounts::reversed(n, n as u128 + (n - last) as u128))
     }
 }

@@ -2,10 +2,16 @@
 //! revolve", ACM TOMS 26(1), 2000, doi 10.1145/347837.347846), as a lazy
 //! state machine producing the actions of `checkpoint_schedules.Revolve`.
 
-use super::binomial::revolve_last_split;
+use serde::{Deserialize, Serialize};
+
+use super::binomial::{binomial_forward_steps_wide, revolve_last_split};
 use super::ops::{sequence_schedule, Machine, Op, Program, SequenceSchedule};
-use super::{check_cost, require_ram_snapshot, Cursor, ScheduleError};
+use super::{
+    require_ram_snapshot, CandidateBudget, Costs, Cursor, Schedule, ScheduleError, ScheduleParams,
+    StepCounts,
+};
 use crate::action::Step;
+use crate::replay::Replay;
 use crate::StorageLevel;
 
 /// Optimal binomial checkpointing with `snapshots_in_ram` snapshots in RAM
@@ -104,29 +110,29 @@ impl Revolve {
     /// assert!(Revolve::new(10, 0).is_err());
     /// ```
     pub fn new(max_n: Step, snapshots_in_ram: u64) -> Result<Self, ScheduleError> {
-        Self::with_costs(max_n, snapshots_in_ram, 1.0, 1.0, 2.0, 2.0)
+        Self::with_costs(max_n, snapshots_in_ram, Costs::default())
     }
 
-    /// `Revolve(max_n, snapshots_in_ram, uf, ub, wd, rd)`: `uf`, `ub` are the
-    /// costs of a forward and an adjoint step, `wd`, `rd` of a disk write and
-    /// read (unused by Revolve, validated). Costs must be finite and `>= 0`.
+    /// `Revolve(max_n, snapshots_in_ram, uf, ub, wd, rd)`: `costs.step` are
+    /// the costs of a forward and an adjoint step, which break the ties
+    /// between optimal splits as the reference's cost table does; `wd`, `rd`
+    /// (a disk write and read) are unused by Revolve but validated. Costs
+    /// must be finite and `>= 0`.
     ///
     /// ```
+    /// use checkpointing_schedule::schedule::{Costs, StepCosts};
     /// use checkpointing_schedule::Revolve;
-    /// let a: Vec<_> = Revolve::with_costs(30, 3, 0.1, 0.7, 2.0, 2.0).unwrap().collect();
-    /// assert!(Revolve::with_costs(30, 3, -1.0, 1.0, 2.0, 2.0).is_err());
+    /// let costs = Costs { uf: 0.1, ub: 0.7, ..Costs::default() };
+    /// let a: Vec<_> = Revolve::with_costs(30, 3, costs).unwrap().collect();
+    /// let negative = Costs { uf: -1.0, ub: 1.0, ..Costs::default() };
+    /// assert!(Revolve::with_costs(30, 3, negative).is_err());
     /// ```
     pub fn with_costs(
         max_n: Step,
         snapshots_in_ram: u64,
-        uf: f64,
-        ub: f64,
-        wd: f64,
-        rd: f64,
+        costs: Costs,
     ) -> Result<Self, ScheduleError> {
-        let (uf, ub) = (check_cost("uf", uf)?, check_cost("ub", ub)?);
-        check_cost("wd", wd)?;
-        check_cost("rd", rd)?;
+        let Costs { uf, ub, .. } = costs.checked()?;
         let cursor = Cursor::offline(max_n)?;
         require_ram_snapshot("Revolve", snapshots_in_ram)?;
         let l = max_n - 1;
@@ -326,4 +332,73 @@ fn single_tail<F>(m: &mut Machine<F>, shift: Step) {
             Discard(ram, 0),
         ],
     );
+}
+
+/// Parameters of [`Revolve`]: JSON `{"schedule": "revolve", "max_n": 100,
+/// "snapshots_in_ram": 5}` (with `uf`, `ub`, `wd`, `rd` optional).
+///
+/// ```
+/// use checkpointing_schedule::schedule::{RevolveParams, ScheduleParams};
+/// let params = RevolveParams { max_n: 100, snapshots_in_ram: 5, costs: Default::default() };
+/// let replayed = params.replay().run(params.build().unwrap()).unwrap();
+/// assert_eq!(params.closed_form_steps().unwrap().forward_steps, replayed.forward_steps as u128);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+#[serde(deny_unknown_fields)]
+pub struct RevolveParams {
+    /// Number of forward steps.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub max_n: Step,
+    /// Snapshots in RAM.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub snapshots_in_ram: u64,
+    /// The step costs that break ties between optimal splits (disk costs
+    /// unused).
+    #[serde(flatten)]
+    #[cfg_attr(feature = "clap", command(flatten))]
+    pub costs: Costs,
+}
+
+impl ScheduleParams for RevolveParams {
+    fn steps(&self) -> Step {
+        self.max_n
+    }
+
+    fn build(&self) -> Result<Box<dyn Schedule + Send>, ScheduleError> {
+        Ok(Box::new(Revolve::with_costs(
+            self.max_n,
+            self.snapshots_in_ram,
+            self.costs,
+        )?))
+    }
+
+    fn replay(&self) -> Replay {
+        Replay::new(self.max_n)
+            .ram_budget(self.snapshots_in_ram)
+            .disk_budget(0)
+            .require_freed(true)
+    }
+
+    fn candidates(budget: &CandidateBudget) -> Vec<Self> {
+        if budget.ram == 0 {
+            return Vec::new();
+        }
+        vec![Self {
+            max_n: budget.max_n,
+            snapshots_in_ram: budget.ram,
+            costs: budget.costs,
+        }]
+    }
+
+    /// Griewank & Walther 2000, eq. (3), for dyadic step costs (other costs
+    /// break ties the reference's way and have no closed form here).
+    fn closed_form_steps(&self) -> Option<StepCounts> {
+        let Costs { uf, ub, .. } = self.costs;
+        if !(uf > 0.0 && is_dyadic(uf) && is_dyadic(ub) && self.snapshots_in_ram > 0) {
+            return None;
+        }
+        let forward = binomial_forward_steps_wide(self.max_n, self.snapshots_in_ram)?;
+        Some(StepCounts::reversed(self.max_n, forward))
+    }
 }

@@ -1,215 +1,246 @@
 //! Schedules named by their parameters: build one, drive it, cost it.
+//!
+//! Each schedule's module owns a parameter struct (`RevolveParams`,
+//! `PeriodicParams`, ...) implementing [`ScheduleParams`]: its fields,
+//! defaults and documentation, how to build, replay-check and suggest it.
+//! [`ScheduleSpec`] is the enum of those structs, one registry line each
+//! below; serde (JSON), the `checkpointing` command's flags and help (with
+//! the `clap` feature), the journal and the bindings all go through it.
 
 use serde::{Deserialize, Serialize};
 
-use super::{
-    DiskRevolve, Drive, HRevolve, MixedCheckpointSchedule, MultistageCheckpointSchedule,
-    NoneCheckpointSchedule, OnlineR2, Periodic, PeriodicDiskRevolve, Revolve, Schedule,
-    ScheduleError, SingleDiskStorageSchedule, SingleMemoryStorageSchedule, Trajectory,
-    TwoLevelCheckpointSchedule,
-};
+use super::basic::{NoneParams, SingleDiskParams, SingleMemoryParams};
+use super::disk_revolve::{DiskRevolveParams, PeriodicDiskRevolveParams};
+use super::hrevolve::{HRevolveParams, HierarchicalRevolveParams};
+use super::mixed::MixedParams;
+use super::multistage::MultistageParams;
+use super::online_r2::OnlineR2Params;
+use super::periodic::PeriodicParams;
+use super::revolve::RevolveParams;
+use super::two_level::TwoLevelParams;
+use super::{Costs, Drive, Schedule, ScheduleError, StepCounts};
 use crate::action::{Action, Step};
 use crate::replay::{Cost, Replay, ReplayError};
-use crate::StorageLevel;
 
-/// A schedule and its parameters, by the kebab-case names of the
-/// `checkpointing` command (`revolve`, `multistage`, ...) and the Python
-/// keyword names of `checkpoint_schedules`.
+/// The parameters of one schedule: what [`ScheduleSpec`] needs of each.
 ///
-/// Online schedules take `steps`, the number of steps they are driven for.
+/// Implemented by the parameter struct in each schedule's module; a new
+/// schedule implements it and adds one line to the registry in this file.
 ///
 /// ```
-/// use checkpointing_schedule::{ScheduleSpec, StorageLevel};
-/// let spec = ScheduleSpec::Revolve { max_n: 4, snapshots_in_ram: 2, uf: 1.0, ub: 1.0, wd: 2.0, rd: 2.0 };
-/// assert_eq!(spec.name(), "revolve");
-/// let cost = spec.cost().unwrap();
-/// assert_eq!((cost.forward_steps, cost.levels[StorageLevel::Ram].peak), (8, 2));
-/// let json: ScheduleSpec = serde_json::from_str(r#"{"schedule":"periodic","max_n":10,"period":3}"#).unwrap();
-/// assert_eq!(json.steps(), 10);
+/// use checkpointing_schedule::schedule::{PeriodicParams, ScheduleParams};
+/// let params = PeriodicParams { max_n: 10, period: 3 };
+/// assert_eq!(params.steps(), 10);
+/// assert_eq!(params.build().unwrap().count(), params.replay().run(params.build().unwrap()).unwrap().actions as usize);
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "schedule", rename_all = "kebab-case", deny_unknown_fields)]
-pub enum ScheduleSpec {
-    /// [`NoneCheckpointSchedule`] driven for `steps` steps.
-    None {
-        /// Steps to drive it for.
-        steps: Step,
-    },
-    /// [`SingleMemoryStorageSchedule`] driven for `steps` steps.
-    SingleMemory {
-        /// Steps to drive it for.
-        steps: Step,
-    },
-    /// [`SingleDiskStorageSchedule`] driven for `steps` steps.
-    SingleDisk {
-        /// Steps to drive it for.
-        steps: Step,
-        /// Move (not copy) data from disk.
-        #[serde(default)]
-        move_data: bool,
-    },
-    /// [`Revolve`].
-    Revolve {
-        /// Steps.
-        max_n: Step,
-        /// RAM snapshots.
-        snapshots_in_ram: u64,
-        /// Forward step cost.
-        #[serde(default = "one")]
-        uf: f64,
-        /// Adjoint step cost.
-        #[serde(default = "one")]
-        ub: f64,
-        /// Disk write cost.
-        #[serde(default = "two")]
-        wd: f64,
-        /// Disk read cost.
-        #[serde(default = "two")]
-        rd: f64,
-    },
-    /// [`HRevolve`].
-    Hrevolve {
-        /// Steps.
-        max_n: Step,
-        /// RAM snapshots.
-        snapshots_in_ram: u64,
-        /// Disk snapshots.
-        snapshots_on_disk: u64,
-        /// Forward step cost.
-        #[serde(default = "one")]
-        uf: f64,
-        /// Adjoint step cost.
-        #[serde(default = "one")]
-        ub: f64,
-        /// Disk write cost.
-        #[serde(default = "two")]
-        wd: f64,
-        /// Disk read cost.
-        #[serde(default = "two")]
-        rd: f64,
-    },
-    /// [`DiskRevolve`].
-    DiskRevolve {
-        /// Steps.
-        max_n: Step,
-        /// RAM snapshots.
-        snapshots_in_ram: u64,
-        /// Forward step cost.
-        #[serde(default = "one")]
-        uf: f64,
-        /// Adjoint step cost.
-        #[serde(default = "one")]
-        ub: f64,
-        /// Disk write cost.
-        #[serde(default = "two")]
-        wd: f64,
-        /// Disk read cost.
-        #[serde(default = "two")]
-        rd: f64,
-    },
-    /// [`PeriodicDiskRevolve`].
-    PeriodicDiskRevolve {
-        /// Steps.
-        max_n: Step,
-        /// RAM snapshots.
-        snapshots_in_ram: u64,
-        /// Forward step cost.
-        #[serde(default = "one")]
-        uf: f64,
-        /// Adjoint step cost.
-        #[serde(default = "one")]
-        ub: f64,
-        /// Disk write cost.
-        #[serde(default = "two")]
-        wd: f64,
-        /// Disk read cost.
-        #[serde(default = "two")]
-        rd: f64,
-    },
-    /// [`MultistageCheckpointSchedule`].
-    Multistage {
-        /// Steps.
-        max_n: Step,
-        /// RAM snapshots.
-        #[serde(default)]
-        snapshots_in_ram: u64,
-        /// Disk snapshots.
-        #[serde(default)]
-        snapshots_on_disk: u64,
-        /// Which optimal advance to take.
-        #[serde(default, with = "trajectory_name")]
-        trajectory: Trajectory,
-    },
-    /// [`TwoLevelCheckpointSchedule`] driven for `steps` steps.
-    TwoLevel {
-        /// Steps to drive it for.
-        steps: Step,
-        /// Steps between disk checkpoints.
-        period: Step,
-        /// Extra snapshots within a period.
-        binomial_snapshots: u64,
-        /// Where the extra snapshots go (RAM or DISK).
-        #[serde(default = "disk")]
-        binomial_storage: StorageLevel,
-        /// Which optimal advance to take within a period.
-        #[serde(default, with = "trajectory_name")]
-        binomial_trajectory: Trajectory,
-    },
-    /// [`MixedCheckpointSchedule`].
-    Mixed {
-        /// Steps.
-        max_n: Step,
-        /// Checkpoint units.
-        snapshots: u64,
-        /// Where they are stored (RAM or DISK).
-        #[serde(default = "disk")]
-        storage: StorageLevel,
-    },
-    /// [`Periodic`].
-    Periodic {
-        /// Steps.
-        max_n: Step,
-        /// Steps between checkpoints.
-        period: Step,
-    },
-    /// [`OnlineR2`] driven for `steps` steps.
-    OnlineR2 {
-        /// Steps to drive it for.
-        steps: Step,
-        /// RAM snapshots.
-        snapshots: u64,
-    },
-}
+pub trait ScheduleParams: Clone + PartialEq + Into<ScheduleSpec> {
+    /// The number of forward steps (`max_n`, or the steps an online
+    /// schedule is driven for).
+    fn steps(&self) -> Step;
 
-fn disk() -> StorageLevel {
-    StorageLevel::Disk
-}
+    /// Builds the schedule (validating the parameters).
+    fn build(&self) -> Result<Box<dyn Schedule + Send>, ScheduleError>;
 
-fn one() -> f64 {
-    1.0
-}
+    /// A replay checker configured with the budgets these parameters
+    /// declare (snapshot counts per level), requiring storage freed at the
+    /// end for schedules that allow a single adjoint.
+    fn replay(&self) -> Replay;
 
-fn two() -> f64 {
-    2.0
-}
+    /// This schedule configured for `budget` (where it has a free
+    /// parameter, such as a period, one natural choice for the budget);
+    /// none where it cannot use the budget.
+    fn candidates(budget: &CandidateBudget) -> Vec<Self>
+    where
+        Self: Sized;
 
-mod trajectory_name {
-    use super::Trajectory;
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(t: &Trajectory, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(t.name())
+    /// The steps advanced, from a closed form, without replaying; `None`
+    /// where only the replay can tell.
+    fn closed_form_steps(&self) -> Option<StepCounts> {
+        None
     }
+}
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Trajectory, D::Error> {
-        String::deserialize(d)?
-            .parse()
-            .map_err(serde::de::Error::custom)
-    }
+/// What [`ScheduleSpec::candidates`] configures the schedules for: steps,
+/// snapshots per level and the cost model.
+///
+/// ```
+/// use checkpointing_schedule::schedule::CandidateBudget;
+/// let budget = CandidateBudget { max_n: 100, ram: 4, disk: 0, costs: Default::default() };
+/// assert_eq!(budget.costs.wd, 2.0);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CandidateBudget {
+    /// Number of forward steps.
+    pub max_n: Step,
+    /// Snapshots that fit in RAM.
+    pub ram: u64,
+    /// Snapshots that fit on disk.
+    pub disk: u64,
+    /// The cost model.
+    pub costs: Costs,
+}
+
+/// Declares [`ScheduleSpec`], one variant per schedule name and parameter
+/// struct, and every method that dispatches over them.
+macro_rules! schedule_registry {
+    ($( $(#[$doc:meta])* $name:literal => $variant:ident($params:ty), )*) => {
+        /// A schedule and its parameters, by the kebab-case names of the
+        /// `checkpointing` command (`revolve`, `multistage`, ...) and the
+        /// Python keyword names of `checkpoint_schedules`. In JSON, the name
+        /// is the field `"schedule"` beside the parameters; an unknown
+        /// field is an error.
+        ///
+        /// Online schedules take `steps`, the number of steps they are
+        /// driven for.
+        ///
+        /// ```
+        /// use checkpointing_schedule::schedule::RevolveParams;
+        /// use checkpointing_schedule::{ScheduleSpec, StorageLevel};
+        /// let spec = ScheduleSpec::from(RevolveParams { max_n: 4, snapshots_in_ram: 2, costs: Default::default() });
+        /// assert_eq!(spec.name(), "revolve");
+        /// let cost = spec.cost().unwrap();
+        /// assert_eq!((cost.forward_steps, cost.levels[StorageLevel::Ram].peak), (8, 2));
+        /// let json: ScheduleSpec = serde_json::from_str(r#"{"schedule":"periodic","max_n":10,"period":3}"#).unwrap();
+        /// assert_eq!(json.steps(), 10);
+        /// let error = serde_json::from_str::<ScheduleSpec>(r#"{"schedule":"periodic","max_n":10,"snapshots":3}"#);
+        /// assert!(error.unwrap_err().to_string().contains("unknown field `snapshots`"));
+        /// ```
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[cfg_attr(feature = "clap", derive(clap::Subcommand))]
+        #[serde(tag = "schedule")]
+        #[non_exhaustive]
+        pub enum ScheduleSpec {
+            $(
+                $(#[$doc])*
+                #[serde(rename = $name)]
+                #[cfg_attr(feature = "clap", command(name = $name))]
+                $variant($params),
+            )*
+        }
+
+        $(
+            impl From<$params> for ScheduleSpec {
+                fn from(params: $params) -> Self {
+                    Self::$variant(params)
+                }
+            }
+        )*
+
+        impl ScheduleSpec {
+            /// The kebab-case names of every schedule, as the command takes
+            /// them.
+            pub const NAMES: &'static [&'static str] = &[$($name),*];
+
+            /// The kebab-case name.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(Self::$variant(_) => $name,)*
+                }
+            }
+
+            /// The number of forward steps (`max_n`, or `steps` for online
+            /// schedules).
+            pub fn steps(&self) -> Step {
+                match self {
+                    $(Self::$variant(params) => params.steps(),)*
+                }
+            }
+
+            /// Builds the schedule.
+            pub fn build(&self) -> Result<Box<dyn Schedule + Send>, ScheduleError> {
+                match self {
+                    $(Self::$variant(params) => params.build(),)*
+                }
+            }
+
+            /// A replay checker configured with the budgets these
+            /// parameters declare (see [`ScheduleParams::replay`]).
+            pub fn replay(&self) -> Replay {
+                match self {
+                    $(Self::$variant(params) => params.replay(),)*
+                }
+            }
+
+            /// The steps this schedule advances, from its closed form, or
+            /// `None` where only the replay ([`ScheduleSpec::cost`]) can
+            /// tell (H-Revolve, DiskRevolve, Mixed, Two-level, Revolve with
+            /// non-dyadic costs, OnlineR2 beyond its optimal range, ...) or
+            /// where the parameters are invalid. `O(log max_n)` time.
+            ///
+            /// ```
+            /// use checkpointing_schedule::schedule::PeriodicParams;
+            /// use checkpointing_schedule::ScheduleSpec;
+            /// let spec = ScheduleSpec::from(PeriodicParams { max_n: 10, period: 4 });
+            /// assert_eq!(spec.closed_form_steps().unwrap().forward_steps, spec.cost().unwrap().forward_steps as u128);
+            /// ```
+            pub fn closed_form_steps(&self) -> Option<StepCounts> {
+                if self.steps() == 0 {
+                    return None;
+                }
+                match self {
+                    $(Self::$variant(params) => params.closed_form_steps(),)*
+                }
+            }
+
+            /// Every schedule configured for `budget` (where a schedule has
+            /// a free parameter, such as a period, one natural choice for
+            /// that budget). Whether each really fits is for its replay to
+            /// show ([`Cost::fits`]).
+            ///
+            /// ```
+            /// use checkpointing_schedule::schedule::CandidateBudget;
+            /// use checkpointing_schedule::ScheduleSpec;
+            /// let budget = CandidateBudget { max_n: 100, ram: 4, disk: 0, costs: Default::default() };
+            /// let names: Vec<_> = ScheduleSpec::candidates(&budget).iter().map(|s| s.name()).collect();
+            /// assert!(names.contains(&"revolve") && names.contains(&"mixed"));
+            /// ```
+            pub fn candidates(budget: &CandidateBudget) -> Vec<ScheduleSpec> {
+                let mut specs = Vec::new();
+                $(
+                    specs.extend(
+                        <$params as ScheduleParams>::candidates(budget)
+                            .into_iter()
+                            .map(Self::$variant),
+                    );
+                )*
+                specs
+            }
+        }
+    };
+}
+
+schedule_registry! {
+    /// Forward only, nothing stored, no adjoint (`NoneCheckpointSchedule`); online.
+    "none" => None(NoneParams),
+    /// Store every step's adjoint dependencies in RAM (`SingleMemoryStorageSchedule`); online.
+    "single-memory" => SingleMemory(SingleMemoryParams),
+    /// Store every step's adjoint dependencies on disk (`SingleDiskStorageSchedule`); online.
+    "single-disk" => SingleDisk(SingleDiskParams),
+    /// Binomial checkpointing with RAM snapshots (Griewank & Walther 2000).
+    "revolve" => Revolve(RevolveParams),
+    /// H-Revolve over RAM and disk, as `checkpoint_schedules` translates it.
+    "hrevolve" => Hrevolve(HRevolveParams),
+    /// H-Revolve over one to three levels of the user's choice, each with its snapshot budget and costs.
+    "hierarchical-revolve" => HierarchicalRevolve(HierarchicalRevolveParams),
+    /// Disk-Revolve: RAM snapshots and unlimited disk (Aupy et al. 2016).
+    "disk-revolve" => DiskRevolve(DiskRevolveParams),
+    /// Periodic Disk-Revolve: RAM snapshots between periodic disk checkpoints.
+    "periodic-disk-revolve" => PeriodicDiskRevolve(PeriodicDiskRevolveParams),
+    /// Multistage binomial checkpointing over RAM and disk (Stumm & Walther 2009).
+    "multistage" => Multistage(MultistageParams),
+    /// Mixed checkpointing of forward data and adjoint dependencies (Maddison 2024).
+    "mixed" => Mixed(MixedParams),
+    /// A checkpoint every `period` steps, each interval stored during its reverse.
+    "periodic" => Periodic(PeriodicParams),
+    /// Periodic disk checkpoints, binomial within a period (Pringle et al. 2016); online.
+    "two-level" => TwoLevel(TwoLevelParams),
+    /// Online binomial checkpointing in RAM (Stumm & Walther 2010); online.
+    "online-r2" => OnlineR2(OnlineR2Params),
 }
 
 /// Building, driving or replaying a [`ScheduleSpec`] failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SpecError {
     /// Invalid parameters.
     #[error(transparent)]
@@ -220,321 +251,10 @@ pub enum SpecError {
 }
 
 impl ScheduleSpec {
-    /// The kebab-case names of every schedule, as the command takes them.
-    pub const NAMES: &'static [&'static str] = &[
-        "none",
-        "single-memory",
-        "single-disk",
-        "revolve",
-        "hrevolve",
-        "disk-revolve",
-        "periodic-disk-revolve",
-        "multistage",
-        "mixed",
-        "periodic",
-        "two-level",
-        "online-r2",
-    ];
-
-    /// The kebab-case name.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Self::None { .. } => "none",
-            Self::SingleMemory { .. } => "single-memory",
-            Self::SingleDisk { .. } => "single-disk",
-            Self::Revolve { .. } => "revolve",
-            Self::Hrevolve { .. } => "hrevolve",
-            Self::DiskRevolve { .. } => "disk-revolve",
-            Self::PeriodicDiskRevolve { .. } => "periodic-disk-revolve",
-            Self::Multistage { .. } => "multistage",
-            Self::Mixed { .. } => "mixed",
-            Self::Periodic { .. } => "periodic",
-            Self::TwoLevel { .. } => "two-level",
-            Self::OnlineR2 { .. } => "online-r2",
-        }
-    }
-
-    /// The number of forward steps (`max_n`, or `steps` for online
-    /// schedules).
-    pub fn steps(&self) -> Step {
-        match *self {
-            Self::None { steps }
-            | Self::SingleMemory { steps }
-            | Self::SingleDisk { steps, .. }
-            | Self::TwoLevel { steps, .. }
-            | Self::OnlineR2 { steps, .. } => steps,
-            Self::Revolve { max_n, .. }
-            | Self::Hrevolve { max_n, .. }
-            | Self::DiskRevolve { max_n, .. }
-            | Self::PeriodicDiskRevolve { max_n, .. }
-            | Self::Multistage { max_n, .. }
-            | Self::Mixed { max_n, .. }
-            | Self::Periodic { max_n, .. } => max_n,
-        }
-    }
-
-    /// Builds the schedule.
-    pub fn build(&self) -> Result<Box<dyn Schedule + Send>, ScheduleError> {
-        Ok(match *self {
-            Self::None { .. } => Box::new(NoneCheckpointSchedule::new()),
-            Self::SingleMemory { .. } => Box::new(SingleMemoryStorageSchedule::new()),
-            Self::SingleDisk { move_data, .. } => {
-                Box::new(SingleDiskStorageSchedule::new(move_data))
-            }
-            Self::Revolve {
-                max_n,
-                snapshots_in_ram,
-                uf,
-                ub,
-                wd,
-                rd,
-            } => Box::new(Revolve::with_costs(
-                max_n,
-                snapshots_in_ram,
-                uf,
-                ub,
-                wd,
-                rd,
-            )?),
-            Self::Hrevolve {
-                max_n,
-                snapshots_in_ram,
-                snapshots_on_disk,
-                uf,
-                ub,
-                wd,
-                rd,
-            } => Box::new(HRevolve::new(
-                max_n,
-                snapshots_in_ram,
-                snapshots_on_disk,
-                uf,
-                ub,
-                wd,
-                rd,
-            )?),
-            Self::DiskRevolve {
-                max_n,
-                snapshots_in_ram,
-                uf,
-                ub,
-                wd,
-                rd,
-            } => Box::new(DiskRevolve::new(max_n, snapshots_in_ram, uf, ub, wd, rd)?),
-            Self::PeriodicDiskRevolve {
-                max_n,
-                snapshots_in_ram,
-                uf,
-                ub,
-                wd,
-                rd,
-            } => Box::new(PeriodicDiskRevolve::new(
-                max_n,
-                snapshots_in_ram,
-                uf,
-                ub,
-                wd,
-                rd,
-            )?),
-            Self::Multistage {
-                max_n,
-                snapshots_in_ram,
-                snapshots_on_disk,
-                trajectory,
-            } => Box::new(MultistageCheckpointSchedule::new(
-                max_n,
-                snapshots_in_ram,
-                snapshots_on_disk,
-                trajectory,
-            )?),
-            Self::Mixed {
-                max_n,
-                snapshots,
-                storage,
-            } => Box::new(MixedCheckpointSchedule::new(max_n, snapshots, storage)?),
-            Self::Periodic { max_n, period } => Box::new(Periodic::new(max_n, period)?),
-            Self::TwoLevel {
-                period,
-                binomial_snapshots,
-                binomial_storage,
-                binomial_trajectory,
-                ..
-            } => Box::new(TwoLevelCheckpointSchedule::new(
-                period,
-                binomial_snapshots,
-                binomial_storage,
-                binomial_trajectory,
-            )?),
-            Self::OnlineR2 { snapshots, .. } => Box::new(OnlineR2::new(snapshots)?),
-        })
-    }
-
     /// The schedule driven for [`ScheduleSpec::steps`] steps up to its first
     /// `EndReverse` (see [`Drive`]).
     pub fn drive(&self) -> Result<Drive<Box<dyn Schedule + Send>>, ScheduleError> {
         Drive::new(self.build()?, self.steps())
-    }
-
-    /// A replay checker configured with the budgets these parameters declare
-    /// (snapshot counts per level), requiring storage freed at the end for
-    /// schedules that allow a single adjoint.
-    pub fn replay(&self) -> Replay {
-        let replay = Replay::new(self.steps());
-        match *self {
-            Self::None { .. } => replay.forward_only(true).ram_budget(0).disk_budget(0),
-            Self::SingleMemory { .. } => replay.ram_budget(0).disk_budget(0),
-            Self::SingleDisk { move_data, .. } => replay.ram_budget(0).require_freed(move_data),
-            Self::Revolve {
-                snapshots_in_ram, ..
-            } => replay
-                .ram_budget(snapshots_in_ram)
-                .disk_budget(0)
-                .require_freed(true),
-            // The reference's H-Revolve action stream never deletes the
-            // disk checkpoints its sequence discards (see `HRevolve`): disk
-            // occupancy is not bounded by `snapshots_on_disk` and files
-            // remain at the end.
-            // The disk variants keep every disk checkpoint they write (as
-            // the reference does): disk is unbounded by design.
-            Self::Hrevolve {
-                snapshots_in_ram, ..
-            }
-            | Self::DiskRevolve {
-                snapshots_in_ram, ..
-            }
-            | Self::PeriodicDiskRevolve {
-                snapshots_in_ram, ..
-            } => replay.ram_budget(snapshots_in_ram),
-            Self::Multistage {
-                snapshots_in_ram,
-                snapshots_on_disk,
-                ..
-            } => replay
-                .ram_budget(snapshots_in_ram)
-                .disk_budget(snapshots_on_disk)
-                .require_freed(true),
-            Self::Mixed {
-                snapshots, storage, ..
-            } => {
-                let replay = replay.require_freed(true);
-                if storage == StorageLevel::Ram {
-                    replay.ram_budget(snapshots).disk_budget(0)
-                } else {
-                    replay.disk_budget(snapshots).ram_budget(0)
-                }
-            }
-            Self::TwoLevel {
-                binomial_snapshots,
-                binomial_storage,
-                ..
-            } => match binomial_storage {
-                StorageLevel::Ram => replay.ram_budget(binomial_snapshots),
-                _ => replay.ram_budget(0),
-            },
-            Self::Periodic { max_n, period } => replay
-                .ram_budget((max_n.max(1) - 1) / period.max(1))
-                .disk_budget(0)
-                .require_freed(true),
-            Self::OnlineR2 { snapshots, .. } => replay
-                .ram_budget(snapshots)
-                .disk_budget(0)
-                .require_freed(true),
-        }
-    }
-
-    /// Every schedule configured to run `max_n` steps with at most `ram`
-    /// snapshots in RAM and `disk` on disk (where a schedule has a free
-    /// parameter, such as a period, one natural choice for that budget),
-    /// with costs `[uf, ub, wd, rd]`. Whether each really fits is for its
-    /// replay to show ([`Cost::fits`]).
-    ///
-    /// ```
-    /// use checkpointing_schedule::ScheduleSpec;
-    /// let names: Vec<_> = ScheduleSpec::candidates(100, 4, 0, [1.0, 1.0, 2.0, 2.0])
-    ///     .iter().map(|s| s.name()).collect();
-    /// assert!(names.contains(&"revolve") && names.contains(&"mixed"));
-    /// ```
-    pub fn candidates(max_n: Step, ram: u64, disk: u64, costs: [f64; 4]) -> Vec<ScheduleSpec> {
-        let [uf, ub, wd, rd] = costs;
-        let period = max_n.div_ceil(ram + 1).max(1);
-        let mut specs = vec![
-            Self::SingleMemory { steps: max_n },
-            Self::Periodic { max_n, period },
-            Self::Mixed {
-                max_n,
-                snapshots: ram,
-                storage: StorageLevel::Ram,
-            },
-        ];
-        if ram > 0 {
-            specs.push(Self::Revolve {
-                max_n,
-                snapshots_in_ram: ram,
-                uf,
-                ub,
-                wd,
-                rd,
-            });
-            specs.push(Self::OnlineR2 {
-                steps: max_n,
-                snapshots: ram,
-            });
-        }
-        for trajectory in [Trajectory::Maximum, Trajectory::Revolve] {
-            specs.push(Self::Multistage {
-                max_n,
-                snapshots_in_ram: ram,
-                snapshots_on_disk: disk,
-                trajectory,
-            });
-        }
-        if disk > 0 {
-            specs.push(Self::SingleDisk {
-                steps: max_n,
-                move_data: true,
-            });
-            specs.push(Self::Mixed {
-                max_n,
-                snapshots: disk,
-                storage: StorageLevel::Disk,
-            });
-            let periods = disk.min(max_n);
-            specs.push(Self::TwoLevel {
-                steps: max_n,
-                period: max_n.div_ceil(periods),
-                binomial_snapshots: ram,
-                binomial_storage: StorageLevel::Ram,
-                binomial_trajectory: Trajectory::Maximum,
-            });
-            if ram > 0 {
-                specs.push(Self::Hrevolve {
-                    max_n,
-                    snapshots_in_ram: ram,
-                    snapshots_on_disk: disk,
-                    uf,
-                    ub,
-                    wd,
-                    rd,
-                });
-                specs.push(Self::DiskRevolve {
-                    max_n,
-                    snapshots_in_ram: ram,
-                    uf,
-                    ub,
-                    wd,
-                    rd,
-                });
-                specs.push(Self::PeriodicDiskRevolve {
-                    max_n,
-                    snapshots_in_ram: ram,
-                    uf,
-                    ub,
-                    wd,
-                    rd,
-                });
-            }
-        }
-        specs
     }
 
     /// Drives the schedule and replays its actions, streaming: validity and
@@ -547,8 +267,9 @@ impl ScheduleSpec {
     /// replayed (to report progress on a long replay).
     ///
     /// ```
+    /// use checkpointing_schedule::schedule::PeriodicParams;
     /// use checkpointing_schedule::{Action, ScheduleSpec};
-    /// let spec = ScheduleSpec::Periodic { max_n: 10, period: 4 };
+    /// let spec = ScheduleSpec::from(PeriodicParams { max_n: 10, period: 4 });
     /// let mut steps = 0;
     /// let cost = spec.cost_observed(|a| if let Action::Forward { n0, n1, .. } = a { steps += n1 - n0 }).unwrap();
     /// assert_eq!(steps, cost.forward_steps);

@@ -3,10 +3,17 @@
 
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
+
 use super::binomial::n_advance;
-use super::{impl_schedule_position, Cursor, Pending, Schedule, ScheduleError, Trajectory};
+use super::mixed::default_storage;
+use super::{
+    impl_schedule_position, CandidateBudget, Cursor, Pending, Schedule, ScheduleError,
+    ScheduleParams, Trajectory,
+};
 use crate::action::{Action, Step};
 use crate::record::ActionRecord;
+use crate::replay::Replay as ReplayChecker;
 use crate::StorageLevel;
 
 /// Two-level checkpointing: the forward stores a restart checkpoint on disk
@@ -469,5 +476,79 @@ mod tests {
                 }
             }
         }
+    }
+}
+
+/// Parameters of [`TwoLevelCheckpointSchedule`], driven for `steps` steps:
+/// JSON `{"schedule": "two-level", "steps": 100, "period": 10,
+/// "binomial_snapshots": 2, "binomial_storage": "DISK",
+/// "binomial_trajectory": "maximum"}` (the last two are the defaults).
+///
+/// ```
+/// use checkpointing_schedule::schedule::TwoLevelParams;
+/// use checkpointing_schedule::ScheduleSpec;
+/// let params: TwoLevelParams = serde_json::from_str(r#"{"steps": 30, "period": 10, "binomial_snapshots": 2}"#).unwrap();
+/// assert_eq!(ScheduleSpec::from(params).cost().unwrap().adjoint_steps, 30);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+#[serde(deny_unknown_fields)]
+pub struct TwoLevelParams {
+    /// Number of steps to drive the schedule for.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub steps: Step,
+    /// Steps between disk checkpoints.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub period: Step,
+    /// Extra snapshots within a period.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub binomial_snapshots: u64,
+    /// Where the extra snapshots go: RAM or DISK.
+    #[serde(default = "default_storage")]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = default_storage()))]
+    pub binomial_storage: StorageLevel,
+    /// Which optimal advance to take within a period: maximum or revolve.
+    #[serde(default)]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t))]
+    pub binomial_trajectory: Trajectory,
+}
+
+impl ScheduleParams for TwoLevelParams {
+    fn steps(&self) -> Step {
+        self.steps
+    }
+
+    fn build(&self) -> Result<Box<dyn Schedule + Send>, ScheduleError> {
+        Ok(Box::new(TwoLevelCheckpointSchedule::new(
+            self.period,
+            self.binomial_snapshots,
+            self.binomial_storage,
+            self.binomial_trajectory,
+        )?))
+    }
+
+    /// Disk holds every period's checkpoint (unbounded: online); RAM holds
+    /// the binomial snapshots if they go there.
+    fn replay(&self) -> ReplayChecker {
+        let replay = ReplayChecker::new(self.steps);
+        match self.binomial_storage {
+            StorageLevel::Ram => replay.ram_budget(self.binomial_snapshots),
+            _ => replay.ram_budget(0),
+        }
+    }
+
+    /// One period per disk snapshot, the RAM snapshots within a period.
+    fn candidates(budget: &CandidateBudget) -> Vec<Self> {
+        if budget.disk == 0 {
+            return Vec::new();
+        }
+        let periods = budget.disk.min(budget.max_n);
+        vec![Self {
+            steps: budget.max_n,
+            period: budget.max_n.div_ceil(periods),
+            binomial_snapshots: budget.ram,
+            binomial_storage: StorageLevel::Ram,
+            binomial_trajectory: Trajectory::Maximum,
+        }]
     }
 }

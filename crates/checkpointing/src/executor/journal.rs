@@ -143,7 +143,7 @@ pub enum JournalError {
 /// use std::time::Duration;
 /// use checkpointing::{Journal, ScheduleSpec};
 /// let dir = tempfile::tempdir().unwrap();
-/// let journal = Journal::new(dir.path(), ScheduleSpec::Revolve { max_n: 100, snapshots_in_ram: 4, uf: 1.0, ub: 1.0, wd: 2.0, rd: 2.0 }, "heat, 100 cells")
+/// let journal = Journal::new(dir.path(), ScheduleSpec::Revolve(checkpointing::schedule::RevolveParams { max_n: 100, snapshots_in_ram: 4, costs: Default::default() }), "heat, 100 cells")
 ///     .commit_every(Duration::from_secs(60));
 /// assert!(!journal.exists());
 /// ```
@@ -467,7 +467,7 @@ where
     ///     fn restore_accumulators(&mut self, _: ()) {}
     /// }
     /// let dir = tempfile::tempdir().unwrap();
-    /// let spec = ScheduleSpec::DiskRevolve { max_n: 30, snapshots_in_ram: 2, uf: 1.0, ub: 1.0, wd: 2.0, rd: 2.0 };
+    /// let spec = ScheduleSpec::DiskRevolve(checkpointing::schedule::DiskRevolveParams { max_n: 30, snapshots_in_ram: 2, costs: Default::default() });
     /// let journal = Journal::new(dir.path(), spec, "x -> 1.01 x").commit_every_actions(1);
     /// let mut problem = Growth;
     /// let mut executor = Executor::new(MemoryStore::new(), DiskStore::in_dir(dir.path()).unwrap());

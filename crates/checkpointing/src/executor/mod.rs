@@ -205,7 +205,7 @@ where
     ///     LevelSpec::new(StorageLevel::Device, 1, 0.0, 0.0),
     ///     LevelSpec::new(StorageLevel::Ram, 1, 1.0, 1.0),
     ///     LevelSpec::new(StorageLevel::Disk, 2, 4.0, 4.0),
-    /// ], 1.0, 1.0).unwrap();
+    /// ], Default::default()).unwrap();
     /// let out = executor.run(&mut problem, schedule, 1.0, |_| Ok(1.0)).unwrap();
     /// assert_eq!(out.adjoint, 4096.0);
     /// assert!(out.stats.device.writes > 0);

@@ -1,22 +1,37 @@
 //! H-Revolve over up to three storage levels of the user's choice.
 
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
 use super::program::HRevolveProgram;
 use super::TABLE_LIMIT;
 use crate::action::Step;
+use crate::replay::Replay;
 use crate::schedule::ops::{SequenceSchedule, TIERS};
-use crate::schedule::{check_cost, Cursor, Schedule, ScheduleError};
+use crate::schedule::{
+    check_cost, CandidateBudget, Cursor, Schedule, ScheduleError, ScheduleParams, StepCosts,
+};
 use crate::StorageLevel;
 
 /// One level of a storage hierarchy for [`HierarchicalRevolve`]: where,
 /// how many snapshots, and what writing and reading one costs (in the unit
 /// of the forward and adjoint step costs: seconds, or multiples of a step).
 ///
+/// In JSON, `{"level": "RAM", "snapshots": 16, "write_cost": 0.4,
+/// "read_cost": 0.4}`; on the command line, `RAM:16:0.4:0.4`.
+///
 /// ```
 /// use checkpointing_schedule::{LevelSpec, StorageLevel};
 /// let host = LevelSpec::new(StorageLevel::Ram, 16, 0.4, 0.4);
 /// assert_eq!(host.snapshots, 16);
+/// assert_eq!("RAM:16:0.4:0.4".parse::<LevelSpec>().unwrap(), host);
+/// assert_eq!(host.to_string(), "RAM:16:0.4:0.4");
+/// assert!("RAM:16:0.4".parse::<LevelSpec>().is_err());
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LevelSpec {
     /// The level: DEVICE, RAM or DISK.
     pub level: StorageLevel,
@@ -38,6 +53,53 @@ impl LevelSpec {
             write_cost,
             read_cost,
         }
+    }
+}
+
+impl FromStr for LevelSpec {
+    type Err = ScheduleError;
+
+    /// `LEVEL:SNAPSHOTS:WRITE_COST:READ_COST`, e.g. `DISK:20:2:2`.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let invalid = |reason: String| {
+            ScheduleError::InvalidParameter {
+            name: "level",
+            reason: format!("{reason} in {text:?} (expected LEVEL:SNAPSHOTS:WRITE_COST:READ_COST, e.g. DISK:20:2:2)"),
+        }
+        };
+        let fields: Vec<&str> = text.split(':').collect();
+        let [level, snapshots, write_cost, read_cost] = fields[..] else {
+            return Err(invalid(format!("{} fields", fields.len())));
+        };
+        let level = level
+            .parse::<StorageLevel>()
+            .map_err(|_| invalid(format!("unknown level {level:?}")))?;
+        let snapshots = snapshots
+            .parse()
+            .map_err(|_| invalid(format!("snapshot count {snapshots:?} is not a number")))?;
+        let cost = |text: &str| {
+            text.parse::<f64>()
+                .map_err(|_| invalid(format!("cost {text:?} is not a number")))
+        };
+        Ok(Self::new(
+            level,
+            snapshots,
+            cost(write_cost)?,
+            cost(read_cost)?,
+        ))
+    }
+}
+
+impl fmt::Display for LevelSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}:{}",
+            self.level.name(),
+            self.snapshots,
+            self.write_cost,
+            self.read_cost
+        )
     }
 }
 
@@ -64,7 +126,7 @@ impl LevelSpec {
 ///     LevelSpec::new(StorageLevel::Ram, 5, 0.3, 0.3),
 ///     LevelSpec::new(StorageLevel::Disk, 20, 2.0, 2.0),
 /// ];
-/// let schedule = HierarchicalRevolve::new(500, &levels, 1.0, 1.0).unwrap();
+/// let schedule = HierarchicalRevolve::new(500, &levels, Default::default()).unwrap();
 /// let optimum = schedule.optimal_cost();
 /// let cost = Replay::new(500).device_budget(3).ram_budget(5).disk_budget(20)
 ///     .require_freed(true).run(schedule).unwrap();
@@ -94,8 +156,12 @@ impl HierarchicalRevolve {
     /// stores nothing (WORK, NONE); [`ScheduleError::TooFewSnapshots`]
     /// without a snapshot on the first level; [`ScheduleError::InvalidCost`];
     /// [`ScheduleError::TooLarge`] past `2·10^10` table updates.
-    pub fn new(max_n: Step, levels: &[LevelSpec], uf: f64, ub: f64) -> Result<Self, ScheduleError> {
-        let (uf, ub) = (check_cost("uf", uf)?, check_cost("ub", ub)?);
+    pub fn new(
+        max_n: Step,
+        levels: &[LevelSpec],
+        step_costs: StepCosts,
+    ) -> Result<Self, ScheduleError> {
+        let StepCosts { uf, ub } = step_costs.checked()?;
         let cursor = Cursor::offline(max_n)?;
         let invalid = |reason: String| ScheduleError::InvalidParameter {
             name: "levels",
@@ -192,5 +258,97 @@ impl Schedule for HierarchicalRevolve {
         self.levels
             .iter()
             .any(|spec| spec.level == level && spec.snapshots > 0)
+    }
+}
+
+/// Parameters of [`HierarchicalRevolve`]: JSON `{"schedule":
+/// "hierarchical-revolve", "max_n": 100, "levels": [{"level": "RAM",
+/// "snapshots": 4, "write_cost": 0, "read_cost": 0}, ...]}` (with `uf`,
+/// `ub` optional); on the command line, `--level RAM:4:0:0 --level
+/// DISK:20:2:2`.
+///
+/// ```
+/// use checkpointing_schedule::schedule::{HierarchicalRevolveParams, ScheduleParams};
+/// use checkpointing_schedule::{LevelSpec, StorageLevel};
+/// let params = HierarchicalRevolveParams {
+///     max_n: 100,
+///     levels: vec![LevelSpec::new(StorageLevel::Ram, 3, 0.0, 0.0), LevelSpec::new(StorageLevel::Disk, 10, 2.0, 2.0)],
+///     step_costs: Default::default(),
+/// };
+/// let cost = params.replay().run(params.build().unwrap()).unwrap();
+/// assert!(cost.levels[StorageLevel::Disk].peak <= 10);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+#[serde(deny_unknown_fields)]
+pub struct HierarchicalRevolveParams {
+    /// Number of forward steps.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub max_n: Step,
+    /// The storage levels, cheapest first, each as
+    /// LEVEL:SNAPSHOTS:WRITE_COST:READ_COST (e.g. `--level DEVICE:3:0.01:0.01
+    /// --level RAM:8:0.3:0.3 --level DISK:50:2:2`).
+    #[cfg_attr(
+        feature = "clap",
+        arg(
+            long = "level",
+            required = true,
+            value_name = "LEVEL:SNAPSHOTS:WRITE_COST:READ_COST"
+        )
+    )]
+    pub levels: Vec<LevelSpec>,
+    /// The forward and adjoint step costs.
+    #[serde(flatten)]
+    #[cfg_attr(feature = "clap", command(flatten))]
+    pub step_costs: StepCosts,
+}
+
+impl ScheduleParams for HierarchicalRevolveParams {
+    fn steps(&self) -> Step {
+        self.max_n
+    }
+
+    fn build(&self) -> Result<Box<dyn Schedule + Send>, ScheduleError> {
+        Ok(Box::new(HierarchicalRevolve::new(
+            self.max_n,
+            &self.levels,
+            self.step_costs,
+        )?))
+    }
+
+    /// Every level within its snapshot count, levels not given unused, and
+    /// every level empty at the end.
+    fn replay(&self) -> Replay {
+        let replay = StorageLevel::STORED
+            .into_iter()
+            .fold(Replay::new(self.max_n), |replay, level| {
+                replay.budget(level, 0)
+            });
+        self.levels
+            .iter()
+            .fold(replay, |replay, spec| {
+                replay.budget(spec.level, spec.snapshots)
+            })
+            .require_freed(true)
+    }
+
+    /// RAM (free traffic) then disk at the budget's disk costs.
+    fn candidates(budget: &CandidateBudget) -> Vec<Self> {
+        if budget.ram == 0 || budget.disk == 0 {
+            return Vec::new();
+        }
+        vec![Self {
+            max_n: budget.max_n,
+            levels: vec![
+                LevelSpec::new(StorageLevel::Ram, budget.ram, 0.0, 0.0),
+                LevelSpec::new(
+                    StorageLevel::Disk,
+                    budget.disk,
+                    budget.costs.wd,
+                    budget.costs.rd,
+                ),
+            ],
+            step_costs: budget.costs.step_costs(),
+        }]
     }
 }

@@ -40,12 +40,16 @@ mod hierarchical;
 mod program;
 mod table;
 
-pub use hierarchical::{HierarchicalRevolve, LevelSpec};
+pub use hierarchical::{HierarchicalRevolve, HierarchicalRevolveParams, LevelSpec};
 use program::HRevolveProgram;
+use serde::{Deserialize, Serialize};
 
 use crate::action::Step;
+use crate::replay::Replay;
 use crate::schedule::ops::{sequence_schedule, SequenceSchedule, TIERS};
-use crate::schedule::{check_cost, require_ram_snapshot, Cursor, ScheduleError};
+use crate::schedule::{
+    require_ram_snapshot, CandidateBudget, Costs, Cursor, Schedule, ScheduleError, ScheduleParams,
+};
 use crate::StorageLevel;
 
 /// H-Revolve (Herrmann & Pallez, "H-Revolve: a framework for adjoint
@@ -75,7 +79,7 @@ use crate::StorageLevel;
 ///
 /// ```
 /// use checkpointing_schedule::{HRevolve, Replay, Schedule, StorageLevel};
-/// let s = HRevolve::new(100, 2, 5, 1.0, 1.0, 2.0, 2.0).unwrap();
+/// let s = HRevolve::new(100, 2, 5, Default::default()).unwrap();
 /// assert!(s.uses_storage(StorageLevel::Disk));
 /// let cost = Replay::new(100).ram_budget(2).run(s).unwrap();
 /// assert_eq!(cost.adjoint_steps, 100);
@@ -101,18 +105,13 @@ impl HRevolve {
     /// without a RAM snapshot (the reference requires one);
     /// [`ScheduleError::InvalidCost`]; [`ScheduleError::TooLarge`] past
     /// `2·10^10` table updates.
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         max_n: Step,
         snapshots_in_ram: u64,
         snapshots_on_disk: u64,
-        uf: f64,
-        ub: f64,
-        wd: f64,
-        rd: f64,
+        costs: Costs,
     ) -> Result<Self, ScheduleError> {
-        let (uf, ub) = (check_cost("uf", uf)?, check_cost("ub", ub)?);
-        let (wd, rd) = (check_cost("wd", wd)?, check_cost("rd", rd)?);
+        let Costs { uf, ub, wd, rd } = costs.checked()?;
         let cursor = Cursor::offline(max_n)?;
         require_ram_snapshot("HRevolve", snapshots_in_ram)?;
         let l = max_n - 1;
@@ -136,5 +135,68 @@ impl HRevolve {
     /// the optimum the replayed schedule attains.
     pub fn optimal_cost(&self) -> f64 {
         self.0.program.optimal_cost()
+    }
+}
+
+/// Parameters of [`HRevolve`]: JSON `{"schedule": "hrevolve", "max_n": 100,
+/// "snapshots_in_ram": 2, "snapshots_on_disk": 5}` (with `uf`, `ub`, `wd`,
+/// `rd` optional).
+///
+/// ```
+/// use checkpointing_schedule::schedule::{HRevolveParams, ScheduleParams};
+/// let params = HRevolveParams { max_n: 60, snapshots_in_ram: 2, snapshots_on_disk: 3, costs: Default::default() };
+/// assert!(params.replay().run(params.build().unwrap()).is_ok());
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+#[serde(deny_unknown_fields)]
+pub struct HRevolveParams {
+    /// Number of forward steps.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub max_n: Step,
+    /// Snapshots in RAM.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub snapshots_in_ram: u64,
+    /// Snapshots on disk.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub snapshots_on_disk: u64,
+    /// The cost model the schedule minimises.
+    #[serde(flatten)]
+    #[cfg_attr(feature = "clap", command(flatten))]
+    pub costs: Costs,
+}
+
+impl ScheduleParams for HRevolveParams {
+    fn steps(&self) -> Step {
+        self.max_n
+    }
+
+    fn build(&self) -> Result<Box<dyn Schedule + Send>, ScheduleError> {
+        Ok(Box::new(HRevolve::new(
+            self.max_n,
+            self.snapshots_in_ram,
+            self.snapshots_on_disk,
+            self.costs,
+        )?))
+    }
+
+    /// The reference's H-Revolve action stream never deletes the disk
+    /// checkpoints its sequence discards (see [`HRevolve`]): disk occupancy
+    /// is not bounded by `snapshots_on_disk` and files remain at the end;
+    /// RAM is bounded.
+    fn replay(&self) -> Replay {
+        Replay::new(self.max_n).ram_budget(self.snapshots_in_ram)
+    }
+
+    fn candidates(budget: &CandidateBudget) -> Vec<Self> {
+        if budget.ram == 0 || budget.disk == 0 {
+            return Vec::new();
+        }
+        vec![Self {
+            max_n: budget.max_n,
+            snapshots_in_ram: budget.ram,
+            snapshots_on_disk: budget.disk,
+            costs: budget.costs,
+        }]
     }
 }

@@ -4,27 +4,30 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use checkpointing::schedule::RevolveParams;
 use checkpointing::{
     binomial_forward_steps, Checkpoint, Cost, DiskStore, ExecutionStats, Executor, ExecutorError,
-    Footprint, MemoryStore, Progress, Schedule, ScheduleSpec, Step, Trajectory, UserError,
+    Footprint, MemoryStore, Progress, Schedule, ScheduleSpec, UserError,
 };
 
 use crate::heat::HeatEquation;
 
 /// What to run.
+///
+/// ```
+/// use checkpointing::schedule::PeriodicParams;
+/// use checkpointing_problems::demo::DemoConfig;
+/// let config = DemoConfig { cells: 20, spec: PeriodicParams { max_n: 30, period: 5 }.into(), ..DemoConfig::default() };
+/// let report = config.run(|_, _| {}).unwrap();
+/// assert_eq!(report.store_all, Some((0.0, true)));
+/// ```
 #[derive(Debug, Clone)]
 pub struct DemoConfig {
-    /// Time steps.
-    pub steps: Step,
     /// Cells.
     pub cells: usize,
-    /// Schedule name: revolve, multistage, periodic, single-memory,
-    /// single-disk.
-    pub schedule: String,
-    /// RAM snapshots (revolve, multistage; periodic derives its period).
-    pub snapshots: u64,
-    /// Disk snapshots (multistage).
-    pub disk_snapshots: u64,
+    /// The schedule, and with it the number of time steps (`max_n`, or
+    /// `steps` for an online schedule).
+    pub spec: ScheduleSpec,
     /// Directory for DISK snapshots (default: a temporary one).
     pub disk: Option<PathBuf>,
     /// Compare with store-all when it needs at most this many bytes.
@@ -36,11 +39,13 @@ impl Default for DemoConfig {
     /// 4 snapshots.
     fn default() -> Self {
         Self {
-            steps: 500,
             cells: 100,
-            schedule: "revolve".into(),
-            snapshots: 4,
-            disk_snapshots: 0,
+            spec: RevolveParams {
+                max_n: 500,
+                snapshots_in_ram: 4,
+                costs: Default::default(),
+            }
+            .into(),
             disk: None,
             store_all_limit: 1 << 30,
         }
@@ -74,8 +79,8 @@ pub struct DemoReport {
     pub stats: ExecutionStats,
     /// The schedule's cost model (replay).
     pub cost: Cost,
-    /// The least forward steps any schedule with the same number of
-    /// snapshots needs (binomial bound; `steps` for store-all).
+    /// The least forward steps any schedule holding as many states at once
+    /// needs (the binomial bound; `steps` for store-all).
     pub minimum_forward_steps: Option<u64>,
     /// Bytes of one state.
     pub state_bytes: u64,
@@ -86,31 +91,10 @@ pub struct DemoReport {
 }
 
 impl DemoConfig {
-    /// The schedule the configuration names.
-    pub fn spec(&self) -> Result<ScheduleSpec, DemoError> {
-        let (steps, s) = (self.steps, self.snapshots);
-        Ok(match self.schedule.as_str() {
-            "revolve" => ScheduleSpec::Revolve { max_n: steps, snapshots_in_ram: s, uf: 1.0, ub: 1.0, wd: 2.0, rd: 2.0 },
-            "multistage" => ScheduleSpec::Multistage {
-                max_n: steps,
-                snapshots_in_ram: s,
-                snapshots_on_disk: self.disk_snapshots,
-                trajectory: Trajectory::Maximum,
-            },
-            "periodic" => ScheduleSpec::Periodic { max_n: steps, period: steps.div_ceil(s.saturating_add(1)).max(1) },
-            "single-memory" => ScheduleSpec::SingleMemory { steps },
-            "single-disk" => ScheduleSpec::SingleDisk { steps, move_data: true },
-            other => {
-                return Err(DemoError::Config(format!(
-                    "schedule '{other}' cannot run the demo (expected revolve, multistage, periodic, single-memory or single-disk)"
-                )))
-            }
-        })
-    }
-
     /// Runs the demo; `progress(done, total)` is called as steps advance.
     pub fn run(&self, mut progress: impl FnMut(u64, u64)) -> Result<DemoReport, DemoError> {
-        if self.steps == 0 || self.cells < 3 {
+        let steps = self.spec.steps();
+        if steps == 0 || self.cells < 3 {
             return Err(DemoError::Config(
                 "the demo needs at least 1 step and 3 cells".into(),
             ));
@@ -123,15 +107,21 @@ impl DemoConfig {
                 self.cells
             )));
         }
-        let spec = self.spec()?;
+        let spec = self.spec.clone();
         let cost = spec.cost().map_err(|e| DemoError::Config(e.to_string()))?;
+        if cost.adjoint_steps != steps {
+            return Err(DemoError::Config(format!(
+                "schedule {} runs no adjoint: it cannot run the demo",
+                spec.name()
+            )));
+        }
         let total = cost.forward_steps + cost.adjoint_steps;
         let mut heat = HeatEquation::new(self.cells);
         let initial = heat.initial_state();
         let state_bytes = initial.footprint() as u64;
 
         let start = Instant::now();
-        let final_state = heat.run_forward(initial.clone(), self.steps);
+        let final_state = heat.run_forward(initial.clone(), steps);
         let forward_time = start.elapsed();
         let objective = HeatEquation::objective(&final_state);
         drop(final_state);
@@ -153,7 +143,6 @@ impl DemoConfig {
         let terminal = |t: &Vec<f64>| -> Result<Vec<f64>, UserError> {
             Ok(HeatEquation::objective_gradient(t))
         };
-        let steps = self.steps;
         let start = Instant::now();
         let outcome = if schedule.max_n().is_some() {
             executor.run(&mut heat, schedule, initial.clone(), terminal)?
@@ -170,35 +159,24 @@ impl DemoConfig {
         drop(executor);
         let gradient = outcome.adjoint;
 
-        let store_all =
-            (self.steps.saturating_mul(state_bytes) <= self.store_all_limit).then(|| {
-                let (_, reference) = heat.gradient_store_all(initial, self.steps);
-                let max_diff = gradient
-                    .iter()
-                    .zip(&reference)
-                    .map(|(a, b)| (a - b).abs())
-                    .fold(0.0, f64::max);
-                let bitwise = gradient
-                    .iter()
-                    .zip(&reference)
-                    .all(|(a, b)| a.to_bits() == b.to_bits());
-                (max_diff, bitwise)
-            });
-        let snapshots = match spec {
-            ScheduleSpec::SingleMemory { .. } | ScheduleSpec::SingleDisk { .. } => None,
-            ScheduleSpec::Periodic { .. } => {
-                Some(cost.levels[checkpointing::StorageLevel::Ram].peak.max(1))
-            }
-            _ => Some(
-                (cost.levels[checkpointing::StorageLevel::Ram].peak
-                    + cost.levels[checkpointing::StorageLevel::Disk].peak)
-                    .max(1),
-            ),
-        };
-        let minimum_forward_steps = match snapshots {
-            None => Some(self.steps),
-            Some(s) => binomial_forward_steps(self.steps, s),
-        };
+        let store_all = (steps.saturating_mul(state_bytes) <= self.store_all_limit).then(|| {
+            let (_, reference) = heat.gradient_store_all(initial, steps);
+            let max_diff = gradient
+                .iter()
+                .zip(&reference)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max);
+            let bitwise = gradient
+                .iter()
+                .zip(&reference)
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            (max_diff, bitwise)
+        });
+        // The states the schedule held at once: stored snapshots on every
+        // level, and adjoint dependencies in WORK beyond one step.
+        let held = cost.levels.iter().map(|(_, level)| level.peak).sum::<u64>()
+            + cost.peak_work_steps.saturating_sub(1);
+        let minimum_forward_steps = binomial_forward_steps(steps, held.max(1));
         Ok(DemoReport {
             spec,
             objective,
