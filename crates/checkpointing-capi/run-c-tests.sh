@@ -34,9 +34,9 @@ gcc "${warn[@]}" $cflags "$crate/tests/revolve_classic.c" -o "$out/revolve_class
 gcc "${warn[@]}" $cflags "$crate/tests/bad_input.c" -o "$out/bad_input" $libs
 gfortran -std=f2008 -Wall -Werror -O2 -g -J "$out" -c "$crate/fortran/checkpointing.f90" \
     -o "$out/checkpointing_f.o"
-gfortran -std=f2008 -Wall -Werror -O2 -g -I "$out" "$crate/examples/heat.f90" \
+gfortran -std=f2008 -Wall -Werror -O2 -g -I "$out" -J "$out" "$crate/examples/heat.f90" \
     "$out/checkpointing_f.o" -o "$out/heat_f" $static_libs
-gfortran -std=f2008 -Wall -Werror -O2 -g -I "$out" "$crate/examples/readme.f90" \
+gfortran -std=f2008 -Wall -Werror -O2 -g -I "$out" -J "$out" "$crate/examples/readme.f90" \
     "$out/checkpointing_f.o" -o "$out/readme_f" $libs
 
 export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
