@@ -52,9 +52,13 @@ for program in heat readme revolve_classic bad_input heat_f readme_f; do
     run "$program" "$out/$program"
 done
 if command -v valgrind >/dev/null; then
+    # The programs' output was shown above; valgrind's reports go to stderr.
+    valgrind_quiet() {
+        valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite \
+            "$@" >/dev/null
+    }
     for program in heat readme revolve_classic bad_input; do
-        run "valgrind $program" valgrind -q --error-exitcode=1 --leak-check=full \
-            --errors-for-leak-kinds=definite "$out/$program" >/dev/null
+        run "valgrind $program" valgrind_quiet "$out/$program"
     done
 else
     echo "valgrind not installed: skipped (scripts/install-deps.sh installs it)"
