@@ -5,7 +5,9 @@
 # bindgen); and a Python venv `.venv-test` with h5py and NumPy (a test reads
 # an HDF5 snapshot back from Python), and maturin, pytest, JAX, equinox and
 # the reference checkpoint-schedules 1.0.4 (the Python package's tests), as
-# listed in scripts/requirements-test.txt.
+# listed in scripts/requirements-test.txt; gcc, gfortran, pkg-config and
+# valgrind (checkpointing-capi's C and Fortran examples and tests, run by
+# crates/checkpointing-capi/run-c-tests.sh).
 # Idempotent; uses apt-get (via sudo when not root) and pip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +22,10 @@ pkg-config --exists hdf5 2>/dev/null || packages+=(libhdf5-dev pkg-config)
 # libclang itself, not libclang-cpp (which bindgen cannot use).
 { compgen -G "/usr/lib/llvm-*/lib/libclang.so*" || compgen -G "/usr/lib/*/libclang-[0-9]*.so*"; } \
     >/dev/null || packages+=(libclang-dev)
+command -v gcc >/dev/null || packages+=(gcc libc6-dev)
+command -v gfortran >/dev/null || packages+=(gfortran)
+command -v pkg-config >/dev/null || packages+=(pkg-config)
+command -v valgrind >/dev/null || packages+=(valgrind)
 command -v python3 >/dev/null || packages+=(python3)
 if command -v python3 >/dev/null && ! python3 -c "import venv, ensurepip" 2>/dev/null; then
     packages+=(python3-venv)

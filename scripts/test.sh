@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Every test of the workspace, with every feature (HDF5 included), then the
 # Python package's: installs what is missing (scripts/install-deps.sh), runs
-# cargo test, builds the package into .venv-test with maturin and runs pytest,
+# cargo test, the C and Fortran programs of checkpointing-capi (gcc,
+# gfortran, valgrind: crates/checkpointing-capi/run-c-tests.sh), builds the
+# package into .venv-test with maturin and runs pytest,
 # then the test suite of checkpoint_schedules 1.0.4 on the drop-in
 # (scripts/reference-suite.sh; downloads its sdist, so needs the network).
 set -euo pipefail
@@ -9,6 +11,7 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 export CHECKPOINTING_PYTHON="$PWD/.venv-test/bin/python"
 cargo test --workspace --all-features "$@"
+bash crates/checkpointing-capi/run-c-tests.sh
 echo "== Python package (maturin develop --release, pytest)"
 VIRTUAL_ENV="$PWD/.venv-test" PATH="$PWD/.venv-test/bin:$PATH" \
     maturin develop --release --quiet -m crates/checkpointing-py/Cargo.toml
