@@ -32,6 +32,7 @@ mod binomial;
 mod closed_form;
 mod disk_revolve;
 mod drive;
+mod heterogeneous;
 mod hrevolve;
 mod mixed;
 mod multistage;
@@ -50,6 +51,7 @@ pub use binomial::{
 pub use closed_form::StepCounts;
 pub use disk_revolve::{DiskRevolve, PeriodicDiskRevolve};
 pub use drive::Drive;
+pub use heterogeneous::{ChainCost, ChainModel, HeterogeneousChain, HeterogeneousRevolve};
 pub use hrevolve::{HRevolve, HierarchicalRevolve, LevelSpec};
 pub use mixed::{
     mixed_step, optimal_steps_mixed, MixedCheckpointSchedule, MixedCostTable, MixedStep,
@@ -120,6 +122,16 @@ pub enum ScheduleError {
         max_n: Step,
         /// Where the forward is.
         forward: Step,
+    },
+    /// A byte budget too small for any schedule.
+    #[error("a budget of {got} bytes cannot hold {what}: the smallest budget is {need} bytes")]
+    BudgetTooSmall {
+        /// What must fit.
+        what: &'static str,
+        /// The smallest budget that fits, in bytes.
+        need: u64,
+        /// The budget given, in bytes.
+        got: u64,
     },
     /// A dynamic program would not fit in reasonable time or memory.
     #[error("{what} is too large: {reason}")]
