@@ -8,9 +8,14 @@ use super::super::ScheduleError;
 /// a table may have: about 200 MB.
 pub const CELL_LIMIT: u64 = 1 << 23;
 
-/// Largest number of candidate evaluations a table may take: a few seconds
-/// in a release build.
-pub const WORK_LIMIT: u64 = 20_000_000_000;
+/// Largest number of candidate evaluations (the estimate of
+/// [`dimensions`] times `M + 1`) a table may take: about 15 s in a release
+/// build (about 3·10⁸ evaluations per second on one core).
+pub const WORK_LIMIT: u64 = 5_000_000_000;
+
+/// Largest number of evaluations for which [`super::HeterogeneousRevolve::new`]
+/// takes the exact model (about 0.3 s); above, the persistent one.
+pub const EXACT_DEFAULT_WORK: u64 = 100_000_000;
 
 /// Which family of schedules the table optimises over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,17 +102,22 @@ pub(crate) fn dimensions(model: ChainModel, n: u64) -> (u64, u64) {
     }
 }
 
-/// Refuses a table over [`CELL_LIMIT`] cells or [`WORK_LIMIT`] evaluations.
-pub(crate) fn check_size(model: ChainModel, n: u64, units: u64) -> Result<(), ScheduleError> {
+/// Refuses a table over [`CELL_LIMIT`] cells or `work_limit` evaluations.
+pub(crate) fn check_size(
+    model: ChainModel,
+    n: u64,
+    units: u64,
+    work_limit: u64,
+) -> Result<(), ScheduleError> {
     let (cells, work) = dimensions(model, n);
     let cells = cells.saturating_mul(units + 1);
     let work = work.saturating_mul(units + 1);
-    if cells > CELL_LIMIT || work > WORK_LIMIT {
+    if cells > CELL_LIMIT || work > work_limit {
         return Err(ScheduleError::TooLarge {
             what: "heterogeneous checkpointing table",
             reason: format!(
                 "{model:?} model with n = {n} steps and M = {units} memory units needs \
-                 {cells} cells and {work} evaluations (limits {CELL_LIMIT} and {WORK_LIMIT}); \
+                 {cells} cells and {work} evaluations (limits {CELL_LIMIT} and {work_limit}); \
                  use a coarser granularity, the persistent model, or coarsen the chain into \
                  segments"
             ),
@@ -209,106 +219,147 @@ impl Table {
         self.size[k]
     }
 
+    /// The row of cell `(i, l, j)`: its values for `m = 0..=M`.
+    fn row(&self, i: usize, l: usize, j: usize) -> std::ops::Range<usize> {
+        let start = self.at(i, l, j, 0);
+        start..start + self.units + 1
+    }
+
+    /// Fills the tables by increasing `j − i`, a whole row of `m` at a time
+    /// (contiguous, so the inner loops stream through memory).
     fn fill(&mut self) {
         let n = self.n;
+        let width = self.units + 1;
+        let mut best = vec![0.0; width];
+        let mut arg = vec![0u32; width];
         for d in 1..=n {
             for i in 0..=n - d {
                 let j = i + d;
                 match self.model {
                     ChainModel::Exact => {
                         for l in i..j {
-                            for m in 0..=self.units {
-                                self.fill_r(i, l, j, m);
-                            }
+                            self.fill_r(i, l, j, &mut best, &mut arg);
                         }
                         for l in i..j {
-                            for m in 0..=self.units {
-                                self.fill_q(i, l, j, m);
-                            }
+                            self.fill_q(i, l, j, &mut best, &mut arg);
                         }
                     }
-                    ChainModel::Persistent => {
-                        for m in 0..=self.units {
-                            self.fill_c(i, j, m);
-                        }
-                    }
+                    ChainModel::Persistent => self.fill_c(i, j, &mut best, &mut arg),
                 }
             }
         }
     }
 
-    /// `R(i, l', j, m) = min over i < k <= min(l', j - 2), size[k] <= m of
-    /// F(i, k) + Q(k, l', j, m - size[k])`.
-    fn fill_r(&mut self, i: usize, lp: usize, j: usize, m: usize) {
-        let (mut best, mut arg) = (f64::INFINITY, 0);
+    /// Lowers `best[m]` to `base + values[m − shift]` (and `arg[m]` to
+    /// `code`) where that is smaller, for `m >= shift`; `values` is a row.
+    fn relax(
+        best: &mut [f64],
+        arg: &mut [u32],
+        base: f64,
+        values: &[f64],
+        shift: usize,
+        code: u32,
+    ) {
+        let len = best.len();
+        if shift >= len {
+            return;
+        }
+        for ((b, a), &v) in best[shift..]
+            .iter_mut()
+            .zip(&mut arg[shift..])
+            .zip(&values[..len - shift])
+        {
+            let value = base + v;
+            if value < *b {
+                (*b, *a) = (value, code);
+            }
+        }
+    }
+
+    /// The sweep's row: advance to `j − 1`, reverse it, go on from `i`.
+    fn sweep_row(&self, i: usize, l: usize, j: usize, best: &mut [f64], arg: &mut [u32]) {
+        let head = self.fwd(i, j) + self.adjoint[j - 1];
+        if j - 1 > l {
+            for (b, &v) in best.iter_mut().zip(&self.q[self.row(i, l, j - 1)]) {
+                *b = head + v;
+            }
+        } else {
+            best.fill(head);
+        }
+        arg.fill(encode(Choice::Sweep));
+    }
+
+    /// `R(i, l', j, m) = min over i < k <= min(l', j − 2), s_k <= m of
+    /// F(i, k) + Q(k, l', j, m − s_k)`, for every `m`.
+    fn fill_r(&mut self, i: usize, lp: usize, j: usize, best: &mut [f64], arg: &mut [u32]) {
+        best.fill(f64::INFINITY);
+        arg.fill(0);
         let last = lp.min(j.saturating_sub(2));
         for k in i + 1..=last {
-            if self.size[k] <= m {
-                let value = self.fwd(i, k) + self.cost(k, lp, j, m - self.size[k]);
-                if value < best {
-                    (best, arg) = (value, k);
-                }
-            }
+            let row = &self.q[self.row(k, lp, j)];
+            Self::relax(best, arg, self.fwd(i, k), row, self.size[k], k as u32);
         }
-        let at = self.at(i, lp, j, m);
-        self.r[at] = best;
-        self.r_choice[at] = arg as u32;
+        let row = self.row(i, lp, j);
+        self.r[row.clone()].copy_from_slice(best);
+        self.r_choice[row].copy_from_slice(arg);
     }
 
-    /// The sweep: advance to `j - 1`, reverse it, go on from `i`.
-    fn sweep(&self, i: usize, l: usize, j: usize, m: usize) -> f64 {
-        let rest = if j - 1 > l {
-            self.cost(i, l, j - 1, m)
-        } else {
-            0.0
-        };
-        self.fwd(i, j) + self.adjoint[j - 1] + rest
-    }
-
-    /// `Q(i, l, j, m)`: sweep, shift (free `i`, store `k <= l`) or split at
-    /// `l' > l` through `R`.
-    fn fill_q(&mut self, i: usize, l: usize, j: usize, m: usize) {
-        let mut best = self.sweep(i, l, j, m);
-        let mut choice = Choice::Sweep;
-        let freed = (m + self.size[i]).min(self.units);
+    /// `Q(i, l, j, m)` for every `m`: sweep, shift (free `i`, store
+    /// `k <= l`) or split at `l' > l` through `R`.
+    fn fill_q(&mut self, i: usize, l: usize, j: usize, best: &mut [f64], arg: &mut [u32]) {
+        self.sweep_row(i, l, j, best, arg);
+        let units = self.units;
         for k in i + 1..=l.min(j.saturating_sub(2)) {
-            if self.size[k] <= freed {
-                let value = self.fwd(i, k) + self.cost(k, l, j, freed - self.size[k]);
-                if value < best {
-                    (best, choice) = (value, Choice::Shift(k));
+            // m + s_i free units once i is freed (at most M), less s_k.
+            let row = &self.q[self.row(k, l, j)];
+            let (base, code) = (self.fwd(i, k), encode(Choice::Shift(k)));
+            for m in 0..=units {
+                let freed = (m + self.size[i]).min(units);
+                if self.size[k] <= freed {
+                    let value = base + row[freed - self.size[k]];
+                    if value < best[m] {
+                        (best[m], arg[m]) = (value, code);
+                    }
                 }
             }
         }
         for lp in l + 1..j {
-            let first = self.r[self.at(i, lp, j, m)];
-            if first.is_finite() {
-                let value = first + self.cost(i, l, lp, m);
-                if value < best {
-                    (best, choice) = (value, Choice::Split(lp));
+            let (first, rest) = (&self.r[self.row(i, lp, j)], &self.q[self.row(i, l, lp)]);
+            let code = encode(Choice::Split(lp));
+            for m in 0..=units {
+                let value = first[m] + rest[m];
+                if value < best[m] {
+                    (best[m], arg[m]) = (value, code);
                 }
             }
         }
-        let at = self.at(i, l, j, m);
-        self.q[at] = best;
-        self.q_choice[at] = encode(choice);
+        let row = self.row(i, l, j);
+        self.q[row.clone()].copy_from_slice(best);
+        self.q_choice[row].copy_from_slice(arg);
     }
 
-    /// `C(i, j, m) = Q(i, i, j, m)` restricted to persistent schedules:
-    /// sweep, or store `k` and reverse `k..j` from it before `i..k`.
-    fn fill_c(&mut self, i: usize, j: usize, m: usize) {
-        let mut best = self.sweep(i, i, j, m);
-        let mut choice = Choice::Sweep;
+    /// `C(i, j, m) = Q(i, i, j, m)` restricted to persistent schedules, for
+    /// every `m`: sweep, or store `k` and reverse `k..j` from it before
+    /// `i..k`.
+    fn fill_c(&mut self, i: usize, j: usize, best: &mut [f64], arg: &mut [u32]) {
+        self.sweep_row(i, i, j, best, arg);
+        let width = best.len();
         for k in i + 1..j.saturating_sub(1) {
-            if self.size[k] <= m {
-                let value =
-                    self.fwd(i, k) + self.cost(k, k, j, m - self.size[k]) + self.cost(i, i, k, m);
-                if value < best {
-                    (best, choice) = (value, Choice::Split(k));
+            let shift = self.size[k];
+            if shift >= width {
+                continue;
+            }
+            let (upper, lower) = (&self.q[self.row(k, k, j)], &self.q[self.row(i, i, k)]);
+            let (base, code) = (self.fwd(i, k), encode(Choice::Split(k)));
+            for m in shift..width {
+                let value = base + upper[m - shift] + lower[m];
+                if value < best[m] {
+                    (best[m], arg[m]) = (value, code);
                 }
             }
         }
-        let at = self.at(i, i, j, m);
-        self.q[at] = best;
-        self.q_choice[at] = encode(choice);
+        let row = self.row(i, i, j);
+        self.q[row.clone()].copy_from_slice(best);
+        self.q_choice[row].copy_from_slice(arg);
     }
 }
