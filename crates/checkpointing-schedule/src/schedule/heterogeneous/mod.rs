@@ -83,7 +83,9 @@ impl HeterogeneousChain {
     }
 
     /// A chain of `n` equal steps: forward cost `forward`, adjoint cost
-    /// `adjoint`, states of `bytes` bytes.
+    /// `adjoint`, states of `bytes` bytes. Errors as
+    /// [`HeterogeneousChain::new`], and [`ScheduleError::TooLarge`] for more
+    /// steps than any table can hold (2²³), rather than allocating them.
     ///
     /// ```
     /// let chain = checkpointing_schedule::HeterogeneousChain::uniform(10, 1.0, 1.0, 64).unwrap();
