@@ -4,6 +4,7 @@
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int};
 
+use checkpointing_schedule::schedule::Costs;
 use checkpointing_schedule::{
     binomial_forward_steps, Action, ActionRecord, DiskRevolve, Drive, HRevolve,
     MixedCheckpointSchedule, MultistageCheckpointSchedule, NoneCheckpointSchedule, OnlineR2,
@@ -215,10 +216,7 @@ pub unsafe extern "C" fn ckpt_schedule_hrevolve(
                 max_n,
                 snapshots_in_ram,
                 snapshots_on_disk,
-                uf,
-                ub,
-                wd,
-                rd,
+                Costs { uf, ub, wd, rd },
             ))
         }),
     )
@@ -242,7 +240,13 @@ pub unsafe extern "C" fn ckpt_schedule_disk_revolve(
 ) -> CkptStatus {
     create(
         out,
-        guard_value(|| raw(DiskRevolve::new(max_n, snapshots_in_ram, uf, ub, wd, rd))),
+        guard_value(|| {
+            raw(DiskRevolve::new(
+                max_n,
+                snapshots_in_ram,
+                Costs { uf, ub, wd, rd },
+            ))
+        }),
     )
 }
 
@@ -634,6 +638,7 @@ pub unsafe extern "C" fn ckpt_spec_cost(json: *const c_char, out: *mut CkptCost)
         let cost = spec.cost().map_err(|e| match e {
             SpecError::Schedule(e) => parameter_error(e),
             SpecError::Replay(e) => Error::new(CkptStatus::Replay, e.to_string()),
+            other => Error::new(CkptStatus::Replay, other.to_string()),
         })?;
         write(out, cost.into(), "out")?;
         Ok(CkptStatus::Ok)

@@ -46,3 +46,4 @@ pub use schedule::{
     SingleDiskStorageSchedule, SingleMemoryStorageSchedule, SpecError, StepCounts, Trajectory,
     TwoLevelCheckpointSchedule,
 };
+pub use schedule::{ChainCost, ChainModel, HeterogeneousChain, HeterogeneousRevolve};

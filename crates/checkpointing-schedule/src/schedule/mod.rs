@@ -33,6 +33,7 @@ mod closed_form;
 mod costs;
 mod disk_revolve;
 mod drive;
+mod heterogeneous;
 mod hrevolve;
 mod mixed;
 mod multistage;
@@ -58,6 +59,7 @@ pub use disk_revolve::{
     DiskRevolve, DiskRevolveParams, PeriodicDiskRevolve, PeriodicDiskRevolveParams,
 };
 pub use drive::Drive;
+pub use heterogeneous::{ChainCost, ChainModel, HeterogeneousChain, HeterogeneousRevolve};
 pub use hrevolve::{
     HRevolve, HRevolveParams, HierarchicalRevolve, HierarchicalRevolveParams, LevelSpec,
 };
@@ -130,6 +132,16 @@ pub enum ScheduleError {
         max_n: Step,
         /// Where the forward is.
         forward: Step,
+    },
+    /// A byte budget too small for any schedule.
+    #[error("a budget of {got} bytes cannot hold {what}: the smallest budget is {need} bytes")]
+    BudgetTooSmall {
+        /// What must fit.
+        what: &'static str,
+        /// The smallest budget that fits, in bytes.
+        need: u64,
+        /// The budget given, in bytes.
+        got: u64,
     },
     /// A dynamic program would not fit in reasonable time or memory.
     #[error("{what} is too large: {reason}")]

@@ -1,0 +1,709 @@
+//! Optimal checkpointing of heterogeneous chains (per-step costs, per-state
+//! sizes, a byte budget): [`HeterogeneousRevolve`], after Beaumont,
+//! Eyraud-Dubois, Herrmann, Joly and Shilova, "Optimal checkpointing for
+//! heterogeneous chains: how to train deep neural networks with limited
+//! memory", arXiv:1911.13214. The model, the recurrence, its complexity and
+//! its limits are documented on [`HeterogeneousRevolve`] (this module is
+//! private, the type is public); `table.rs` holds the tables.
+
+mod table;
+
+pub use table::ChainModel;
+use table::{Choice, Table};
+
+use super::{impl_schedule_position, Cursor, Pending, Schedule, ScheduleError};
+use crate::action::{Action, Step};
+use crate::StorageLevel;
+
+/// A chain of steps with per-step forward and adjoint costs and per-state
+/// checkpoint sizes: the input of [`HeterogeneousRevolve`].
+///
+/// ```
+/// use checkpointing_schedule::HeterogeneousChain;
+/// // 20 steps, every 10th one 20 times costlier, states of 8 MB.
+/// let forward: Vec<f64> = (0..20).map(|i| if i % 10 == 9 { 20.0 } else { 1.0 }).collect();
+/// let chain = HeterogeneousChain::new(forward.clone(), forward, vec![8 << 20; 20]).unwrap();
+/// assert_eq!(chain.steps(), 20);
+/// assert!(HeterogeneousChain::new(vec![1.0], vec![], vec![1]).is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeterogeneousChain {
+    forward: Vec<f64>,
+    adjoint: Vec<f64>,
+    bytes: Vec<u64>,
+}
+
+impl HeterogeneousChain {
+    /// A chain of `n = forward.len()` steps: `forward[i]` and `adjoint[i]`
+    /// are the costs of step `i` and of its adjoint, `bytes[i]` the size of
+    /// state `i` (the forward restart data of step `i`; the final state `n`
+    /// is never stored, so it has no size).
+    ///
+    /// Errors: [`ScheduleError::ZeroSteps`] for no step;
+    /// [`ScheduleError::InvalidParameter`] when `adjoint` or `bytes` does not
+    /// have `n` entries; [`ScheduleError::InvalidCost`] for a negative,
+    /// infinite or NaN cost.
+    ///
+    /// ```
+    /// use checkpointing_schedule::{HeterogeneousChain, ScheduleError};
+    /// assert!(HeterogeneousChain::new(vec![1.0, 2.0], vec![1.0, 1.0], vec![4, 4]).is_ok());
+    /// assert_eq!(HeterogeneousChain::new(vec![], vec![], vec![]).unwrap_err(), ScheduleError::ZeroSteps);
+    /// assert!(matches!(
+    ///     HeterogeneousChain::new(vec![f64::NAN], vec![1.0], vec![4]).unwrap_err(),
+    ///     ScheduleError::InvalidCost { name: "forward", .. }
+    /// ));
+    /// ```
+    pub fn new(
+        forward: Vec<f64>,
+        adjoint: Vec<f64>,
+        bytes: Vec<u64>,
+    ) -> Result<Self, ScheduleError> {
+        let n = forward.len();
+        if n == 0 {
+            return Err(ScheduleError::ZeroSteps);
+        }
+        for (name, len) in [("adjoint", adjoint.len()), ("bytes", bytes.len())] {
+            if len != n {
+                return Err(ScheduleError::InvalidParameter {
+                    name,
+                    reason: format!("has {len} entries, the chain has {n} steps (forward.len())"),
+                });
+            }
+        }
+        for (name, costs) in [("forward", &forward), ("adjoint", &adjoint)] {
+            for &value in costs.iter() {
+                super::check_cost(name, value)?;
+            }
+        }
+        Ok(Self {
+            forward,
+            adjoint,
+            bytes,
+        })
+    }
+
+    /// A chain of `n` equal steps: forward cost `forward`, adjoint cost
+    /// `adjoint`, states of `bytes` bytes. Errors as
+    /// [`HeterogeneousChain::new`], and [`ScheduleError::TooLarge`] for more
+    /// steps than any table can hold (2²³), rather than allocating them.
+    ///
+    /// ```
+    /// let chain = checkpointing_schedule::HeterogeneousChain::uniform(10, 1.0, 1.0, 64).unwrap();
+    /// assert_eq!(chain.bytes(), &[64; 10]);
+    /// ```
+    pub fn uniform(n: Step, forward: f64, adjoint: f64, bytes: u64) -> Result<Self, ScheduleError> {
+        if n > table::CELL_LIMIT {
+            return Err(ScheduleError::TooLarge {
+                what: "heterogeneous chain",
+                reason: format!("{n} steps; coarsen the chain into segments"),
+            });
+        }
+        let n = n as usize;
+        Self::new(vec![forward; n], vec![adjoint; n], vec![bytes; n])
+    }
+
+    /// Number of steps.
+    pub fn steps(&self) -> Step {
+        self.forward.len() as Step
+    }
+
+    /// Forward cost of each step.
+    pub fn forward(&self) -> &[f64] {
+        &self.forward
+    }
+
+    /// Adjoint cost of each step.
+    pub fn adjoint(&self) -> &[f64] {
+        &self.adjoint
+    }
+
+    /// Size in bytes of each state's checkpoint.
+    pub fn bytes(&self) -> &[u64] {
+        &self.bytes
+    }
+
+    /// The chain's costs and RAM bytes along an action stream (up to the
+    /// first `EndReverse`): forward and adjoint cost of the steps advanced,
+    /// and the most bytes of RAM checkpoints held at once. It only counts;
+    /// check validity with [`crate::Replay`]. Steps outside the chain cost
+    /// nothing and take no bytes.
+    ///
+    /// ```
+    /// use checkpointing_schedule::{HeterogeneousChain, Revolve};
+    /// let chain = HeterogeneousChain::new(vec![1.0, 2.0, 3.0, 4.0], vec![1.0; 4], vec![10, 20, 30, 40]).unwrap();
+    /// let cost = chain.account(Revolve::new(4, 2).unwrap());
+    /// assert_eq!(cost.peak_bytes, 10 + 30); // states 0 and 2
+    /// assert_eq!(cost.adjoint, 4.0);
+    /// assert_eq!(cost.forward, 10.0 + 3.0 + (1.0 + 2.0) + 1.0); // 1st pass + recomputation
+    /// ```
+    pub fn account<I: IntoIterator<Item = Action>>(&self, actions: I) -> ChainCost {
+        let size = |n: Step| self.bytes.get(n as usize).copied().unwrap_or(0);
+        let step_costs = |costs: &[f64], a: Step, b: Step| -> f64 {
+            let len = costs.len() as Step;
+            let (a, b) = (a.min(len) as usize, b.min(len) as usize);
+            costs.get(a..b).map_or(0.0, |c| c.iter().sum())
+        };
+        let mut held = std::collections::BTreeSet::new();
+        let (mut bytes, mut cost) = (0u64, ChainCost::default());
+        for action in actions {
+            match action {
+                Action::Forward {
+                    n0,
+                    n1,
+                    write_ics,
+                    storage,
+                    ..
+                } => {
+                    if write_ics && storage == StorageLevel::Ram && held.insert(n0) {
+                        bytes = bytes.saturating_add(size(n0));
+                        cost.peak_bytes = cost.peak_bytes.max(bytes);
+                    }
+                    cost.forward += step_costs(&self.forward, n0, n1);
+                }
+                Action::Reverse { n1, n0, .. } => {
+                    cost.adjoint += step_costs(&self.adjoint, n0, n1);
+                }
+                Action::Move {
+                    n,
+                    from: StorageLevel::Ram,
+                    ..
+                } if held.remove(&n) => bytes -= size(n),
+                Action::Copy { n, to, .. } | Action::Move { n, to, .. }
+                    if to == StorageLevel::Ram && held.insert(n) =>
+                {
+                    bytes = bytes.saturating_add(size(n));
+                    cost.peak_bytes = cost.peak_bytes.max(bytes);
+                }
+                Action::EndReverse => break,
+                _ => {}
+            }
+        }
+        cost
+    }
+}
+
+/// What an action stream costs on a [`HeterogeneousChain`]
+/// ([`HeterogeneousChain::account`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ChainCost {
+    /// Forward cost of every step advanced, recomputations included.
+    pub forward: f64,
+    /// Adjoint cost of every step reversed.
+    pub adjoint: f64,
+    /// Most bytes of RAM checkpoints held at once.
+    pub peak_bytes: u64,
+}
+
+impl ChainCost {
+    /// `forward + adjoint`.
+    pub fn total(&self) -> f64 {
+        self.forward + self.adjoint
+    }
+}
+
+/// The optimal schedule of a [`HeterogeneousChain`] (steps with their own
+/// forward and adjoint costs, states with their own sizes: adaptive time
+/// steps, stages of different sizes, a model with a costly step every `k`)
+/// under a budget in bytes.
+///
+/// The dynamic programme follows Beaumont, Eyraud-Dubois, Herrmann, Joly and
+/// Shilova, "Optimal checkpointing for heterogeneous chains: how to train
+/// deep neural networks with limited memory", arXiv:1911.13214 (2019),
+/// adapted to the action model of this crate, and extended so that it is
+/// optimal over *every* schedule of that model, not only the persistent
+/// ones.
+///
+/// # Model
+///
+/// A chain of `n` steps; state `i` (`0 <= i < n`, the forward restart data of
+/// step `i`) takes `bytes[i]` bytes when stored; step `i` (state `i` to
+/// `i + 1`) costs `forward[i]` and its adjoint `adjoint[i]`. One adjoint
+/// pass, one level (RAM). The schedule stores restart checkpoints in RAM
+/// (`Forward(.., write_ics = true, .., RAM)`), restores them into the live
+/// state (`Copy`/`Move` to WORK) and, as Revolve does, tapes only the step
+/// that is reversed next: `Forward(k, k + 1, false, true, WORK)` then
+/// `Reverse(k + 1, k, true)`. So the programme decides only which states to
+/// store, when, and when to free them.
+///
+/// **Budget**: the sum of `bytes[i]` over the checkpoints held in RAM at any
+/// time is at most the budget. This is exactly what [`crate::Replay`] counts
+/// as RAM snapshots, weighted by size (state 0 is one of them, as in
+/// Revolve, whose `s` snapshots include state 0). Not counted: the live
+/// working state (WORK) and the adjoint dependencies of the one step being
+/// reversed (WORK, one step at a time), which every schedule needs and no
+/// schedule can avoid. [`HeterogeneousChain::account`] does this byte
+/// accounting over any action stream.
+///
+/// **Cost**: the sum of `forward[i]` over every forward step advanced
+/// (recomputations included) plus the sum of `adjoint[i]` (each once).
+///
+/// # The dynamic programme
+///
+/// Memory is counted in units of `g` bytes (the granularity): a state of `b`
+/// bytes takes `⌈b / g⌉` units, the budget is `M = ⌊budget / g⌋` units. Any
+/// set of checkpoints that fits in `M` units fits in `g·M <= budget` bytes,
+/// so rounding is conservative: the real byte budget is never exceeded.
+/// With `g` the greatest common divisor of the sizes the rounding is exact
+/// (the default when that gives at most [`HeterogeneousRevolve::DEFAULT_UNITS`] units); a coarser
+/// `g` may give a costlier schedule, never an invalid one.
+///
+/// Let `F(a, b) = forward[a] + … + forward[b − 1]` and `s_k` the units of
+/// state `k`. `Q(i, l, j, m)` (`i <= l < j`) is the least cost to reverse
+/// steps `l..j` when the adjoint is at `j`, the checkpoint of `i` is held
+/// (its units not counted in the `m` free units) and nothing else is stored
+/// in `i..j`, freeing `i` once it is no longer needed. The first forward
+/// from `i` either stores nothing before `j − 1`, or stores a first
+/// checkpoint `k`:
+///
+/// ```text
+/// Q(i, l, j, m) = min of
+///   sweep:  F(i, j) + adjoint[j−1] + [j−1 > l] Q(i, l, j−1, m)
+///   shift:  min over i < k <= min(l, j−2), s_k <= m + s_i of
+///             F(i, k) + Q(k, l, j, m + s_i − s_k)          (free i, keep k)
+///   split:  min over l < l' < j of  R(i, l', j, m) + Q(i, l, l', m)
+/// R(i, l', j, m) = min over i < k <= min(l', j−2), s_k <= m of
+///             F(i, k) + Q(k, l', j, m − s_k)
+/// ```
+///
+/// A split stores `k`, reverses `l'..j` from it (freeing it when done:
+/// `l' > k` frees it *before* the steps `k..l'` are reversed, which a
+/// persistent schedule never does), then reverses `l..l'` from `i`. While
+/// `k` is held `i` is idle: a restore of `i` would only advance through `k`
+/// again. The answer for the chain is `Q(0, 0, n, M − s_0)` (`n >= 2`: state
+/// 0 must be stored for any step but the last to be reversed; `n = 1` needs
+/// no checkpoint).
+///
+/// The paper's programme (its `F_ck` choice; its `F_all`, storing every
+/// activation of a step, is here only the taped step just before each
+/// reverse) is the persistent restriction `l = i`, without shifts:
+///
+/// ```text
+/// C(i, j, m) = min( F(i, j) + adjoint[j−1] + C(i, j−1, m),
+///                   min over i < k < j−1, s_k <= m of F(i, k) + C(k, j, m − s_k) + C(i, k, m) )
+/// ```
+///
+/// Persistent schedules are not always optimal when sizes differ: with
+/// forward costs `[3, 5, 1, 4, 1, 5, 4]`, adjoint costs `[1, 4, 1, 4, 1, 2,
+/// 4]`, sizes `[4, 2, 4, 6, 6, 1, 4]` and a budget of 8, the best persistent
+/// schedule costs 74 and the best schedule 73 (it frees the checkpoint of
+/// state 1 before reversing step 1, to make room). The tests check `Q`
+/// against an exhaustive search over every schedule of the model.
+///
+/// # Complexity, and where it stops being practical
+///
+/// | model | time | memory |
+/// | --- | --- | --- |
+/// | [`ChainModel::Exact`] (`Q`, `R`) | `O(n⁴·M)`, about `n⁴·M/12` evaluations | `n³·(M+1)/6` cells of 24 bytes |
+/// | [`ChainModel::Persistent`] (`C`) | `O(n³·M)`, about `n³·M/6` evaluations | `n²·(M+1)/2` cells of 12 bytes |
+///
+/// Measured (release build, one core of a shared machine, so roughly):
+/// exact `n = 50, M = 25`: 40 ms; `n = 100, M = 25`: 1.3 s; `n = 200,
+/// M = 5`: 5 s. Persistent `n = 200, M = 25`: 50 ms; `n = 400, M = 100`:
+/// 2.9 s; `n = 1000, M = 15`: 9 s. Tables are refused with
+/// [`ScheduleError::TooLarge`] beyond [`HeterogeneousRevolve::CELL_LIMIT`]
+/// (2²³ cells, at most 200 MB) or [`HeterogeneousRevolve::WORK_LIMIT`]
+/// (5·10⁹ evaluations, about 15 s). The exact model stops at `n = 100,
+/// M = 47`, `n = 150, M = 13` or `n = 200, M = 5` (its memory binds first),
+/// the persistent one at `n = 400, M = 103`, `n = 1000, M = 15` or
+/// `n = 2000, M = 2` (memory, then time past `n ≈ 1800`).
+/// [`HeterogeneousRevolve::new`] takes the exact model when it needs at most
+/// 10⁸ evaluations (about 0.3 s: `n = 50, M = 80`, `n = 70, M = 20`), else
+/// the persistent one, whose schedules cost the same on almost every chain
+/// (one in 3000 random chains of up to 7 steps differed, by 1 in 74) and
+/// exactly Revolve's on uniform ones, with at most
+/// [`HeterogeneousRevolve::DEFAULT_UNITS`] units.
+///
+/// Beyond the persistent limits, [`HeterogeneousRevolve::new`] returns
+/// [`ScheduleError::TooLarge`]; it does not plan a schedule itself. What a
+/// planner should do then (not implemented here):
+///
+/// * coarsen the chain: group consecutive steps into at most a few hundred
+///   segments (a segment's forward and adjoint costs the sums of its
+///   steps', its size the size of its first state, and the memory a
+///   segment's own reversal needs reserved), solve the segment chain here
+///   and reverse each segment with [`crate::Revolve`] in the memory left; or
+/// * coarsen the memory: a coarser granularity
+///   ([`HeterogeneousRevolve::with_granularity`]) shrinks `M`, at some cost
+///   in recomputation, never in validity; or
+/// * fall back to uniform [`crate::Revolve`] with `⌊budget / max(bytes)⌋`
+///   snapshots: valid within the byte budget, optimal when the costs and
+///   sizes are uniform, and in `O(snapshots)` memory for any `n` (the
+///   baseline of the bench `benches/heterogeneous.rs`).
+///
+/// ```
+/// use checkpointing_schedule::{HeterogeneousChain, HeterogeneousRevolve, Replay};
+/// let forward: Vec<f64> = (0..30).map(|i| if i % 10 == 9 { 20.0 } else { 1.0 }).collect();
+/// let chain = HeterogeneousChain::new(forward, vec![1.0; 30], vec![100; 30]).unwrap();
+/// let schedule = HeterogeneousRevolve::new(&chain, 300).unwrap(); // 3 states fit
+/// let predicted = schedule.predicted_cost();
+/// let cost = chain.account(schedule.clone());
+/// assert!(cost.peak_bytes <= 300);
+/// assert_eq!(cost.total(), predicted);
+/// Replay::new(30).ram_budget(3).require_freed(true).run(schedule).unwrap();
+/// ```
+#[derive(Debug, Clone)]
+pub struct HeterogeneousRevolve {
+    cursor: Cursor,
+    pending: Pending,
+    /// `None` for a single step.
+    table: Option<Table>,
+    stack: Vec<Frame>,
+    forward_ended: bool,
+    /// Adjoint steps advanced by the actions queued.
+    r: Step,
+    done: bool,
+    predicted: f64,
+    granularity: u64,
+    units: u64,
+    model: ChainModel,
+}
+
+/// A sub-problem `Q(i, l, j, m)` to emit; `live`: the live state is at `i`,
+/// not yet stored (it is stored by the next forward unless that is its last
+/// use).
+#[derive(Debug, Clone, Copy)]
+struct Frame {
+    i: usize,
+    l: usize,
+    j: usize,
+    m: usize,
+    live: bool,
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+impl HeterogeneousRevolve {
+    /// Most memory units [`HeterogeneousRevolve::new`] uses: with a budget over
+    /// `DEFAULT_UNITS` times the greatest common divisor of the sizes, the
+    /// granularity is coarsened to `⌈budget / Self::DEFAULT_UNITS⌉` bytes.
+    pub const DEFAULT_UNITS: u64 = 256;
+
+    /// Most cells (24 bytes each) a table may have: 2²³, about 200 MB.
+    pub const CELL_LIMIT: u64 = table::CELL_LIMIT;
+
+    /// Most candidate evaluations a table may take: 5·10⁹, about 15 s in a
+    /// release build.
+    pub const WORK_LIMIT: u64 = table::WORK_LIMIT;
+
+    /// The optimal schedule of `chain` with at most `budget` bytes of
+    /// checkpoints in RAM. Memory is counted in units of the greatest common
+    /// divisor of the sizes (exact) when the budget is at most
+    /// [`HeterogeneousRevolve::DEFAULT_UNITS`] of them, else of `⌈budget / Self::DEFAULT_UNITS⌉` bytes
+    /// (conservative). The model is [`ChainModel::Exact`] when its table
+    /// needs at most 10⁸ evaluations (about 0.3 s), else
+    /// [`ChainModel::Persistent`].
+    ///
+    /// Errors: [`ScheduleError::BudgetTooSmall`] when `n >= 2` and the budget
+    /// cannot hold state 0 (the smallest budget is `bytes[0]`);
+    /// [`ScheduleError::TooLarge`] when even the persistent table is over
+    /// the limits.
+    ///
+    /// ```
+    /// use checkpointing_schedule::{HeterogeneousChain, HeterogeneousRevolve, ScheduleError};
+    /// let chain = HeterogeneousChain::uniform(10, 1.0, 1.0, 64).unwrap();
+    /// assert!(HeterogeneousRevolve::new(&chain, 64).is_ok());
+    /// assert!(matches!(
+    ///     HeterogeneousRevolve::new(&chain, 63).unwrap_err(),
+    ///     ScheduleError::BudgetTooSmall { need: 64, got: 63, .. }
+    /// ));
+    /// ```
+    pub fn new(chain: &HeterogeneousChain, budget: u64) -> Result<Self, ScheduleError> {
+        let exact = chain.bytes.iter().fold(0, |g, &b| gcd(g, b)).max(1);
+        let granularity = if budget / exact > Self::DEFAULT_UNITS {
+            exact.max(budget.div_ceil(Self::DEFAULT_UNITS))
+        } else {
+            exact
+        };
+        let exact = Self::build(
+            chain,
+            budget,
+            granularity,
+            ChainModel::Exact,
+            table::EXACT_DEFAULT_WORK,
+        );
+        match exact {
+            Err(ScheduleError::TooLarge { .. }) => Self::build(
+                chain,
+                budget,
+                granularity,
+                ChainModel::Persistent,
+                table::WORK_LIMIT,
+            ),
+            other => other,
+        }
+    }
+
+    /// The optimal schedule of `chain` in `model` with at most `budget`
+    /// bytes of checkpoints, memory counted in units of `granularity` bytes
+    /// (sizes rounded up, the budget down).
+    ///
+    /// Errors: as [`HeterogeneousRevolve::new`], and
+    /// [`ScheduleError::InvalidParameter`] for a zero granularity or one so
+    /// coarse that state 0 no longer fits while its bytes do.
+    ///
+    /// ```
+    /// use checkpointing_schedule::{HeterogeneousChain, HeterogeneousRevolve, ChainModel};
+    /// let chain = HeterogeneousChain::new(vec![1.0; 6], vec![1.0; 6], vec![3, 5, 7, 2, 2, 9]).unwrap();
+    /// let exact = HeterogeneousRevolve::with_granularity(&chain, 12, 1, ChainModel::Exact).unwrap();
+    /// let coarse = HeterogeneousRevolve::with_granularity(&chain, 12, 4, ChainModel::Exact).unwrap();
+    /// assert!(exact.predicted_cost() <= coarse.predicted_cost());
+    /// ```
+    pub fn with_granularity(
+        chain: &HeterogeneousChain,
+        budget: u64,
+        granularity: u64,
+        model: ChainModel,
+    ) -> Result<Self, ScheduleError> {
+        Self::build(chain, budget, granularity, model, table::WORK_LIMIT)
+    }
+
+    /// [`HeterogeneousRevolve::with_granularity`] with a limit on the
+    /// table's evaluations.
+    fn build(
+        chain: &HeterogeneousChain,
+        budget: u64,
+        granularity: u64,
+        model: ChainModel,
+        work_limit: u64,
+    ) -> Result<Self, ScheduleError> {
+        if granularity == 0 {
+            return Err(ScheduleError::InvalidParameter {
+                name: "granularity",
+                reason: "must be at least 1 byte".into(),
+            });
+        }
+        let n = chain.forward.len();
+        let cursor = Cursor::offline(n as Step)?;
+        let units_of = |b: u64| b.div_ceil(granularity);
+        let mut schedule = Self {
+            cursor,
+            pending: Pending::default(),
+            table: None,
+            stack: vec![Frame {
+                i: 0,
+                l: 0,
+                j: n,
+                m: 0,
+                live: true,
+            }],
+            forward_ended: false,
+            r: 0,
+            done: false,
+            predicted: chain.forward[0] + chain.adjoint[0],
+            granularity,
+            units: 0,
+            model,
+        };
+        if n == 1 {
+            return Ok(schedule);
+        }
+        if chain.bytes[0] > budget {
+            return Err(ScheduleError::BudgetTooSmall {
+                what: "the checkpoint of state 0",
+                need: chain.bytes[0],
+                got: budget,
+            });
+        }
+        // More units than all states together is never used.
+        let all: u64 = chain
+            .bytes
+            .iter()
+            .map(|&b| units_of(b))
+            .fold(0, u64::saturating_add);
+        let units = (budget / granularity).min(all);
+        let first = units_of(chain.bytes[0]);
+        if first > units {
+            return Err(ScheduleError::InvalidParameter {
+                name: "granularity",
+                reason: format!(
+                    "{granularity} bytes rounds the budget of {budget} bytes below state 0's \
+                     {} bytes; use a finer granularity",
+                    chain.bytes[0]
+                ),
+            });
+        }
+        table::check_size(model, n as u64, units, work_limit)?;
+        let size: Vec<usize> = chain
+            .bytes
+            .iter()
+            .map(|&b| units_of(b).min(units + 1) as usize)
+            .collect();
+        let table = Table::solve(model, &chain.forward, &chain.adjoint, size, units as usize);
+        let m = (units - first) as usize;
+        schedule.predicted = table.cost(0, 0, n, m);
+        schedule.stack[0].m = m;
+        schedule.table = Some(table);
+        schedule.units = units;
+        Ok(schedule)
+    }
+
+    /// The cost the schedule attains: the forward cost of every step
+    /// advanced (recomputations included) plus the adjoint cost of every
+    /// step, as [`HeterogeneousChain::account`] counts it.
+    pub fn predicted_cost(&self) -> f64 {
+        self.predicted
+    }
+
+    /// The granularity: bytes per memory unit.
+    pub fn granularity(&self) -> u64 {
+        self.granularity
+    }
+
+    /// The budget in memory units, `M` (capped at the units of all states).
+    pub fn units(&self) -> u64 {
+        self.units
+    }
+
+    /// The family of schedules the table optimised over.
+    pub fn model(&self) -> ChainModel {
+        self.model
+    }
+
+    /// Queues `action`, after which the forward is at `n`.
+    fn push(&mut self, action: Action, n: usize) {
+        if let Action::Reverse { n0, .. } = action {
+            self.r = self.cursor.steps() - n0;
+        }
+        self.pending.push(action, n as Step, self.r);
+    }
+
+    /// Makes state `i` live: restores it (a `Move` on its last use, else a
+    /// `Copy`) unless it already is; returns whether the next forward from
+    /// `i` stores it (a live state not yet stored, unless this is its last
+    /// use).
+    fn restore(&mut self, i: usize, live: bool, last_use: bool) -> bool {
+        if live {
+            return !last_use;
+        }
+        let (n, from, to) = (i as Step, StorageLevel::Ram, StorageLevel::Work);
+        let action = if last_use {
+            Action::Move { n, from, to }
+        } else {
+            Action::Copy { n, from, to }
+        };
+        self.push(action, i);
+        false
+    }
+
+    /// `Forward(a, b)`, storing `a` in RAM if `store`.
+    fn advance(&mut self, a: usize, b: usize, store: bool) {
+        let storage = if store {
+            StorageLevel::Ram
+        } else {
+            StorageLevel::Work
+        };
+        let action = Action::Forward {
+            n0: a as Step,
+            n1: b as Step,
+            write_ics: store,
+            write_adj_deps: false,
+            storage,
+        };
+        self.push(action, b);
+    }
+
+    /// Tapes step `k` and reverses it.
+    fn tape_and_reverse(&mut self, k: usize) {
+        let (n0, n1) = (k as Step, k as Step + 1);
+        let action = Action::Forward {
+            n0,
+            n1,
+            write_ics: false,
+            write_adj_deps: true,
+            storage: StorageLevel::Work,
+        };
+        self.push(action, k + 1);
+        if n1 == self.cursor.steps() && !self.forward_ended {
+            self.forward_ended = true;
+            self.push(Action::EndForward, k + 1);
+        }
+        let reverse = Action::Reverse {
+            n1,
+            n0,
+            clear_adj_deps: true,
+        };
+        self.push(reverse, k + 1);
+    }
+
+    /// Queues the actions of the next frame, or `EndReverse`.
+    fn refill(&mut self) {
+        let Some(Frame { i, l, j, m, live }) = self.stack.pop() else {
+            let n = self.cursor.n() as usize;
+            self.push(Action::EndReverse, n);
+            self.done = true;
+            return;
+        };
+        let choice = self
+            .table
+            .as_ref()
+            .map_or(Choice::Sweep, |t| t.choice(i, l, j, m));
+        match choice {
+            Choice::Sweep => {
+                let last_use = j - 1 == l;
+                let store = self.restore(i, live, last_use);
+                if i + 1 < j {
+                    self.advance(i, j - 1, store);
+                }
+                self.tape_and_reverse(j - 1);
+                if !last_use {
+                    let (j, live) = (j - 1, false);
+                    self.stack.push(Frame { i, l, j, m, live });
+                }
+            }
+            Choice::Shift(k) => {
+                let Some(table) = &self.table else { return };
+                let freed = (m + table.size(i)).min(self.units as usize) - table.size(k);
+                self.restore(i, live, true);
+                self.advance(i, k, false);
+                self.stack.push(Frame {
+                    i: k,
+                    l,
+                    j,
+                    m: freed,
+                    live: true,
+                });
+            }
+            Choice::Split(lp) => {
+                let Some(table) = &self.table else { return };
+                let k = table.split_at(i, lp, j, m);
+                let rest = m - table.size(k);
+                self.stack.push(Frame {
+                    i,
+                    l,
+                    j: lp,
+                    m,
+                    live: false,
+                });
+                self.stack.push(Frame {
+                    i: k,
+                    l: lp,
+                    j,
+                    m: rest,
+                    live: true,
+                });
+                let store = self.restore(i, live, false);
+                self.advance(i, k, store);
+            }
+        }
+    }
+}
+
+super::pending_iterator!(HeterogeneousRevolve, |s| s.done);
+
+impl Schedule for HeterogeneousRevolve {
+    impl_schedule_position!();
+
+    fn is_exhausted(&self) -> bool {
+        self.done && self.pending.is_empty()
+    }
+
+    fn uses_storage(&self, level: StorageLevel) -> bool {
+        matches!(level, StorageLevel::Ram | StorageLevel::Work)
+    }
+}

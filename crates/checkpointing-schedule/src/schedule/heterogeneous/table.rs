@@ -1,0 +1,365 @@
+//! The dynamic programme of [`super::HeterogeneousRevolve`]: the cost tables
+//! `Q` and `R` (exact model) or `C` (persistent model) of the module
+//! documentation, with the choice that attains each cell.
+
+use super::super::ScheduleError;
+
+/// Largest number of cells (each 24 bytes: two costs and two choices)
+/// a table may have: about 200 MB.
+pub const CELL_LIMIT: u64 = 1 << 23;
+
+/// Largest number of candidate evaluations (the estimate of
+/// [`dimensions`] times `M + 1`) a table may take: about 15 s in a release
+/// build (about 3·10⁸ evaluations per second on one core).
+pub const WORK_LIMIT: u64 = 5_000_000_000;
+
+/// Largest number of evaluations for which [`super::HeterogeneousRevolve::new`]
+/// takes the exact model (about 0.3 s); above, the persistent one.
+pub const EXACT_DEFAULT_WORK: u64 = 100_000_000;
+
+/// Which family of schedules the table optimises over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChainModel {
+    /// Every schedule of the action model, including those that free a
+    /// checkpoint before the steps after it are all reversed: `Q(i, l, j, m)`,
+    /// `O(n⁴·M)` time, `O(n³·M)` memory.
+    Exact,
+    /// Persistent schedules only (a checkpoint is kept until every step
+    /// after it is reversed), the family of Beaumont et al.: `C(i, j, m)`,
+    /// `O(n³·M)` time, `O(n²·M)` memory; at most the exact optimum's cost
+    /// plus what freeing early would have saved (rarely anything).
+    Persistent,
+}
+
+/// What a cell of `Q` chose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Choice {
+    /// Advance from `i` to `j - 1` storing nothing, reverse step `j - 1`.
+    Sweep,
+    /// Free `i`, advance to `k` and store it (exact model, `k <= l`).
+    Shift(usize),
+    /// Store a checkpoint `k` (the choice of `R(i, l', j, m)`, or `k = l'`
+    /// in the persistent model), reverse down to `l'` from it, free it, then
+    /// reverse down to `l` from `i`.
+    Split(usize),
+}
+
+const TAG_SHIFT: u32 = 1 << 30;
+const TAG_SPLIT: u32 = 2 << 30;
+const TAG_MASK: u32 = 3 << 30;
+
+fn encode(choice: Choice) -> u32 {
+    match choice {
+        Choice::Sweep => 0,
+        Choice::Shift(k) => TAG_SHIFT | k as u32,
+        Choice::Split(l) => TAG_SPLIT | l as u32,
+    }
+}
+
+fn decode(code: u32) -> Choice {
+    let at = (code & !TAG_MASK) as usize;
+    match code & TAG_MASK {
+        TAG_SHIFT => Choice::Shift(at),
+        TAG_SPLIT => Choice::Split(at),
+        _ => Choice::Sweep,
+    }
+}
+
+/// The solved dynamic programme.
+#[derive(Debug, Clone)]
+pub(crate) struct Table {
+    model: ChainModel,
+    n: usize,
+    /// Memory units (the budget), `M`.
+    units: usize,
+    /// Units of each state's checkpoint.
+    size: Vec<usize>,
+    /// Prefix sums of the forward costs.
+    prefix: Vec<f64>,
+    adjoint: Vec<f64>,
+    /// Offset of the cells of `(i, l)` (exact) or `i` (persistent).
+    base: Vec<usize>,
+    q: Vec<f64>,
+    q_choice: Vec<u32>,
+    r: Vec<f64>,
+    r_choice: Vec<u32>,
+}
+
+/// Number of `(i, l, j)` triples with `i <= l < j <= n` (exact) or `(i, j)`
+/// pairs with `i < j <= n` (persistent), and the candidate evaluations.
+pub(crate) fn dimensions(model: ChainModel, n: u64) -> (u64, u64) {
+    match model {
+        // sum over l of (l + 1)(n - l) = n(n+1)(n+2)/6 triples; each
+        // evaluates O(j - i) candidates for Q and for R.
+        ChainModel::Exact => {
+            let triples = n * (n + 1) * (n + 2) / 6;
+            (triples, triples * (n + 1))
+        }
+        ChainModel::Persistent => {
+            let pairs = n * (n + 1) / 2;
+            (pairs, pairs * (n + 1) / 3 + pairs)
+        }
+    }
+}
+
+/// Refuses a table over [`CELL_LIMIT`] cells or `work_limit` evaluations.
+pub(crate) fn check_size(
+    model: ChainModel,
+    n: u64,
+    units: u64,
+    work_limit: u64,
+) -> Result<(), ScheduleError> {
+    let (cells, work) = dimensions(model, n);
+    let cells = cells.saturating_mul(units + 1);
+    let work = work.saturating_mul(units + 1);
+    if cells > CELL_LIMIT || work > work_limit {
+        return Err(ScheduleError::TooLarge {
+            what: "heterogeneous checkpointing table",
+            reason: format!(
+                "{model:?} model with n = {n} steps and M = {units} memory units needs \
+                 {cells} cells and {work} evaluations (limits {CELL_LIMIT} and {work_limit}); \
+                 use a coarser granularity, the persistent model, or coarsen the chain into \
+                 segments"
+            ),
+        });
+    }
+    Ok(())
+}
+
+impl Table {
+    /// Solves the programme for `n = forward.len()` steps and `units` memory
+    /// units; `size[i]` is the units of state `i`. The caller checked the
+    /// size with [`check_size`].
+    pub(crate) fn solve(
+        model: ChainModel,
+        forward: &[f64],
+        adjoint: &[f64],
+        size: Vec<usize>,
+        units: usize,
+    ) -> Self {
+        let n = forward.len();
+        let mut prefix = Vec::with_capacity(n + 1);
+        prefix.push(0.0);
+        for (t, &f) in forward.iter().enumerate() {
+            prefix.push(prefix[t] + f);
+        }
+        let mut base = Vec::new();
+        let mut cells = 0;
+        match model {
+            ChainModel::Exact => {
+                for i in 0..n {
+                    for l in 0..n {
+                        base.push(cells);
+                        if l >= i {
+                            cells += n - l;
+                        }
+                    }
+                }
+            }
+            ChainModel::Persistent => {
+                for i in 0..n {
+                    base.push(cells);
+                    cells += n - i;
+                }
+            }
+        }
+        let total = cells * (units + 1);
+        let with_r = model == ChainModel::Exact;
+        let mut table = Self {
+            model,
+            n,
+            units,
+            size,
+            prefix,
+            adjoint: adjoint.to_vec(),
+            base,
+            q: vec![0.0; total],
+            q_choice: vec![0; total],
+            r: if with_r { vec![0.0; total] } else { Vec::new() },
+            r_choice: if with_r { vec![0; total] } else { Vec::new() },
+        };
+        table.fill();
+        table
+    }
+
+    /// Forward cost of steps `a..b`.
+    fn fwd(&self, a: usize, b: usize) -> f64 {
+        self.prefix[b] - self.prefix[a]
+    }
+
+    /// Index of cell `(i, l, j, m)`; `l == i` in the persistent model.
+    fn at(&self, i: usize, l: usize, j: usize, m: usize) -> usize {
+        let cell = match self.model {
+            ChainModel::Exact => self.base[i * self.n + l] + (j - l - 1),
+            ChainModel::Persistent => self.base[i] + (j - i - 1),
+        };
+        cell * (self.units + 1) + m
+    }
+
+    /// The least cost `Q(i, l, j, m)`.
+    pub(crate) fn cost(&self, i: usize, l: usize, j: usize, m: usize) -> f64 {
+        self.q[self.at(i, l, j, m)]
+    }
+
+    /// The choice attaining `Q(i, l, j, m)`.
+    pub(crate) fn choice(&self, i: usize, l: usize, j: usize, m: usize) -> Choice {
+        decode(self.q_choice[self.at(i, l, j, m)])
+    }
+
+    /// The checkpoint `k` of a split `Q(i, ·, j, m)` → `l'`.
+    pub(crate) fn split_at(&self, i: usize, lp: usize, j: usize, m: usize) -> usize {
+        match self.model {
+            ChainModel::Exact => self.r_choice[self.at(i, lp, j, m)] as usize,
+            ChainModel::Persistent => lp,
+        }
+    }
+
+    /// Units of state `k`.
+    pub(crate) fn size(&self, k: usize) -> usize {
+        self.size[k]
+    }
+
+    /// The row of cell `(i, l, j)`: its values for `m = 0..=M`.
+    fn row(&self, i: usize, l: usize, j: usize) -> std::ops::Range<usize> {
+        let start = self.at(i, l, j, 0);
+        start..start + self.units + 1
+    }
+
+    /// Fills the tables by increasing `j − i`, a whole row of `m` at a time
+    /// (contiguous, so the inner loops stream through memory).
+    fn fill(&mut self) {
+        let n = self.n;
+        let width = self.units + 1;
+        let mut best = vec![0.0; width];
+        let mut arg = vec![0u32; width];
+        for d in 1..=n {
+            for i in 0..=n - d {
+                let j = i + d;
+                match self.model {
+                    ChainModel::Exact => {
+                        for l in i..j {
+                            self.fill_r(i, l, j, &mut best, &mut arg);
+                        }
+                        for l in i..j {
+                            self.fill_q(i, l, j, &mut best, &mut arg);
+                        }
+                    }
+                    ChainModel::Persistent => self.fill_c(i, j, &mut best, &mut arg),
+                }
+            }
+        }
+    }
+
+    /// Lowers `best[m]` to `base + values[m − shift]` (and `arg[m]` to
+    /// `code`) where that is smaller, for `m >= shift`; `values` is a row.
+    fn relax(
+        best: &mut [f64],
+        arg: &mut [u32],
+        base: f64,
+        values: &[f64],
+        shift: usize,
+        code: u32,
+    ) {
+        let len = best.len();
+        if shift >= len {
+            return;
+        }
+        for ((b, a), &v) in best[shift..]
+            .iter_mut()
+            .zip(&mut arg[shift..])
+            .zip(&values[..len - shift])
+        {
+            let value = base + v;
+            if value < *b {
+                (*b, *a) = (value, code);
+            }
+        }
+    }
+
+    /// The sweep's row: advance to `j − 1`, reverse it, go on from `i`.
+    fn sweep_row(&self, i: usize, l: usize, j: usize, best: &mut [f64], arg: &mut [u32]) {
+        let head = self.fwd(i, j) + self.adjoint[j - 1];
+        if j - 1 > l {
+            for (b, &v) in best.iter_mut().zip(&self.q[self.row(i, l, j - 1)]) {
+                *b = head + v;
+            }
+        } else {
+            best.fill(head);
+        }
+        arg.fill(encode(Choice::Sweep));
+    }
+
+    /// `R(i, l', j, m) = min over i < k <= min(l', j − 2), s_k <= m of
+    /// F(i, k) + Q(k, l', j, m − s_k)`, for every `m`.
+    fn fill_r(&mut self, i: usize, lp: usize, j: usize, best: &mut [f64], arg: &mut [u32]) {
+        best.fill(f64::INFINITY);
+        arg.fill(0);
+        let last = lp.min(j.saturating_sub(2));
+        for k in i + 1..=last {
+            let row = &self.q[self.row(k, lp, j)];
+            Self::relax(best, arg, self.fwd(i, k), row, self.size[k], k as u32);
+        }
+        let row = self.row(i, lp, j);
+        self.r[row.clone()].copy_from_slice(best);
+        self.r_choice[row].copy_from_slice(arg);
+    }
+
+    /// `Q(i, l, j, m)` for every `m`: sweep, shift (free `i`, store
+    /// `k <= l`) or split at `l' > l` through `R`.
+    fn fill_q(&mut self, i: usize, l: usize, j: usize, best: &mut [f64], arg: &mut [u32]) {
+        self.sweep_row(i, l, j, best, arg);
+        let units = self.units;
+        for k in i + 1..=l.min(j.saturating_sub(2)) {
+            // m + s_i free units once i is freed (at most M), less s_k.
+            let row = &self.q[self.row(k, l, j)];
+            let (base, code) = (self.fwd(i, k), encode(Choice::Shift(k)));
+            for m in 0..=units {
+                let freed = (m + self.size[i]).min(units);
+                if self.size[k] <= freed {
+                    let value = base + row[freed - self.size[k]];
+                    if value < best[m] {
+                        (best[m], arg[m]) = (value, code);
+                    }
+                }
+            }
+        }
+        for lp in l + 1..j {
+            let (first, rest) = (&self.r[self.row(i, lp, j)], &self.q[self.row(i, l, lp)]);
+            let code = encode(Choice::Split(lp));
+            for m in 0..=units {
+                let value = first[m] + rest[m];
+                if value < best[m] {
+                    (best[m], arg[m]) = (value, code);
+                }
+            }
+        }
+        let row = self.row(i, l, j);
+        self.q[row.clone()].copy_from_slice(best);
+        self.q_choice[row].copy_from_slice(arg);
+    }
+
+    /// `C(i, j, m) = Q(i, i, j, m)` restricted to persistent schedules, for
+    /// every `m`: sweep, or store `k` and reverse `k..j` from it before
+    /// `i..k`.
+    fn fill_c(&mut self, i: usize, j: usize, best: &mut [f64], arg: &mut [u32]) {
+        self.sweep_row(i, i, j, best, arg);
+        let width = best.len();
+        for k in i + 1..j.saturating_sub(1) {
+            let shift = self.size[k];
+            if shift >= width {
+                continue;
+            }
+            let (upper, lower) = (&self.q[self.row(k, k, j)], &self.q[self.row(i, i, k)]);
+            let (base, code) = (self.fwd(i, k), encode(Choice::Split(k)));
+            for m in shift..width {
+                let value = base + upper[m - shift] + lower[m];
+                if value < best[m] {
+                    (best[m], arg[m]) = (value, code);
+                }
+            }
+        }
+        let row = self.row(i, i, j);
+        self.q[row.clone()].copy_from_slice(best);
+        self.q_choice[row].copy_from_slice(arg);
+    }
+}
