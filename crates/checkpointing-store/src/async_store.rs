@@ -7,16 +7,20 @@ use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use checkpointing::{Footprint, SnapshotStore, Step, StorageError, StoreStats};
+use checkpointing::{DurableStore, Footprint, SnapshotStore, Step, StorageError, StoreStats};
 
 type Reply<T> = SyncSender<Result<T, StorageError>>;
 
-enum Request<T> {
+/// Work on the inner store's durable side, run on the worker in turn.
+type DurableJob<St> = Box<dyn FnOnce(&mut St) + Send>;
+
+enum Request<T, St> {
     Save(Step, T),
     Remove(Step),
     Load(Step, Reply<T>),
     Take(Step, Reply<T>),
     Flush(SyncSender<()>),
+    Durable(DurableJob<St>),
 }
 
 /// What the worker shares with the caller: the inner store's counters and
@@ -41,6 +45,16 @@ struct Shared {
 /// reported by the next read or [`flush`] (which the executor calls before
 /// it returns), or by a save issued after the error happened.
 ///
+/// The store is durable ([`SnapshotStore::as_durable`]) when its inner
+/// store is, and then serves journaled runs
+/// ([`Executor::run_resumable`](checkpointing::Executor::run_resumable)):
+/// a [`manifest`](DurableStore::manifest) is answered by the worker after
+/// every save issued before it, so it names only snapshots already on the
+/// medium, and the journal [`flush`]es the store (reporting any failed
+/// write) before it records the manifest. Removals are deferred by the
+/// inner store, in order with the saves, and the wrapper knows without
+/// asking the worker whether any is pending.
+///
 /// [`prefetch`]: SnapshotStore::prefetch
 /// [`flush`]: SnapshotStore::flush
 ///
@@ -55,7 +69,7 @@ struct Shared {
 /// assert_eq!(store.stats().writes, 1);
 /// ```
 pub struct AsyncStore<T, St> {
-    queue: Option<SyncSender<Request<T>>>,
+    queue: Option<SyncSender<Request<T, St>>>,
     worker: Option<JoinHandle<St>>,
     shared: Arc<Mutex<Shared>>,
     /// Bytes of values queued for saving or read ahead and not yet taken.
@@ -68,6 +82,13 @@ pub struct AsyncStore<T, St> {
     wanted: VecDeque<Step>,
     /// Most reads ahead outstanding at once.
     capacity: usize,
+    /// Whether the inner store is durable.
+    durable: bool,
+    /// Whether the inner store defers removals ([`DurableStore`]).
+    deferring: bool,
+    /// Whether a deferred removal was issued since the last
+    /// [`complete_removals`](DurableStore::complete_removals).
+    pending_removals: bool,
 }
 
 impl<T, St> AsyncStore<T, St>
@@ -79,7 +100,11 @@ where
     /// operations (at least 1), and at most `capacity` snapshots read ahead:
     /// up to `2 × capacity` snapshots can be in memory besides the inner
     /// store's. Snapshots already in `inner` stay readable.
-    pub fn new(inner: St, capacity: usize) -> Self {
+    pub fn new(mut inner: St, capacity: usize) -> Self {
+        let (durable, pending_removals) = match inner.as_durable() {
+            Some(durable) => (true, durable.has_pending_removals()),
+            None => (false, false),
+        };
         let (queue, requests) = mpsc::sync_channel(capacity.max(1));
         let held = inner.held_steps().into_iter().collect();
         let shared = Arc::new(Mutex::new(Shared {
@@ -104,6 +129,9 @@ where
             prefetched: HashMap::new(),
             wanted: VecDeque::new(),
             capacity: capacity.max(1),
+            durable,
+            deferring: pending_removals,
+            pending_removals,
         }
     }
 
@@ -117,7 +145,7 @@ where
             .expect("the store's I/O thread panicked")
     }
 
-    fn send(&self, request: Request<T>) -> Result<(), StorageError> {
+    fn send(&self, request: Request<T, St>) -> Result<(), StorageError> {
         self.queue
             .as_ref()
             .expect("queue present until dropped")
@@ -174,8 +202,27 @@ where
         self.shared.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Runs `job` on the inner store's durable side, on the worker after
+    /// every operation issued before, and waits for its answer (`None` if
+    /// the inner store is not durable).
+    fn on_durable<R: Send + 'static>(
+        &self,
+        job: impl FnOnce(&mut dyn DurableStore) -> R + Send + 'static,
+    ) -> Result<Option<R>, StorageError> {
+        let (reply, answer) = mpsc::sync_channel(1);
+        self.send(Request::Durable(Box::new(move |inner: &mut St| {
+            let _ = reply.send(inner.as_durable().map(job));
+        })))?;
+        answer.recv().map_err(|_| worker_gone())
+    }
+
+    /// Notes a removal, which a deferring durable store keeps pending.
+    fn removed(&mut self) {
+        self.pending_removals |= self.deferring;
+    }
+
     /// Sends a request that answers and waits for the answer.
-    fn ask(&self, request: impl FnOnce(Reply<T>) -> Request<T>) -> Result<T, StorageError> {
+    fn ask(&self, request: impl FnOnce(Reply<T>) -> Request<T, St>) -> Result<T, StorageError> {
         let (reply, answer) = mpsc::sync_channel(1);
         self.send(request(reply))?;
         self.receive(answer)
@@ -205,7 +252,7 @@ fn worker_gone() -> StorageError {
 /// The worker: performs requests in order until the queue is dropped.
 fn serve<T: Footprint, St: SnapshotStore<T>>(
     mut inner: St,
-    requests: Receiver<Request<T>>,
+    requests: Receiver<Request<T, St>>,
     shared: &Mutex<Shared>,
     in_flight: &AtomicU64,
 ) -> St {
@@ -222,6 +269,10 @@ fn serve<T: Footprint, St: SnapshotStore<T>>(
             Request::Take(step, reply) => answer(inner.take(step), reply, in_flight),
             Request::Flush(done) => {
                 let _ = done.send(());
+                None
+            }
+            Request::Durable(job) => {
+                job(&mut inner);
                 None
             }
         };
@@ -288,6 +339,7 @@ where
             None => self.ask(|reply| Request::Take(step, reply))?,
         };
         self.held.remove(&step);
+        self.removed();
         self.start_reads();
         Ok(value)
     }
@@ -298,15 +350,13 @@ where
             return Err(StorageError::Missing { step, path: None });
         }
         self.discard_prefetch(step);
-        self.send(Request::Remove(step))
+        self.send(Request::Remove(step))?;
+        self.removed();
+        Ok(())
     }
 
     fn contains(&self, step: Step) -> bool {
         self.held.contains(&step)
-    }
-
-    fn len(&self) -> usize {
-        self.held.len()
     }
 
     fn held_steps(&self) -> Vec<Step> {
@@ -336,7 +386,89 @@ where
     fn stats(&self) -> StoreStats {
         self.lock().stats
     }
+
+    fn as_durable(&mut self) -> Option<&mut dyn DurableStore> {
+        if self.durable {
+            Some(self)
+        } else {
+            None
+        }
+    }
 }
+
+/// The inner store's durable side, reached through the worker in turn with
+/// the saves and removals (see [`AsyncStore`]). Over an inner store that is
+/// not durable ([`as_durable`](SnapshotStore::as_durable) is then `None`),
+/// removals are not deferred, the manifest is empty and adopting one is an
+/// error.
+impl<T, St> DurableStore for AsyncStore<T, St>
+where
+    T: Footprint + Send + 'static,
+    St: SnapshotStore<T> + Send + 'static,
+{
+    fn defer_removals(&mut self) {
+        if self.durable {
+            self.deferring = true;
+            // A dead worker is reported by the next operation that waits.
+            let _ = self.send(Request::Durable(Box::new(|inner: &mut St| {
+                if let Some(durable) = inner.as_durable() {
+                    durable.defer_removals();
+                }
+            })));
+        }
+    }
+
+    fn complete_removals(&mut self) -> Result<(), StorageError> {
+        if !self.durable {
+            return Ok(());
+        }
+        let done = self
+            .on_durable(|durable| durable.complete_removals())?
+            .unwrap_or(Ok(()));
+        self.check()?;
+        done?;
+        self.pending_removals = false;
+        Ok(())
+    }
+
+    fn has_pending_removals(&mut self) -> bool {
+        self.pending_removals
+    }
+
+    fn manifest(&mut self) -> Vec<(Step, String)> {
+        // A dead worker makes an empty manifest; the flush the journal does
+        // first has reported it.
+        self.on_durable(|durable| durable.manifest())
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    }
+
+    fn adopt(&mut self, manifest: &[(Step, String)]) -> Result<(), StorageError> {
+        self.wanted.clear();
+        self.prefetched.clear();
+        let manifest = manifest.to_vec();
+        let (reply, answer) = mpsc::sync_channel(1);
+        self.send(Request::Durable(Box::new(move |inner: &mut St| {
+            let adopted = match inner.as_durable() {
+                Some(durable) => durable.adopt(&manifest),
+                None => Err(StorageError::backend(0, NotDurable)),
+            };
+            let _ = reply.send((adopted, inner.held_steps()));
+        })))?;
+        let (adopted, held) = answer.recv().map_err(|_| worker_gone())?;
+        self.check()?;
+        adopted?;
+        self.held = held.into_iter().collect();
+        Ok(())
+    }
+}
+
+/// Adopting a manifest through an [`AsyncStore`] whose inner store does not
+/// outlive the process.
+#[derive(Debug, thiserror::Error)]
+#[error("the store behind the background I/O thread does not outlive the process")]
+pub struct NotDurable;
 
 impl<T, St> Drop for AsyncStore<T, St> {
     /// Finishes the queued operations (their errors are lost: call

@@ -40,10 +40,10 @@ pub mod storage;
 pub use checkpointing_schedule::{
     binomial_forward_steps, Action, ActionRecord, Cost, Cursor, DiskRevolve, Drive, HRevolve,
     HierarchicalRevolve, LevelCost, LevelSpec, MixedCheckpointSchedule,
-    MultistageCheckpointSchedule, NoneCheckpointSchedule, OnlineR2, ParseActionError, Periodic,
-    PeriodicDiskRevolve, RecordError, Replay, ReplayError, ReplayErrorKind, Revolve, Schedule,
-    ScheduleError, ScheduleSpec, SingleDiskStorageSchedule, SingleMemoryStorageSchedule, SpecError,
-    Step, StepCounts, StorageLevel, Trajectory, TwoLevelCheckpointSchedule, MAXSIZE,
+    MultistageCheckpointSchedule, NoneCheckpointSchedule, OnlineR2, ParseActionError, PerLevel,
+    Periodic, PeriodicDiskRevolve, RecordError, Replay, ReplayError, ReplayErrorKind, Revolve,
+    Schedule, ScheduleError, ScheduleSpec, SingleDiskStorageSchedule, SingleMemoryStorageSchedule,
+    SpecError, Step, StepCounts, StorageLevel, Trajectory, TwoLevelCheckpointSchedule, MAXSIZE,
 };
 pub use executor::{
     ExecutionStats, Executor, ExecutorError, FnProblem, Journal, JournalError, Outcome, Problem,
