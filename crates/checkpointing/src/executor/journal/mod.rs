@@ -148,6 +148,14 @@ pub enum JournalError {
     /// The schedule is online: its actions depend on when the loop stops.
     #[error("resumable runs need an offline schedule, not {0}")]
     Online(&'static str),
+    /// [`Executor::run_resumable`](crate::Executor::run_resumable) was given
+    /// a journal made with [`Journal::for_schedule`], which names no spec
+    /// to build the schedule from.
+    #[error("journal {}: made for a schedule without a spec; give the schedule to run_resumable_with", path.display())]
+    NoSpec {
+        /// The journal file.
+        path: PathBuf,
+    },
 }
 
 /// Where and how often a run records its progress.
@@ -163,7 +171,11 @@ pub enum JournalError {
 #[derive(Debug, Clone)]
 pub struct Journal {
     dir: PathBuf,
-    spec: ScheduleSpec,
+    /// The schedule's spec, for [`Executor::run_resumable`](crate::Executor::run_resumable).
+    spec: Option<ScheduleSpec>,
+    /// What identifies the schedule in the journal file: the spec as
+    /// JSON, or the name given to [`Journal::for_schedule`].
+    schedule: String,
     problem: String,
     every: Duration,
     every_actions: Option<u64>,
@@ -177,9 +189,39 @@ impl Journal {
     /// every 30 seconds, and after each action that deletes a snapshot of a
     /// durable store.
     pub fn new(dir: impl AsRef<Path>, spec: ScheduleSpec, problem: impl Into<String>) -> Self {
+        let schedule = serde_json::to_string(&spec).expect("schedule specs serialize");
         Self {
             dir: dir.as_ref().to_path_buf(),
-            spec,
+            spec: Some(spec),
+            schedule,
+            problem: problem.into(),
+            every: Duration::from_secs(30),
+            every_actions: None,
+        }
+    }
+
+    /// A journal in `dir` for a run of a schedule that has no
+    /// [`ScheduleSpec`] (a three-level
+    /// [`HierarchicalRevolve`](crate::HierarchicalRevolve), a user's own),
+    /// given to [`Executor::run_resumable_with`](crate::Executor::run_resumable_with).
+    /// `schedule` names the schedule and every parameter it was built with
+    /// (e.g. its parameters as JSON): a journal written for another name is
+    /// refused. `problem` is as for [`Journal::new`].
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let journal = checkpointing::Journal::for_schedule(dir.path(), "hrevolve 12 device=1 ram=1 disk=2", "x -> 2x");
+    /// assert!(!journal.exists());
+    /// ```
+    pub fn for_schedule(
+        dir: impl AsRef<Path>,
+        schedule: impl Into<String>,
+        problem: impl Into<String>,
+    ) -> Self {
+        Self {
+            dir: dir.as_ref().to_path_buf(),
+            spec: None,
+            schedule: schedule.into(),
             problem: problem.into(),
             every: Duration::from_secs(30),
             every_actions: None,
@@ -234,7 +276,13 @@ impl Journal {
         }
     }
 
-    fn spec_json(&self) -> String {
-        serde_json::to_string(&self.spec).expect("schedule specs serialize")
+    /// Whether `recorded`, the schedule a journal file names, is this
+    /// journal's: equal specs (whatever their JSON spelling), or equal
+    /// names.
+    fn same_schedule(&self, recorded: &str) -> bool {
+        match &self.spec {
+            Some(spec) => serde_json::from_str::<ScheduleSpec>(recorded).is_ok_and(|r| r == *spec),
+            None => recorded == self.schedule,
+        }
     }
 }

@@ -13,7 +13,7 @@ use super::super::{
 };
 use super::file::{decode_entry, seal, Entry, EntryRef, LevelRecord, FILE};
 use super::{Journal, JournalError, ResumableProblem};
-use crate::schedule::ScheduleSpec;
+use crate::schedule::Schedule;
 use crate::storage::{write_atomically, Checkpoint, Footprint, StorageError};
 use crate::{PerLevel, StorageLevel};
 
@@ -196,9 +196,68 @@ where
         P: ResumableProblem<State = S>,
         P::Adjoint: Serialize + DeserializeOwned,
     {
-        let schedule = journal.spec.build()?;
+        let Some(spec) = &journal.spec else {
+            return Err(JournalError::NoSpec {
+                path: journal.path(),
+            }
+            .into());
+        };
+        let schedule = spec.build()?;
         if schedule.max_n().is_none() {
-            return Err(JournalError::Online(journal.spec.name()).into());
+            return Err(JournalError::Online(spec.name()).into());
+        }
+        self.run_resumable_with(problem, journal, schedule, initial, terminal)
+    }
+
+    /// [`run_resumable`](Self::run_resumable) for a schedule that has no
+    /// [`ScheduleSpec`], with a journal made by
+    /// [`Journal::for_schedule`]: the caller builds `schedule` (the same
+    /// on every attempt) and the journal identifies it by name. This is
+    /// how a three-level run, with a DEVICE store, is made resumable.
+    ///
+    /// ```
+    /// use checkpointing::*;
+    /// struct Double;
+    /// impl Problem for Double {
+    ///     type State = f64;
+    ///     type Adjoint = f64;
+    ///     fn forward(&mut self, _: Step, x: &mut f64) -> Result<(), UserError> { *x *= 2.0; Ok(()) }
+    ///     fn adjoint(&mut self, _: Step, _: &f64, l: &mut f64) -> Result<(), UserError> { *l *= 2.0; Ok(()) }
+    /// }
+    /// impl ResumableProblem for Double {
+    ///     type Accumulators = ();
+    ///     fn accumulators(&self) {}
+    ///     fn restore_accumulators(&mut self, _: ()) {}
+    /// }
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let levels = [
+    ///     LevelSpec::new(StorageLevel::Device, 1, 0.0, 0.0),
+    ///     LevelSpec::new(StorageLevel::Ram, 1, 1.0, 1.0),
+    ///     LevelSpec::new(StorageLevel::Disk, 2, 4.0, 4.0),
+    /// ];
+    /// let schedule = HierarchicalRevolve::new(12, &levels, 1.0, 1.0).unwrap();
+    /// let journal = Journal::for_schedule(dir.path(), "hrevolve 12 1/1/2", "x -> 2x");
+    /// let mut executor = Executor::new(MemoryStore::new(), DiskStore::in_dir(dir.path()).unwrap())
+    ///     .with_device(MemoryStore::new());
+    /// let out = executor.run_resumable_with(&mut Double, &journal, schedule, 1.0, |_| Ok(1.0)).unwrap();
+    /// assert_eq!(out.adjoint, 4096.0);
+    /// assert!(out.stats.levels[StorageLevel::Device].writes > 0);
+    /// ```
+    pub fn run_resumable_with<P, Sc>(
+        &mut self,
+        problem: &mut P,
+        journal: &Journal,
+        schedule: Sc,
+        initial: S,
+        terminal: impl FnOnce(&S) -> Result<P::Adjoint, UserError>,
+    ) -> Result<Outcome<P::Adjoint>, ExecutorError>
+    where
+        P: ResumableProblem<State = S>,
+        P::Adjoint: Serialize + DeserializeOwned,
+        Sc: Schedule,
+    {
+        if schedule.max_n().is_none() {
+            return Err(JournalError::Online("an online schedule").into());
         }
         let initial_crc = crc32fast::hash(&bincode::serialize(&initial).map_err(|e| {
             JournalError::Corrupted {
@@ -208,7 +267,7 @@ where
         })?);
         let mut recorder = Recorder {
             journal,
-            spec: journal.spec_json(),
+            spec: journal.schedule.clone(),
             initial_crc,
             last: Instant::now(),
             since: 0,
@@ -253,9 +312,7 @@ where
         let journal = recorder.journal;
         let path = journal.path();
         let entry: Entry<S, P::Adjoint, P::Accumulators> = decode_entry(&path)?;
-        let same_spec = serde_json::from_str::<ScheduleSpec>(&entry.spec)
-            .is_ok_and(|spec| spec == journal.spec);
-        if !same_spec {
+        if !journal.same_schedule(&entry.spec) {
             return Err(JournalError::WrongSchedule {
                 path,
                 journal: entry.spec,
