@@ -288,6 +288,12 @@ impl<C: Communicator, T, St: SnapshotStore<T>> DurableStore for CollectiveStore<
 
 /// Adopting a manifest through a [`CollectiveStore`] whose inner store
 /// does not outlive the process.
+///
+/// ```
+/// use checkpointing::StorageError;
+/// let error = StorageError::backend(0, checkpointing_mpi::NotDurable);
+/// assert_eq!(error.to_string(), "snapshot of step 0: the rank's store does not outlive the process");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("the rank's store does not outlive the process")]
 pub struct NotDurable;
