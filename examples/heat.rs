@@ -4,7 +4,7 @@
 //!
 //! Run: `cargo run --release -p checkpointing-examples --example heat`
 
-use checkpointing::{Executor, Revolve};
+use checkpointing::{Executor, Revolve, StorageLevel};
 use checkpointing_examples::heat::HeatEquation;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -29,7 +29,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("|dJ/dT0| = {norm:.12e}, equal to store-all");
     println!(
         "{} forward steps for {steps} steps; at most {} snapshots in RAM",
-        outcome.stats.forward_steps, outcome.stats.ram.peak_snapshots
+        outcome.stats.forward_steps,
+        outcome.stats.levels[StorageLevel::Ram].peak_snapshots
     );
     Ok(())
 }

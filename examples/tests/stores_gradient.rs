@@ -176,22 +176,22 @@ fn lossy_snapshots_move_the_gradient_by_less_than_the_bound() {
             bound,
         )
         .unwrap();
-        let disk = QuantizedStore::new(
+        let mut disk = QuantizedStore::new(
             CompressedStore::new(DiskStore::temporary().unwrap(), Codec::Zstd { level: 3 }),
             bound,
         )
         .unwrap();
         let mut problem = heat();
         let initial = problem.initial_state();
-        let mut executor = Executor::new(ram, disk);
-        let out = executor
+        // The disk store is lent, to read its compression ratio afterwards.
+        let out = Executor::new(ram, &mut disk)
             .run(&mut problem, spec.build().unwrap(), initial, |t| {
                 Ok(HeatEquation::objective_gradient(t))
             })
             .unwrap();
         let e0 = relative_error(&out.adjoint, &want.0);
         let el = (problem.grad_lambda - want.1).abs() / want.1.abs();
-        let ratio = executor.disk().inner().ratio();
+        let ratio = disk.inner().ratio();
         println!("| {bound:e} | {e0:.2e} | {el:.2e} | {ratio:.2} |");
         assert!(e0 <= bound && el <= bound, "bound {bound}: {e0:e}, {el:e}");
         errors.push(e0.max(el));

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use checkpointing::ScheduleSpec;
+use checkpointing::{ScheduleSpec, StorageLevel};
 use checkpointing_problems::demo::{DemoConfig, DemoReport};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -113,16 +113,17 @@ fn print_report(config: &DemoConfig, r: &DemoReport) {
         s.forward_steps.saturating_sub(config.spec.steps())
     );
     println!("adjoint steps                 {}", s.adjoint_steps);
+    let (ram, disk) = (&s.levels[StorageLevel::Ram], &s.levels[StorageLevel::Disk]);
     println!(
         "RAM snapshots                 {} writes, {} reads, peak {}",
-        s.ram.writes, s.ram.reads, s.ram.peak_snapshots
+        ram.writes, ram.reads, ram.peak_snapshots
     );
     println!(
         "disk snapshots                {} writes, {} reads, peak {} ({} written)",
-        s.disk.writes,
-        s.disk.reads,
-        s.disk.peak_snapshots,
-        mib(s.disk.bytes_written as f64)
+        disk.writes,
+        disk.reads,
+        disk.peak_snapshots,
+        mib(disk.bytes_written as f64)
     );
     println!(
         "peak snapshot memory          {} (measured; state {} , {:.2} states; store-all {})",

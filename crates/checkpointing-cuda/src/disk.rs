@@ -1,7 +1,9 @@
 //! The disk level of a GPU run: device states downloaded into the
 //! checksummed, crash-safe `DiskStore` and uploaded back when read.
 
-use checkpointing::{Checkpoint, DiskStore, SnapshotStore, Step, StorageError, StoreStats};
+use checkpointing::{
+    Checkpoint, DiskStore, DurableStore, SnapshotStore, Step, StorageError, StoreStats,
+};
 
 use crate::device_error;
 use crate::gpu::{DeviceState, Gpu, GpuError};
@@ -59,32 +61,24 @@ impl SnapshotStore<Checkpoint<DeviceState>> for DeviceDiskStore {
         self.upload(step, host)
     }
 
-    fn take(&mut self, step: Step) -> Result<Checkpoint<DeviceState>, StorageError> {
-        let host = self.disk.take(step)?;
-        self.upload(step, host)
-    }
-
     fn remove(&mut self, step: Step) -> Result<(), StorageError> {
         self.disk.remove(step)
-    }
-
-    fn contains(&self, step: Step) -> bool {
-        self.disk.contains(step)
-    }
-
-    fn len(&self) -> usize {
-        self.disk.len()
     }
 
     fn held_steps(&self) -> Vec<Step> {
         self.disk.held_steps()
     }
 
-    fn resident_bytes(&self) -> u64 {
-        self.disk.resident_bytes()
+    fn contains(&self, step: Step) -> bool {
+        self.disk.contains(step)
     }
 
     fn stats(&self) -> StoreStats {
         self.disk.stats()
+    }
+
+    /// The disk store's files are the snapshots: durable as it is.
+    fn as_durable(&mut self) -> Option<&mut dyn DurableStore> {
+        self.disk.as_durable()
     }
 }

@@ -225,12 +225,6 @@ impl SnapshotStore<Checkpoint<DeviceState>> for HostStore {
         self.read(step)
     }
 
-    fn take(&mut self, step: Step) -> Result<Checkpoint<DeviceState>, StorageError> {
-        let checkpoint = self.read(step)?;
-        self.drop_snapshot(step)?;
-        Ok(checkpoint)
-    }
-
     fn remove(&mut self, step: Step) -> Result<(), StorageError> {
         self.drop_snapshot(step)
     }

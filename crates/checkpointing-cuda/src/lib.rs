@@ -22,11 +22,32 @@ pub use host::HostStore;
 
 use checkpointing::{Checkpoint, MemoryStore, Step, StorageError};
 
+/// A copy to or from accelerator (GPU) memory failed; the stores of this
+/// crate report it as the [`StorageError::Backend`] source.
+///
+/// ```
+/// use checkpointing::StorageError;
+/// use checkpointing_cuda::DeviceError;
+/// let error = StorageError::backend(3, DeviceError { reason: "out of memory".into() });
+/// assert_eq!(error.to_string(), "snapshot of step 3: device copy failed: out of memory");
+/// assert!(error.backend_source::<DeviceError>().is_some());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("device copy failed: {reason}")]
+pub struct DeviceError {
+    /// The driver's error.
+    pub reason: String,
+}
+
 /// A storage error for a failed device operation on the snapshot of `step`.
 fn device_error<E: std::fmt::Display>(step: Step) -> impl Fn(E) -> StorageError + Copy {
-    move |e| StorageError::Device {
-        step,
-        reason: e.to_string(),
+    move |e| {
+        StorageError::backend(
+            step,
+            DeviceError {
+                reason: e.to_string(),
+            },
+        )
     }
 }
 

@@ -4,8 +4,8 @@
 
 use checkpointing::schedule;
 use checkpointing::{
-    fuzzing, Action, ActionRecord, Checkpoint, ExecutionStats, Revolve, Schedule, ScheduleSpec,
-    StorageLevel, Trajectory,
+    fuzzing, Action, ActionRecord, Checkpoint, ExecutionStats, PerLevel, Revolve, Schedule,
+    ScheduleSpec, StorageLevel, Trajectory,
 };
 use checkpointing_fuzz::corpus_dir;
 use checkpointing_store::{Codec, Compressor};
@@ -139,7 +139,20 @@ fn main() {
         );
     }
 
-    // A journal entry, field for field (bincode writes a struct as a tuple).
+    // A journal entry, field for field (bincode writes a struct as a tuple,
+    // the per-level records as a map from level name to an enum).
+    #[derive(serde::Serialize)]
+    enum LevelRecord {
+        NoStore,
+        Snapshots(Vec<(u64, Checkpoint<Vec<f64>>)>),
+        Manifest(Vec<(u64, String)>),
+    }
+    let mut checkpoints = Some(vec![(0u64, checkpoint)]);
+    let levels = PerLevel::from_fn(|level| match level {
+        StorageLevel::Ram => LevelRecord::Snapshots(checkpoints.take().unwrap_or_default()),
+        StorageLevel::Disk => LevelRecord::Manifest(vec![(1u64, "snapshot-1".to_string())]),
+        _ => LevelRecord::NoStore,
+    });
     let entry = (
         r#"{"schedule":"revolve","max_n":4,"snapshots_in_ram":2}"#.to_string(),
         "heat".to_string(),
@@ -150,8 +163,7 @@ fn main() {
         Some(vec![0.5_f64]),
         ExecutionStats::default(),
         (0.25_f64, vec![0.0_f64]),
-        vec![(0u64, checkpoint)],
-        vec![(1u64, "snapshot-1".to_string())],
+        levels,
     );
     let payload = bincode::serialize(&entry).expect("encodes");
     write("journal", "payload", &with_mode(1, &payload));

@@ -1,13 +1,36 @@
 //! Agreement between ranks: same parameters at start-up, and every store
 //! operation succeeds everywhere or fails everywhere.
 
+use std::marker::PhantomData;
 use std::path::Path;
 
 use mpi::collective::SystemOperation;
 use mpi::traits::*;
 use serde::Serialize;
 
-use checkpointing::{DiskStore, SnapshotStore, Step, StorageError, StoreStats};
+use checkpointing::{
+    DiskStore, DurableStore, Journal, SnapshotStore, Step, StorageError, StoreStats,
+};
+
+/// Another rank's store operation failed; this rank stops with this error
+/// (as the source of a [`StorageError::Backend`]) instead of waiting for
+/// that rank.
+///
+/// ```
+/// use checkpointing::StorageError;
+/// use checkpointing_mpi::OtherRankError;
+/// let error = StorageError::backend(5, OtherRankError { rank: 2, reason: "disk full".into() });
+/// assert_eq!(error.to_string(), "snapshot of step 5: rank 2 failed: disk full");
+/// assert_eq!(error.backend_source::<OtherRankError>().map(|e| e.rank), Some(2));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("rank {rank} failed: {reason}")]
+pub struct OtherRankError {
+    /// The first rank that failed.
+    pub rank: usize,
+    /// Its error.
+    pub reason: String,
+}
 
 /// Ranks were given different parameters.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -90,8 +113,8 @@ pub fn rank_disk_store<C: Communicator, T>(
 /// One rank's store, whose every save, load, take, removal and flush is
 /// followed by an agreement between all ranks: if the operation failed on
 /// any rank, it fails on every rank, with the rank's own error where it
-/// failed and [`StorageError::OtherRank`] (naming the first rank that failed
-/// and its error) elsewhere. Since every rank runs the same schedule, every
+/// failed and an [`OtherRankError`] (naming the first rank that failed and
+/// its error, as the source of a [`StorageError::Backend`]) elsewhere. Since every rank runs the same schedule, every
 /// rank performs the same store operations in the same order, and the
 /// agreement (one `MPI_Allreduce` of an integer) always matches up.
 ///
@@ -99,15 +122,34 @@ pub fn rank_disk_store<C: Communicator, T>(
 /// others wait forever for its halo exchange.
 ///
 /// Queries (`contains`, `len`, `stats`...) stay local.
-pub struct CollectiveStore<'c, C, St> {
+///
+/// It is durable ([`SnapshotStore::as_durable`]) when `inner` is, each rank
+/// keeping its own snapshots (give each rank its own journal directory):
+/// adopting a manifest and completing removals are agreed like the other
+/// operations, and since every rank performs the same actions, every rank
+/// defers the same removals. A resumable run is sound when every rank
+/// resumes from the same action: commit the journals by action count only
+/// (`Journal::commit_every_actions`, with a `commit_every` longer than the
+/// run), and call [`agree_on_journal`] before
+/// [`Executor::run_resumable`](checkpointing::Executor::run_resumable), so
+/// that a crash that left the ranks' journals at different actions starts
+/// every rank over.
+///
+/// `T` is the type of the values stored (inferred where the store is used).
+pub struct CollectiveStore<'c, C, St, T> {
     comm: &'c C,
     inner: St,
+    _values: PhantomData<fn(T) -> T>,
 }
 
-impl<'c, C: Communicator, St> CollectiveStore<'c, C, St> {
+impl<'c, C: Communicator, St, T> CollectiveStore<'c, C, St, T> {
     /// Wraps this rank's `inner` store; collective over `comm`.
     pub fn new(comm: &'c C, inner: St) -> Self {
-        Self { comm, inner }
+        Self {
+            comm,
+            inner,
+            _values: PhantomData,
+        }
     }
 
     /// This rank's store.
@@ -132,16 +174,18 @@ impl<'c, C: Communicator, St> CollectiveStore<'c, C, St> {
         let reason = broadcast_string(self.comm, first, &message);
         match result {
             Err(e) => Err(e),
-            Ok(_) => Err(StorageError::OtherRank {
+            Ok(_) => Err(StorageError::backend(
                 step,
-                rank: first as usize,
-                reason,
-            }),
+                OtherRankError {
+                    rank: first as usize,
+                    reason,
+                },
+            )),
         }
     }
 }
 
-impl<C: Communicator, T, St: SnapshotStore<T>> SnapshotStore<T> for CollectiveStore<'_, C, St> {
+impl<C: Communicator, T, St: SnapshotStore<T>> SnapshotStore<T> for CollectiveStore<'_, C, St, T> {
     fn save(&mut self, step: Step, value: T) -> Result<(), StorageError> {
         let result = self.inner.save(step, value);
         self.agree(step, result)
@@ -171,10 +215,6 @@ impl<C: Communicator, T, St: SnapshotStore<T>> SnapshotStore<T> for CollectiveSt
         self.inner.contains(step)
     }
 
-    fn len(&self) -> usize {
-        self.inner.len()
-    }
-
     fn held_steps(&self) -> Vec<Step> {
         self.inner.held_steps()
     }
@@ -194,6 +234,99 @@ impl<C: Communicator, T, St: SnapshotStore<T>> SnapshotStore<T> for CollectiveSt
 
     fn stats(&self) -> StoreStats {
         self.inner.stats()
+    }
+
+    fn as_durable(&mut self) -> Option<&mut dyn DurableStore> {
+        if self.inner.as_durable().is_some() {
+            Some(self)
+        } else {
+            None
+        }
+    }
+}
+
+/// The inner store's durable side, each failure agreed between the ranks
+/// (see [`CollectiveStore`] for when a resumable run is sound). Over an
+/// inner store that is not durable, removals are not deferred, the
+/// manifest is empty and adopting one fails on every rank.
+impl<C: Communicator, T, St: SnapshotStore<T>> DurableStore for CollectiveStore<'_, C, St, T> {
+    fn defer_removals(&mut self) {
+        if let Some(durable) = self.inner.as_durable() {
+            durable.defer_removals();
+        }
+    }
+
+    fn complete_removals(&mut self) -> Result<(), StorageError> {
+        let result = match self.inner.as_durable() {
+            Some(durable) => durable.complete_removals(),
+            None => Ok(()),
+        };
+        self.agree(0, result)
+    }
+
+    fn has_pending_removals(&mut self) -> bool {
+        self.inner
+            .as_durable()
+            .is_some_and(|durable| durable.has_pending_removals())
+    }
+
+    fn manifest(&mut self) -> Vec<(Step, String)> {
+        self.inner
+            .as_durable()
+            .map(|durable| durable.manifest())
+            .unwrap_or_default()
+    }
+
+    fn adopt(&mut self, manifest: &[(Step, String)]) -> Result<(), StorageError> {
+        let result = match self.inner.as_durable() {
+            Some(durable) => durable.adopt(manifest),
+            None => Err(StorageError::backend(0, NotDurable)),
+        };
+        self.agree(0, result)
+    }
+}
+
+/// Adopting a manifest through a [`CollectiveStore`] whose inner store
+/// does not outlive the process.
+///
+/// ```
+/// use checkpointing::StorageError;
+/// let error = StorageError::backend(0, checkpointing_mpi::NotDurable);
+/// assert_eq!(error.to_string(), "snapshot of step 0: the rank's store does not outlive the process");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the rank's store does not outlive the process")]
+pub struct NotDurable;
+
+/// Makes every rank resume from the same journal entry, or every rank
+/// start over: if the ranks' journals (`journal`, one per rank) record
+/// different numbers of completed actions (a crash between two ranks'
+/// commits), or some rank has none, every rank deletes its journal, and
+/// [`Executor::run_resumable`](checkpointing::Executor::run_resumable) then
+/// starts over (deleting the snapshots no journal names). Returns whether
+/// the ranks resume. Collective: every rank must call it.
+///
+/// ```no_run
+/// use checkpointing::{Journal, ScheduleSpec};
+/// let universe = mpi::initialize().unwrap();
+/// let spec = ScheduleSpec::Revolve(checkpointing::schedule::RevolveParams { max_n: 100, snapshots_in_ram: 5, costs: Default::default() });
+/// let journal = Journal::new("/local/scratch/rank0", spec, "heat").commit_every_actions(50);
+/// let resuming = checkpointing_mpi::agree_on_journal(&universe.world(), &journal).unwrap();
+/// ```
+pub fn agree_on_journal<C: Communicator>(
+    comm: &C,
+    journal: &Journal,
+) -> Result<bool, std::io::Error> {
+    let mine = journal.completed_actions().map_or(-1, |n| n as i64);
+    let (mut lowest, mut highest) = (0_i64, 0_i64);
+    comm.all_reduce_into(&mine, &mut lowest, SystemOperation::min());
+    comm.all_reduce_into(&mine, &mut highest, SystemOperation::max());
+    if lowest == highest && lowest >= 0 {
+        return Ok(true);
+    }
+    match std::fs::remove_file(journal.path()) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(false),
     }
 }
 

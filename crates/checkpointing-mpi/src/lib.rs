@@ -46,6 +46,7 @@ mod decomposition;
 pub mod heat;
 
 pub use collective::{
-    check_same_parameters, exit_together, rank_disk_store, CollectiveStore, MismatchError,
+    agree_on_journal, check_same_parameters, exit_together, rank_disk_store, CollectiveStore,
+    MismatchError, NotDurable, OtherRankError,
 };
 pub use decomposition::{Block1d, Halo1d};

@@ -65,27 +65,14 @@ impl<'de> Deserialize<'de> for Bytes {
 /// The Python exception for a store error: `SnapshotCorruptedError` for a
 /// corrupted file, `SnapshotError` otherwise; both carry `step`.
 fn snapshot_error(py: Python<'_>, error: StorageError) -> PyErr {
-    let step = match &error {
-        StorageError::BudgetExceeded { step, .. }
-        | StorageError::AlreadyStored { step }
-        | StorageError::Missing { step, .. }
-        | StorageError::Corrupted { step, .. }
-        | StorageError::DiskFull { step, .. }
-        | StorageError::Io { step, .. }
-        | StorageError::OtherRank { step, .. }
-        | StorageError::Device { step, .. }
-        | StorageError::Serialization { step, .. } => Some(*step),
-        _ => None,
-    };
+    let step = error.step();
     let err = match error {
         StorageError::Corrupted { .. } => SnapshotCorruptedError::new_err(error.to_string()),
         _ => SnapshotError::new_err(error.to_string()),
     };
-    if let Some(step) = step {
-        // Setting an attribute on a fresh exception instance cannot fail
-        // in practice; the message names the step in any case.
-        let _ = err.value(py).setattr("step", step);
-    }
+    // Setting an attribute on a fresh exception instance cannot fail in
+    // practice; the message names the step in any case.
+    let _ = err.value(py).setattr("step", step);
     err
 }
 

@@ -3,7 +3,7 @@
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use checkpointing::{DurableStore, SnapshotStore, Step, StorageError, StoreStats};
+use checkpointing::{SnapshotStore, Step, StorageError, StoreStats};
 
 use crate::codec::{Blob, Codec, Compressor};
 
@@ -16,6 +16,9 @@ use crate::codec::{Blob, Codec, Compressor};
 /// bit for bit the value saved and gradients are unchanged. The inner
 /// store's [`stats`](SnapshotStore::stats) count compressed bytes;
 /// [`raw_bytes_written`](Self::raw_bytes_written) counts the serialized size.
+/// It is durable ([`SnapshotStore::as_durable`]) when the inner store is:
+/// the inner store's files or datasets are the snapshots, so a compressed
+/// disk store serves journaled runs.
 ///
 /// ```
 /// use checkpointing::{MemoryStore, SnapshotStore};
@@ -110,31 +113,4 @@ where
     }
 
     delegate_bookkeeping!(inner);
-}
-
-/// A compressed disk store still serves journaled runs.
-impl<T, St> DurableStore<T> for CompressedStore<St>
-where
-    T: Serialize + DeserializeOwned,
-    St: DurableStore<Blob>,
-{
-    fn defer_removals(&mut self) {
-        self.inner.defer_removals()
-    }
-
-    fn complete_removals(&mut self) -> Result<(), StorageError> {
-        self.inner.complete_removals()
-    }
-
-    fn has_pending_removals(&self) -> bool {
-        self.inner.has_pending_removals()
-    }
-
-    fn manifest(&self) -> Vec<(Step, String)> {
-        self.inner.manifest()
-    }
-
-    fn adopt(&mut self, manifest: &[(Step, String)]) -> Result<(), StorageError> {
-        self.inner.adopt(manifest)
-    }
 }

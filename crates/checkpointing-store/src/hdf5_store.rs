@@ -349,24 +349,23 @@ macro_rules! hdf5_bookkeeping {
             self.unlink(step)
         }
 
-        fn contains(&self, step: Step) -> bool {
-            self.held.contains(step)
-        }
-
-        fn len(&self) -> usize {
-            self.held.len()
-        }
-
         fn held_steps(&self) -> Vec<Step> {
             self.held.steps()
         }
 
-        fn resident_bytes(&self) -> u64 {
-            0
+        fn contains(&self, step: Step) -> bool {
+            self.held.contains(step)
         }
 
         fn stats(&self) -> StoreStats {
             self.stats
+        }
+
+        /// The file outlives the process: journaled runs
+        /// ([`Executor::run_resumable`](checkpointing::Executor::run_resumable))
+        /// can keep a level in it.
+        fn as_durable(&mut self) -> Option<&mut dyn DurableStore> {
+            Some(self)
         }
     };
 }
@@ -385,12 +384,6 @@ impl<E: Hdf5Element> SnapshotStore<Vec<E>> for Hdf5Store<E> {
                 reason: format!("dataset holds {n} rows, a state is one"),
             }),
         }
-    }
-
-    fn take(&mut self, step: Step) -> Result<Vec<E>, StorageError> {
-        let value = SnapshotStore::<Vec<E>>::load(self, step)?;
-        self.unlink(step)?;
-        Ok(value)
     }
 
     hdf5_bookkeeping!();
@@ -416,18 +409,12 @@ impl<E: Hdf5Element> SnapshotStore<Checkpoint<Vec<E>>> for Hdf5Store<E> {
         })
     }
 
-    fn take(&mut self, step: Step) -> Result<Checkpoint<Vec<E>>, StorageError> {
-        let value = SnapshotStore::<Checkpoint<Vec<E>>>::load(self, step)?;
-        self.unlink(step)?;
-        Ok(value)
-    }
-
     hdf5_bookkeeping!();
 }
 
 /// Journaled runs ([`Executor::run_resumable`](checkpointing::Executor::run_resumable))
 /// can keep their disk level in an HDF5 file.
-impl<E: Hdf5Element> DurableStore<Checkpoint<Vec<E>>> for Hdf5Store<E> {
+impl<E: Hdf5Element> DurableStore for Hdf5Store<E> {
     fn defer_removals(&mut self) {
         self.held.defer_removals();
     }
@@ -439,11 +426,11 @@ impl<E: Hdf5Element> DurableStore<Checkpoint<Vec<E>>> for Hdf5Store<E> {
         Ok(())
     }
 
-    fn has_pending_removals(&self) -> bool {
+    fn has_pending_removals(&mut self) -> bool {
         self.held.has_pending()
     }
 
-    fn manifest(&self) -> Vec<(Step, String)> {
+    fn manifest(&mut self) -> Vec<(Step, String)> {
         self.held.manifest()
     }
 

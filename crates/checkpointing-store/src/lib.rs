@@ -28,23 +28,23 @@
 
 #![warn(missing_docs)]
 
-/// The bookkeeping methods of a store that wraps `self.$inner`, passed on.
+/// The methods of a store that transforms values on their way to
+/// `self.$inner` and keeps nothing else: what is held, its counters, its
+/// background work and its durability are the inner store's. (The trait's
+/// defaults describe a store on its own, so a wrapper passes these on; the
+/// others, `len` and `is_empty` among them, follow from these.)
 macro_rules! delegate_bookkeeping {
     ($inner:ident) => {
         fn remove(&mut self, step: Step) -> Result<(), StorageError> {
             self.$inner.remove(step)
         }
 
-        fn contains(&self, step: Step) -> bool {
-            self.$inner.contains(step)
-        }
-
-        fn len(&self) -> usize {
-            self.$inner.len()
-        }
-
         fn held_steps(&self) -> Vec<Step> {
             self.$inner.held_steps()
+        }
+
+        fn contains(&self, step: Step) -> bool {
+            self.$inner.contains(step)
         }
 
         fn prefetch(&mut self, step: Step) {
@@ -62,6 +62,10 @@ macro_rules! delegate_bookkeeping {
         fn stats(&self) -> StoreStats {
             self.$inner.stats()
         }
+
+        fn as_durable(&mut self) -> Option<&mut dyn checkpointing::DurableStore> {
+            self.$inner.as_durable()
+        }
     };
 }
 
@@ -72,7 +76,7 @@ mod compressed;
 mod hdf5_store;
 mod quantized;
 
-pub use async_store::AsyncStore;
+pub use async_store::{AsyncStore, NotDurable};
 pub use codec::{Blob, Codec, CodecError, Compressor};
 pub use compressed::CompressedStore;
 #[cfg(feature = "hdf5")]

@@ -240,14 +240,14 @@ mod hdf5_file {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("run.h5");
         let mut store = Hdf5Store::<f64>::create(&path).unwrap();
-        DurableStore::<Checkpoint<Vec<f64>>>::defer_removals(&mut store);
+        DurableStore::defer_removals(&mut store);
         let cp = |x: f64| Checkpoint {
             ics: Some(vec![x; 4]),
             deps: vec![],
         };
         store.save(1, cp(1.0)).unwrap();
         store.save(2, cp(2.0)).unwrap();
-        let manifest = DurableStore::<Checkpoint<Vec<f64>>>::manifest(&store);
+        let manifest = DurableStore::manifest(&mut store);
         SnapshotStore::<Checkpoint<Vec<f64>>>::remove(&mut store, 2).unwrap();
         store.save(2, cp(3.0)).unwrap(); // the old dataset's removal is pending
         assert_ne!(store.dataset_name(2), "step-00000000000000000002");
@@ -259,7 +259,7 @@ mod hdf5_file {
             SnapshotStore::<Checkpoint<Vec<f64>>>::held_steps(&store),
             vec![1, 2, 5]
         );
-        DurableStore::<Checkpoint<Vec<f64>>>::adopt(&mut store, &manifest).unwrap();
+        DurableStore::adopt(&mut store, &manifest).unwrap();
         assert_eq!(
             SnapshotStore::<Checkpoint<Vec<f64>>>::held_steps(&store),
             vec![1, 2]

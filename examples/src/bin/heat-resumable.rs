@@ -14,7 +14,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use checkpointing::{
-    Checkpoint, DiskStore, DurableStore, Executor, Journal, MemoryStore, ScheduleSpec,
+    Checkpoint, DiskStore, Executor, Journal, MemoryStore, ScheduleSpec, SnapshotStore,
 };
 use checkpointing_examples::heat::HeatEquation;
 use clap::{Parser, ValueEnum};
@@ -94,7 +94,7 @@ fn hdf5(_: &Args, _: &Journal) -> Result<(), Box<dyn std::error::Error>> {
     Err("built without the hdf5 feature".into())
 }
 
-fn solve<D: DurableStore<Checkpoint<Vec<f64>>>>(
+fn solve<D: SnapshotStore<Checkpoint<Vec<f64>>>>(
     args: &Args,
     journal: &Journal,
     disk: D,

@@ -5,16 +5,14 @@
 use super::{missing_store, Executor, ExecutorError, Problem, Progress, Stop, Work, SPARE_STATES};
 use crate::action::Step;
 use crate::schedule::Schedule;
-use crate::storage::{Checkpoint, Footprint, SnapshotStore};
+use crate::storage::{Checkpoint, Footprint};
 use crate::StorageLevel;
 
-impl<'p, S, R, D> Executor<'p, S, R, D>
+impl<'p, S> Executor<'p, S>
 where
-    S: Clone + Footprint,
-    R: SnapshotStore<Checkpoint<S>>,
-    D: SnapshotStore<Checkpoint<S>>,
+    S: Clone + Footprint + 'p,
 {
-    fn store(
+    fn store_checkpoint(
         &mut self,
         level: StorageLevel,
         n: Step,
@@ -68,7 +66,7 @@ where
                 ics: Some(work.duplicate(&state)),
                 deps: Vec::new(),
             };
-            self.store(storage, n0, checkpoint, &inconsistent)?;
+            self.store_checkpoint(storage, n0, checkpoint, &inconsistent)?;
         }
         let keep_in_work = write_adj_deps && storage == StorageLevel::Work;
         let mut stored_deps = Vec::new();
@@ -106,7 +104,7 @@ where
                 ics: None,
                 deps: stored_deps,
             };
-            self.store(storage, n0, checkpoint, &inconsistent)?;
+            self.store_checkpoint(storage, n0, checkpoint, &inconsistent)?;
         }
         work.live = Some((n, state));
         Ok(())
@@ -202,7 +200,7 @@ where
                 }
                 Ok(())
             }
-            level => self.store(level, n, checkpoint, inconsistent),
+            level => self.store_checkpoint(level, n, checkpoint, inconsistent),
         }
     }
 }

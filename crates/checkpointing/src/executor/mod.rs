@@ -4,7 +4,7 @@
 //! [`FnProblem`]): the forward `x_{i+1} = f_i(x_i)` and the adjoint
 //! `λ_i = (∂f_i/∂x_i)^T λ_{i+1}`, accumulating any parameter gradient in the
 //! problem itself. The [`Executor`] performs the schedule's actions: it runs
-//! forward steps, stores and restores snapshots in its RAM and DISK stores,
+//! forward steps, stores and restores snapshots in the stores of its levels,
 //! keeps the adjoint dependencies in WORK and runs the adjoint from `max_n`
 //! back to 0.
 //!
@@ -12,6 +12,7 @@
 //! so the adjoint step receives `x_i` and recomputes what it needs.
 
 mod actions;
+mod builder;
 mod journal;
 mod outcome;
 mod problem;
@@ -25,48 +26,42 @@ pub use problem::{FnProblem, Problem, UserError};
 use window::Window;
 
 use std::collections::VecDeque;
-use std::marker::PhantomData;
 
 use crate::action::{Action, Step};
 use crate::schedule::Schedule;
-use crate::storage::{Checkpoint, Footprint, MemoryStore, SnapshotStore};
-use crate::StorageLevel;
+use crate::storage::{Checkpoint, Footprint, SnapshotStore};
+use crate::{PerLevel, StorageLevel};
 
-/// Performs a schedule's actions against a [`Problem`], with one store for
-/// the RAM level and one for the DISK level.
+/// The store of one level, owned by the executor (or lent to it: stores
+/// implement [`SnapshotStore`] for `&mut St`).
+type LevelStore<'p, S> = Box<dyn SnapshotStore<Checkpoint<S>> + 'p>;
+
+/// Performs a schedule's actions against a [`Problem`], with one store per
+/// stored level ([`StorageLevel::STORED`]: DEVICE, RAM, DISK).
+///
+/// The stores are data, one per level in a [`PerLevel`]: every level is
+/// served by the same code, and a level without a store makes an action
+/// on it an [`ExecutorError::Inconsistent`] error.
 ///
 /// ```
-/// use checkpointing::{DiskStore, Executor, FnProblem, MemoryStore, MultistageCheckpointSchedule, Trajectory};
+/// use checkpointing::{DiskStore, Executor, FnProblem, MemoryStore, MultistageCheckpointSchedule, StorageLevel, Trajectory};
 /// let mut problem = FnProblem::new(|_, x: &mut Vec<f64>| x[0] *= 2.0, |_, _: &Vec<f64>, l: &mut f64| *l *= 2.0);
 /// let mut executor = Executor::new(MemoryStore::new(), DiskStore::temporary().unwrap());
 /// let schedule = MultistageCheckpointSchedule::new(10, 1, 2, Trajectory::Maximum).unwrap();
 /// let out = executor.run(&mut problem, schedule, vec![1.0], |_| Ok(1.0)).unwrap();
 /// assert_eq!(out.adjoint, 1024.0);
-/// assert!(out.stats.disk.writes > 0);
+/// assert!(out.stats.levels[StorageLevel::Disk].writes > 0);
 /// ```
-pub struct Executor<'p, S, R, D> {
-    ram: R,
-    disk: D,
-    /// The DEVICE level's store, for three-level schedules.
-    device: Option<Box<dyn SnapshotStore<Checkpoint<S>> + 'p>>,
+pub struct Executor<'p, S> {
+    stores: PerLevel<Option<LevelStore<'p, S>>>,
     progress: Option<Box<dyn FnMut(Progress) + 'p>>,
-    _state: PhantomData<fn(S) -> S>,
-}
-
-impl<'p, S: Clone + Footprint>
-    Executor<'p, S, MemoryStore<Checkpoint<S>>, MemoryStore<Checkpoint<S>>>
-{
-    /// An executor whose RAM and DISK levels both live in unlimited memory
-    /// stores.
-    pub fn in_memory() -> Self {
-        Self::new(MemoryStore::new(), MemoryStore::new())
-    }
 }
 
 /// Why no store serves `level`.
 fn missing_store(verb: &str, level: StorageLevel) -> String {
-    if level == StorageLevel::Device {
-        format!("cannot {verb} {level}: the executor has no device store (Executor::with_device)")
+    if StorageLevel::STORED.contains(&level) {
+        let name = level.name().to_ascii_lowercase();
+        format!("cannot {verb} {level}: the executor has no {name} store (Executor::with_store)")
     } else {
         format!("cannot {verb} {level}")
     }
@@ -121,36 +116,37 @@ impl<S, A> Start<S, A> {
 }
 
 /// What happens after each action; a journal records progress there.
-trait AfterAction<S, P: Problem, R, D> {
+trait AfterAction<S, P: Problem> {
     /// `completed` actions are done; `work` is the executor's state.
     fn after_action(
         &mut self,
         completed: usize,
         work: &Work<S, P::Adjoint>,
-        ram: &mut R,
-        disk: &mut D,
+        stores: &mut PerLevel<Option<LevelStore<'_, S>>>,
         problem: &P,
     ) -> Result<(), ExecutorError>;
     /// The run completed.
-    fn finish(&mut self, disk: &mut D) -> Result<(), ExecutorError>;
+    fn finish(
+        &mut self,
+        stores: &mut PerLevel<Option<LevelStore<'_, S>>>,
+    ) -> Result<(), ExecutorError>;
 }
 
 /// Plain runs record nothing.
 struct NoJournal;
 
-impl<S, P: Problem, R, D> AfterAction<S, P, R, D> for NoJournal {
+impl<S, P: Problem> AfterAction<S, P> for NoJournal {
     fn after_action(
         &mut self,
         _: usize,
         _: &Work<S, P::Adjoint>,
-        _: &mut R,
-        _: &mut D,
+        _: &mut PerLevel<Option<LevelStore<'_, S>>>,
         _: &P,
     ) -> Result<(), ExecutorError> {
         Ok(())
     }
 
-    fn finish(&mut self, _: &mut D) -> Result<(), ExecutorError> {
+    fn finish(&mut self, _: &mut PerLevel<Option<LevelStore<'_, S>>>) -> Result<(), ExecutorError> {
         Ok(())
     }
 }
@@ -174,80 +170,10 @@ impl<S: Clone, A> Work<S, A> {
     }
 }
 
-impl<'p, S, R, D> Executor<'p, S, R, D>
+impl<'p, S> Executor<'p, S>
 where
-    S: Clone + Footprint,
-    R: SnapshotStore<Checkpoint<S>>,
-    D: SnapshotStore<Checkpoint<S>>,
+    S: Clone + Footprint + 'p,
 {
-    /// An executor storing RAM snapshots in `ram` and DISK snapshots in
-    /// `disk`.
-    pub fn new(ram: R, disk: D) -> Self {
-        Self {
-            ram,
-            disk,
-            device: None,
-            progress: None,
-            _state: PhantomData,
-        }
-    }
-
-    /// Adds a store for the DEVICE level (accelerator memory), which
-    /// three-level schedules ([`HierarchicalRevolve`](crate::HierarchicalRevolve))
-    /// use besides RAM and DISK. Without one, an action on DEVICE is an
-    /// [`ExecutorError::Inconsistent`] error.
-    ///
-    /// ```
-    /// use checkpointing::{Executor, FnProblem, HierarchicalRevolve, LevelSpec, MemoryStore, StorageLevel};
-    /// let mut problem = FnProblem::new(|_, x: &mut f64| *x *= 2.0, |_, _: &f64, l: &mut f64| *l *= 2.0);
-    /// let mut executor = Executor::in_memory().with_device(MemoryStore::new());
-    /// let schedule = HierarchicalRevolve::new(12, &[
-    ///     LevelSpec::new(StorageLevel::Device, 1, 0.0, 0.0),
-    ///     LevelSpec::new(StorageLevel::Ram, 1, 1.0, 1.0),
-    ///     LevelSpec::new(StorageLevel::Disk, 2, 4.0, 4.0),
-    /// ], Default::default()).unwrap();
-    /// let out = executor.run(&mut problem, schedule, 1.0, |_| Ok(1.0)).unwrap();
-    /// assert_eq!(out.adjoint, 4096.0);
-    /// assert!(out.stats.device.writes > 0);
-    /// ```
-    pub fn with_device(mut self, store: impl SnapshotStore<Checkpoint<S>> + 'p) -> Self {
-        self.device = Some(Box::new(store));
-        self
-    }
-
-    /// The store of a stored level, `None` for WORK, NONE and a DEVICE level
-    /// without a store.
-    fn level_store(
-        &mut self,
-        level: StorageLevel,
-    ) -> Option<&mut dyn SnapshotStore<Checkpoint<S>>> {
-        match level {
-            StorageLevel::Ram => Some(&mut self.ram),
-            StorageLevel::Disk => Some(&mut self.disk),
-            StorageLevel::Device => match self.device.as_mut() {
-                Some(store) => Some(store.as_mut()),
-                None => None,
-            },
-            StorageLevel::Work | StorageLevel::None => None,
-        }
-    }
-
-    /// Calls `report` after every forward and adjoint step.
-    pub fn with_progress(mut self, report: impl FnMut(Progress) + 'p) -> Self {
-        self.progress = Some(Box::new(report));
-        self
-    }
-
-    /// The RAM store.
-    pub fn ram(&self) -> &R {
-        &self.ram
-    }
-
-    /// The DISK store.
-    pub fn disk(&self) -> &D {
-        &self.disk
-    }
-
     /// Runs an offline schedule from `initial`. `terminal` receives the
     /// final state `x_{max_n}` and returns `λ_{max_n}` (the derivative of the
     /// objective); the outcome holds `λ_0`.
@@ -328,7 +254,7 @@ where
     where
         P: Problem<State = S>,
         Sc: Schedule,
-        J: AfterAction<S, P, R, D>,
+        J: AfterAction<S, P>,
     {
         let Start {
             mut work,
@@ -405,13 +331,13 @@ where
                                 .map_err(|source| ExecutorError::Storage { level, source })?;
                         }
                     }
-                    journal.finish(&mut self.disk)?;
+                    journal.finish(&mut self.stores)?;
                     work.stats.actions = index as u64 + 1;
                     self.record_peak(&mut work);
-                    work.stats.ram = self.ram.stats();
-                    work.stats.disk = self.disk.stats();
-                    if let Some(device) = &self.device {
-                        work.stats.device = device.stats();
+                    for (level, store) in self.stores.iter() {
+                        if let Some(store) = store {
+                            work.stats.levels[level] = store.stats();
+                        }
                     }
                     return Ok(Outcome {
                         adjoint,
@@ -421,7 +347,7 @@ where
             }
             self.record_peak(&mut work);
             index += 1;
-            journal.after_action(index, &work, &mut self.ram, &mut self.disk, problem)?;
+            journal.after_action(index, &work, &mut self.stores, problem)?;
         }
         Err(ExecutorError::EndedEarly { actions: index })
     }
@@ -446,9 +372,13 @@ where
     }
 
     fn record_peak<A>(&self, work: &mut Work<S, A>) {
-        let device = self.device.as_ref().map_or(0, |d| d.resident_bytes());
-        let bytes =
-            self.ram.resident_bytes() + self.disk.resident_bytes() + device + work.deps.bytes();
+        let stored: u64 = self
+            .stores
+            .iter()
+            .filter_map(|(_, store)| store.as_ref())
+            .map(|store| store.resident_bytes())
+            .sum();
+        let bytes = stored + work.deps.bytes();
         work.stats.peak_snapshot_bytes = work.stats.peak_snapshot_bytes.max(bytes);
         work.stats.peak_work_states = work.stats.peak_work_states.max(work.deps.len() as u64);
     }

@@ -7,7 +7,7 @@ use super::{JournalError, UserError};
 use crate::action::{Action, Step};
 use crate::schedule::ScheduleError;
 use crate::storage::{StorageError, StoreStats};
-use crate::StorageLevel;
+use crate::{PerLevel, StorageLevel};
 
 /// Why an execution failed.
 #[derive(Debug, thiserror::Error)]
@@ -55,6 +55,9 @@ pub enum ExecutorError {
     /// A journal could not be written, or does not belong to this run.
     #[error(transparent)]
     Journal(#[from] JournalError),
+    /// A store was given for a level that holds no checkpoints (WORK, NONE).
+    #[error("{0} holds no checkpoints: it has no store")]
+    NotAStoredLevel(StorageLevel),
     /// `run` on an online schedule, or `run_online` on an offline one.
     #[error("{0}")]
     WrongMode(&'static str),
@@ -62,6 +65,7 @@ pub enum ExecutorError {
 
 /// Progress of an execution, for progress bars.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Progress {
     /// Forward steps advanced so far.
     pub forward_steps: u64,
@@ -70,7 +74,19 @@ pub struct Progress {
 }
 
 /// What an execution did, measured.
+///
+/// ```
+/// use checkpointing::{Executor, FnProblem, Revolve, StorageLevel};
+/// let mut problem = FnProblem::new(|_, x: &mut f64| *x *= 2.0, |_, _: &f64, l: &mut f64| *l *= 2.0);
+/// let out = Executor::in_memory()
+///     .run(&mut problem, Revolve::new(10, 3).unwrap(), 1.0, |_| Ok(1.0))
+///     .unwrap();
+/// assert_eq!(out.stats.levels[StorageLevel::Ram].peak_snapshots, 3);
+/// let written: u64 = out.stats.levels.iter().map(|(_, s)| s.writes).sum();
+/// assert_eq!(written, out.stats.levels[StorageLevel::Ram].writes);
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ExecutionStats {
     /// Number of steps of the loop.
     pub steps: Step,
@@ -80,13 +96,9 @@ pub struct ExecutionStats {
     pub forward_steps: u64,
     /// Adjoint steps advanced.
     pub adjoint_steps: u64,
-    /// The RAM store's counters.
-    pub ram: StoreStats,
-    /// The DISK store's counters.
-    pub disk: StoreStats,
-    /// The DEVICE store's counters (zero without one, see
-    /// [`Executor::with_device`](super::Executor::with_device)).
-    pub device: StoreStats,
+    /// Each stored level's store counters (zero for a level without a
+    /// store).
+    pub levels: PerLevel<StoreStats>,
     /// Most bytes of snapshots held in memory at once: the DEVICE, RAM and
     /// DISK stores' resident bytes plus the adjoint dependencies in WORK,
     /// measured from the values' buffers after every action.

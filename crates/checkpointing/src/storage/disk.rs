@@ -293,12 +293,6 @@ impl<T: Serialize + DeserializeOwned> SnapshotStore<T> for DiskStore<T> {
         Ok(value)
     }
 
-    fn take(&mut self, step: Step) -> Result<T, StorageError> {
-        let value = self.load(step)?;
-        self.remove(step)?;
-        Ok(value)
-    }
-
     fn remove(&mut self, step: Step) -> Result<(), StorageError> {
         match self.files.remove(step)? {
             Some(name) => self.delete(step, &name),
@@ -318,16 +312,17 @@ impl<T: Serialize + DeserializeOwned> SnapshotStore<T> for DiskStore<T> {
         self.files.steps()
     }
 
-    fn resident_bytes(&self) -> u64 {
-        0
-    }
-
     fn stats(&self) -> StoreStats {
         self.stats
     }
+
+    fn as_durable(&mut self) -> Option<&mut dyn DurableStore> {
+        Some(self)
+    }
 }
 
-impl<T: Serialize + DeserializeOwned> DurableStore<T> for DiskStore<T> {
+/// Its files outlive the process.
+impl<T> DurableStore for DiskStore<T> {
     fn defer_removals(&mut self) {
         self.files.defer_removals();
     }
@@ -339,11 +334,11 @@ impl<T: Serialize + DeserializeOwned> DurableStore<T> for DiskStore<T> {
         Ok(())
     }
 
-    fn has_pending_removals(&self) -> bool {
+    fn has_pending_removals(&mut self) -> bool {
         self.files.has_pending()
     }
 
-    fn manifest(&self) -> Vec<(Step, String)> {
+    fn manifest(&mut self) -> Vec<(Step, String)> {
         self.files.manifest()
     }
 

@@ -7,16 +7,24 @@ use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use checkpointing::{Footprint, SnapshotStore, Step, StorageError, StoreStats};
+use checkpointing::{DurableStore, Footprint, SnapshotStore, Step, StorageError, StoreStats};
+
+mod durable;
+
+pub use durable::NotDurable;
 
 type Reply<T> = SyncSender<Result<T, StorageError>>;
 
-enum Request<T> {
+/// Work on the inner store's durable side, run on the worker in turn.
+type DurableJob<St> = Box<dyn FnOnce(&mut St) + Send>;
+
+enum Request<T, St> {
     Save(Step, T),
     Remove(Step),
     Load(Step, Reply<T>),
     Take(Step, Reply<T>),
     Flush(SyncSender<()>),
+    Durable(DurableJob<St>),
 }
 
 /// What the worker shares with the caller: the inner store's counters and
@@ -41,6 +49,16 @@ struct Shared {
 /// reported by the next read or [`flush`] (which the executor calls before
 /// it returns), or by a save issued after the error happened.
 ///
+/// The store is durable ([`SnapshotStore::as_durable`]) when its inner
+/// store is, and then serves journaled runs
+/// ([`Executor::run_resumable`](checkpointing::Executor::run_resumable)):
+/// a [`manifest`](DurableStore::manifest) is answered by the worker after
+/// every save issued before it, so it names only snapshots already on the
+/// medium, and the journal [`flush`]es the store (reporting any failed
+/// write) before it records the manifest. Removals are deferred by the
+/// inner store, in order with the saves, and the wrapper knows without
+/// asking the worker whether any is pending.
+///
 /// [`prefetch`]: SnapshotStore::prefetch
 /// [`flush`]: SnapshotStore::flush
 ///
@@ -55,7 +73,7 @@ struct Shared {
 /// assert_eq!(store.stats().writes, 1);
 /// ```
 pub struct AsyncStore<T, St> {
-    queue: Option<SyncSender<Request<T>>>,
+    queue: Option<SyncSender<Request<T, St>>>,
     worker: Option<JoinHandle<St>>,
     shared: Arc<Mutex<Shared>>,
     /// Bytes of values queued for saving or read ahead and not yet taken.
@@ -68,6 +86,13 @@ pub struct AsyncStore<T, St> {
     wanted: VecDeque<Step>,
     /// Most reads ahead outstanding at once.
     capacity: usize,
+    /// Whether the inner store is durable.
+    durable: bool,
+    /// Whether the inner store defers removals ([`DurableStore`]).
+    deferring: bool,
+    /// Whether a deferred removal was issued since the last
+    /// [`complete_removals`](DurableStore::complete_removals).
+    pending_removals: bool,
 }
 
 impl<T, St> AsyncStore<T, St>
@@ -79,7 +104,11 @@ where
     /// operations (at least 1), and at most `capacity` snapshots read ahead:
     /// up to `2 × capacity` snapshots can be in memory besides the inner
     /// store's. Snapshots already in `inner` stay readable.
-    pub fn new(inner: St, capacity: usize) -> Self {
+    pub fn new(mut inner: St, capacity: usize) -> Self {
+        let (durable, pending_removals) = match inner.as_durable() {
+            Some(durable) => (true, durable.has_pending_removals()),
+            None => (false, false),
+        };
         let (queue, requests) = mpsc::sync_channel(capacity.max(1));
         let held = inner.held_steps().into_iter().collect();
         let shared = Arc::new(Mutex::new(Shared {
@@ -104,6 +133,9 @@ where
             prefetched: HashMap::new(),
             wanted: VecDeque::new(),
             capacity: capacity.max(1),
+            durable,
+            deferring: pending_removals,
+            pending_removals,
         }
     }
 
@@ -117,7 +149,7 @@ where
             .expect("the store's I/O thread panicked")
     }
 
-    fn send(&self, request: Request<T>) -> Result<(), StorageError> {
+    fn send(&self, request: Request<T, St>) -> Result<(), StorageError> {
         self.queue
             .as_ref()
             .expect("queue present until dropped")
@@ -174,8 +206,27 @@ where
         self.shared.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Runs `job` on the inner store's durable side, on the worker after
+    /// every operation issued before, and waits for its answer (`None` if
+    /// the inner store is not durable).
+    fn on_durable<R: Send + 'static>(
+        &self,
+        job: impl FnOnce(&mut dyn DurableStore) -> R + Send + 'static,
+    ) -> Result<Option<R>, StorageError> {
+        let (reply, answer) = mpsc::sync_channel(1);
+        self.send(Request::Durable(Box::new(move |inner: &mut St| {
+            let _ = reply.send(inner.as_durable().map(job));
+        })))?;
+        answer.recv().map_err(|_| worker_gone())
+    }
+
+    /// Notes a removal, which a deferring durable store keeps pending.
+    fn removed(&mut self) {
+        self.pending_removals |= self.deferring;
+    }
+
     /// Sends a request that answers and waits for the answer.
-    fn ask(&self, request: impl FnOnce(Reply<T>) -> Request<T>) -> Result<T, StorageError> {
+    fn ask(&self, request: impl FnOnce(Reply<T>) -> Request<T, St>) -> Result<T, StorageError> {
         let (reply, answer) = mpsc::sync_channel(1);
         self.send(request(reply))?;
         self.receive(answer)
@@ -205,7 +256,7 @@ fn worker_gone() -> StorageError {
 /// The worker: performs requests in order until the queue is dropped.
 fn serve<T: Footprint, St: SnapshotStore<T>>(
     mut inner: St,
-    requests: Receiver<Request<T>>,
+    requests: Receiver<Request<T, St>>,
     shared: &Mutex<Shared>,
     in_flight: &AtomicU64,
 ) -> St {
@@ -222,6 +273,10 @@ fn serve<T: Footprint, St: SnapshotStore<T>>(
             Request::Take(step, reply) => answer(inner.take(step), reply, in_flight),
             Request::Flush(done) => {
                 let _ = done.send(());
+                None
+            }
+            Request::Durable(job) => {
+                job(&mut inner);
                 None
             }
         };
@@ -288,6 +343,7 @@ where
             None => self.ask(|reply| Request::Take(step, reply))?,
         };
         self.held.remove(&step);
+        self.removed();
         self.start_reads();
         Ok(value)
     }
@@ -298,15 +354,13 @@ where
             return Err(StorageError::Missing { step, path: None });
         }
         self.discard_prefetch(step);
-        self.send(Request::Remove(step))
+        self.send(Request::Remove(step))?;
+        self.removed();
+        Ok(())
     }
 
     fn contains(&self, step: Step) -> bool {
         self.held.contains(&step)
-    }
-
-    fn len(&self) -> usize {
-        self.held.len()
     }
 
     fn held_steps(&self) -> Vec<Step> {
@@ -335,6 +389,14 @@ where
 
     fn stats(&self) -> StoreStats {
         self.lock().stats
+    }
+
+    fn as_durable(&mut self) -> Option<&mut dyn DurableStore> {
+        if self.durable {
+            Some(self)
+        } else {
+            None
+        }
     }
 }
 
