@@ -192,6 +192,20 @@ fn killed_revolve_runs_in_ram_only_resume_to_the_exact_gradient() {
     kill_and_resume(spec, "disk", 4);
 }
 
+#[test]
+fn killed_hierarchical_revolve_runs_resume_to_the_exact_gradient() {
+    // The journal names the schedule by its spec, levels included.
+    let spec = ScheduleSpec::HierarchicalRevolve(schedule::HierarchicalRevolveParams {
+        max_n: STEPS,
+        levels: vec![
+            checkpointing::LevelSpec::new(checkpointing::StorageLevel::Ram, 2, 0.0, 0.0),
+            checkpointing::LevelSpec::new(checkpointing::StorageLevel::Disk, 4, 2.0, 2.0),
+        ],
+        step_costs: Default::default(),
+    });
+    kill_and_resume(spec, "disk", 4);
+}
+
 #[cfg(feature = "hdf5")]
 #[test]
 fn killed_runs_on_an_hdf5_store_resume_to_the_exact_gradient() {

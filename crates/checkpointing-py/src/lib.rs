@@ -15,6 +15,7 @@ use pyo3::types::{PyByteArray, PyTuple};
 
 mod disk;
 mod record_layout;
+mod spec;
 mod tables;
 
 use checkpointing::{
@@ -984,6 +985,7 @@ fn optimal_steps_binomial(n: u64, s: u64) -> PyResult<u64> {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_register, m)?)?;
     m.add_function(wrap_pyfunction!(optimal_steps_binomial, m)?)?;
+    m.add_function(wrap_pyfunction!(spec::schedule_from_spec, m)?)?;
     m.add_class::<CheckpointAction>()?;
     m.add_class::<Forward>()?;
     m.add_class::<Reverse>()?;

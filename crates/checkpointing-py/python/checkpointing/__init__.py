@@ -42,6 +42,7 @@ __all__ = [
     "Periodic",
     "OnlineR2",
     "optimal_steps_binomial",
+    "schedule_from_spec",
     "InvalidScheduleParameters",
     "action_arrays",
     "iter_action_arrays",
@@ -105,6 +106,7 @@ from ._native import (  # noqa: E402
     SingleDiskStorageSchedule,
     SingleMemoryStorageSchedule,
     TwoLevelCheckpointSchedule,
+    schedule_from_spec,
 )
 from ._tables import optimal_steps_binomial  # noqa: E402
 from ._arrays import action_arrays, iter_action_arrays  # noqa: E402

@@ -1,0 +1,63 @@
+"""`schedule_from_spec`: every schedule of the library by its JSON spec,
+action for action the same as its constructor, and bad specs raise."""
+
+import json
+
+import pytest
+
+import checkpointing
+
+
+def actions(schedule, n):
+    out = []
+    for action in schedule:
+        out.append(repr(action))
+        if isinstance(action, checkpointing.EndReverse):
+            break
+        if schedule.max_n is None and isinstance(action, checkpointing.Forward) and action.n1 >= n:
+            schedule.finalize(n)
+    return out
+
+
+@pytest.mark.parametrize(
+    "spec, constructor",
+    [
+        ({"schedule": "revolve", "max_n": 30, "snapshots_in_ram": 3}, lambda: checkpointing.Revolve(30, 3)),
+        ({"schedule": "multistage", "max_n": 30, "snapshots_in_ram": 2, "snapshots_on_disk": 2},
+         lambda: checkpointing.MultistageCheckpointSchedule(30, 2, 2)),
+        ({"schedule": "periodic", "max_n": 30, "period": 7}, lambda: checkpointing.Periodic(30, 7)),
+        ({"schedule": "online-r2", "steps": 30, "snapshots": 3}, lambda: checkpointing.OnlineR2(3)),
+    ],
+)
+def test_same_actions_as_the_constructor(spec, constructor):
+    n = spec.get("max_n", spec.get("steps"))
+    assert actions(checkpointing.schedule_from_spec(json.dumps(spec)), n) == actions(constructor(), n)
+
+
+def test_hierarchical_revolve_runs_from_python():
+    spec = {
+        "schedule": "hierarchical-revolve",
+        "max_n": 40,
+        "levels": [
+            {"level": "RAM", "snapshots": 2, "write_cost": 0.0, "read_cost": 0.0},
+            {"level": "DISK", "snapshots": 3, "write_cost": 2.0, "read_cost": 2.0},
+        ],
+    }
+    out = actions(checkpointing.schedule_from_spec(json.dumps(spec)), 40)
+    assert out[-1] == "EndReverse()"
+    assert sum(a.startswith("Reverse(") for a in out) == 40
+    assert any("StorageType.DISK" in a for a in out)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "not json",
+        '{"schedule": "nonesuch", "max_n": 3}',
+        '{"schedule": "revolve", "max_n": 3, "snapshots_in_ram": 1, "period": 2}',
+        '{"schedule": "revolve", "max_n": 0, "snapshots_in_ram": 1}',
+    ],
+)
+def test_bad_specs_raise(text):
+    with pytest.raises(checkpointing.InvalidScheduleParameters):
+        checkpointing.schedule_from_spec(text)
