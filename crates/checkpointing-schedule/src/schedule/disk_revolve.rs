@@ -404,71 +404,43 @@ pub struct PeriodicDiskRevolveParams {
     pub costs: Costs,
 }
 
-/// The disk variants keep every disk checkpoint they write (as the
-/// reference does): disk is unbounded by design, RAM is bounded.
-fn disk_variant_replay(max_n: Step, snapshots_in_ram: u64) -> Replay {
-    Replay::new(max_n).ram_budget(snapshots_in_ram)
+/// [`ScheduleParams`] for the two disk variants, whose parameters are the
+/// same and whose schedules differ: the disk variants keep every disk
+/// checkpoint they write (as the reference does), so disk is unbounded by
+/// design and RAM bounded; with RAM and disk both available they have one
+/// configuration.
+macro_rules! disk_variant_params {
+    ($params:ty, $schedule:ident) => {
+        impl ScheduleParams for $params {
+            fn steps(&self) -> Step {
+                self.max_n
+            }
+
+            fn build(&self) -> Result<Box<dyn Schedule + Send>, ScheduleError> {
+                Ok(Box::new($schedule::new(
+                    self.max_n,
+                    self.snapshots_in_ram,
+                    self.costs,
+                )?))
+            }
+
+            fn replay(&self) -> Replay {
+                Replay::new(self.max_n).ram_budget(self.snapshots_in_ram)
+            }
+
+            fn candidates(budget: &CandidateBudget) -> Vec<Self> {
+                if budget.ram == 0 || budget.disk == 0 {
+                    return Vec::new();
+                }
+                vec![Self {
+                    max_n: budget.max_n,
+                    snapshots_in_ram: budget.ram,
+                    costs: budget.costs,
+                }]
+            }
+        }
+    };
 }
 
-/// With RAM and disk both available, the disk variants' one configuration.
-fn disk_variant_candidate(budget: &CandidateBudget) -> Option<(Step, u64, Costs)> {
-    (budget.ram > 0 && budget.disk > 0).then_some((budget.max_n, budget.ram, budget.costs))
-}
-
-impl ScheduleParams for DiskRevolveParams {
-    fn steps(&self) -> Step {
-        self.max_n
-    }
-
-    fn build(&self) -> Result<Box<dyn Schedule + Send>, ScheduleError> {
-        Ok(Box::new(DiskRevolve::new(
-            self.max_n,
-            self.snapshots_in_ram,
-            self.costs,
-        )?))
-    }
-
-    fn replay(&self) -> Replay {
-        disk_variant_replay(self.max_n, self.snapshots_in_ram)
-    }
-
-    fn candidates(budget: &CandidateBudget) -> Vec<Self> {
-        disk_variant_candidate(budget)
-            .map(|(max_n, snapshots_in_ram, costs)| Self {
-                max_n,
-                snapshots_in_ram,
-                costs,
-            })
-            .into_iter()
-            .collect()
-    }
-}
-
-impl ScheduleParams for PeriodicDiskRevolveParams {
-    fn steps(&self) -> Step {
-        self.max_n
-    }
-
-    fn build(&self) -> Result<Box<dyn Schedule + Send>, ScheduleError> {
-        Ok(Box::new(PeriodicDiskRevolve::new(
-            self.max_n,
-            self.snapshots_in_ram,
-            self.costs,
-        )?))
-    }
-
-    fn replay(&self) -> Replay {
-        disk_variant_replay(self.max_n, self.snapshots_in_ram)
-    }
-
-    fn candidates(budget: &CandidateBudget) -> Vec<Self> {
-        disk_variant_candidate(budget)
-            .map(|(max_n, snapshots_in_ram, costs)| Self {
-                max_n,
-                snapshots_in_ram,
-                costs,
-            })
-            .into_iter()
-            .collect()
-    }
-}
+disk_variant_params!(DiskRevolveParams, DiskRevolve);
+disk_variant_params!(PeriodicDiskRevolveParams, PeriodicDiskRevolve);

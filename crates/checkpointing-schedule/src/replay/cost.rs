@@ -1,0 +1,90 @@
+//! [`Cost`]: what a replayed action stream costs, per level and in total.
+
+use serde::Serialize;
+
+use crate::action::Step;
+use crate::levels::PerLevel;
+use crate::schedule::Costs;
+use crate::StorageLevel;
+
+/// Traffic and occupancy of one storage level (DEVICE, RAM or DISK).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct LevelCost {
+    /// Checkpoints written (forward restart data or adjoint dependencies).
+    pub writes: u64,
+    /// Checkpoints read (copied or moved out).
+    pub reads: u64,
+    /// Checkpoints deleted without being read (`Move` to NONE).
+    pub deletes: u64,
+    /// Most checkpoints held at once.
+    pub peak: u64,
+}
+
+/// What a replayed action stream costs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Cost {
+    /// Number of forward steps of the loop.
+    pub max_n: Step,
+    /// Actions replayed (up to and including the first `EndReverse`).
+    pub actions: u64,
+    /// Forward steps advanced in total.
+    pub forward_steps: u64,
+    /// Forward steps beyond the first `max_n`: recomputation.
+    pub recomputed_steps: u64,
+    /// Adjoint steps advanced.
+    pub adjoint_steps: u64,
+    /// Traffic and occupancy of each stored level (DEVICE, RAM, DISK): zero
+    /// for a level the schedule does not use. In JSON, one field per level
+    /// (`"ram"`, `"disk"`, `"device"`).
+    #[serde(flatten)]
+    pub levels: PerLevel<LevelCost>,
+    /// Most steps whose adjoint dependencies were held in WORK at once.
+    pub peak_work_steps: u64,
+}
+
+impl Cost {
+    /// Whether the replayed schedule stayed within `ram` RAM snapshots and
+    /// `disk` disk snapshots, counting the adjoint dependencies held in WORK
+    /// beyond one step as RAM.
+    ///
+    /// ```
+    /// use checkpointing_schedule::{Replay, Revolve};
+    /// let cost = Replay::new(50).run(Revolve::new(50, 3).unwrap()).unwrap();
+    /// assert!(cost.fits(3, 0) && !cost.fits(2, 0));
+    /// ```
+    pub fn fits(&self, ram: u64, disk: u64) -> bool {
+        self.levels[StorageLevel::Ram].peak + self.peak_work_steps.saturating_sub(1) <= ram
+            && self.levels[StorageLevel::Disk].peak <= disk
+    }
+
+    /// `uf·forward + ub·adjoint + wd·disk writes + rd·disk reads`: the
+    /// H-Revolve cost model (Herrmann & Pallez, ACM TOMS 46(2), 2020), with
+    /// RAM traffic free.
+    ///
+    /// ```
+    /// use checkpointing_schedule::schedule::Costs;
+    /// use checkpointing_schedule::{Replay, Revolve};
+    /// let cost = Replay::new(4).run(Revolve::new(4, 2).unwrap()).unwrap();
+    /// assert_eq!(cost.weighted(&Costs::default()), 8.0 + 4.0);
+    /// ```
+    pub fn weighted(&self, costs: &Costs) -> f64 {
+        let disk = &self.levels[StorageLevel::Disk];
+        costs.uf * self.forward_steps as f64
+            + costs.ub * self.adjoint_steps as f64
+            + costs.wd * disk.writes as f64
+            + costs.rd * disk.reads as f64
+    }
+
+    /// The traffic and occupancy of a stored level (DEVICE, RAM or DISK);
+    /// `None` for WORK and NONE.
+    ///
+    /// ```
+    /// use checkpointing_schedule::{Replay, Revolve, StorageLevel};
+    /// let cost = Replay::new(10).run(Revolve::new(10, 2).unwrap()).unwrap();
+    /// assert_eq!(cost.level(StorageLevel::Ram).unwrap().peak, 2);
+    /// assert!(cost.level(StorageLevel::Work).is_none());
+    /// ```
+    pub fn level(&self, level: StorageLevel) -> Option<&LevelCost> {
+        self.levels.get(level)
+    }
+}
