@@ -1,0 +1,192 @@
+//! [`HeterogeneousChain`], the input of the heterogeneous schedule, and
+//! [`ChainCost`], what an action stream costs on it.
+
+use super::super::ScheduleError;
+use crate::action::{Action, Step};
+use crate::StorageLevel;
+
+/// A chain of steps with per-step forward and adjoint costs and per-state
+/// checkpoint sizes: the input of [`HeterogeneousRevolve`].
+///
+/// ```
+/// use checkpointing_schedule::HeterogeneousChain;
+/// // 20 steps, every 10th one 20 times costlier, states of 8 MB.
+/// let forward: Vec<f64> = (0..20).map(|i| if i % 10 == 9 { 20.0 } else { 1.0 }).collect();
+/// let chain = HeterogeneousChain::new(forward.clone(), forward, vec![8 << 20; 20]).unwrap();
+/// assert_eq!(chain.steps(), 20);
+/// assert!(HeterogeneousChain::new(vec![1.0], vec![], vec![1]).is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeterogeneousChain {
+    pub(super) forward: Vec<f64>,
+    pub(super) adjoint: Vec<f64>,
+    pub(super) bytes: Vec<u64>,
+}
+
+impl HeterogeneousChain {
+    /// A chain of `n = forward.len()` steps: `forward[i]` and `adjoint[i]`
+    /// are the costs of step `i` and of its adjoint, `bytes[i]` the size of
+    /// state `i` (the forward restart data of step `i`; the final state `n`
+    /// is never stored, so it has no size).
+    ///
+    /// Errors: [`ScheduleError::ZeroSteps`] for no step;
+    /// [`ScheduleError::InvalidParameter`] when `adjoint` or `bytes` does not
+    /// have `n` entries; [`ScheduleError::InvalidCost`] for a negative,
+    /// infinite or NaN cost.
+    ///
+    /// ```
+    /// use checkpointing_schedule::{HeterogeneousChain, ScheduleError};
+    /// assert!(HeterogeneousChain::new(vec![1.0, 2.0], vec![1.0, 1.0], vec![4, 4]).is_ok());
+    /// assert_eq!(HeterogeneousChain::new(vec![], vec![], vec![]).unwrap_err(), ScheduleError::ZeroSteps);
+    /// assert!(matches!(
+    ///     HeterogeneousChain::new(vec![f64::NAN], vec![1.0], vec![4]).unwrap_err(),
+    ///     ScheduleError::InvalidCost { name: "forward", .. }
+    /// ));
+    /// ```
+    pub fn new(
+        forward: Vec<f64>,
+        adjoint: Vec<f64>,
+        bytes: Vec<u64>,
+    ) -> Result<Self, ScheduleError> {
+        let n = forward.len();
+        if n == 0 {
+            return Err(ScheduleError::ZeroSteps);
+        }
+        for (name, len) in [("adjoint", adjoint.len()), ("bytes", bytes.len())] {
+            if len != n {
+                return Err(ScheduleError::InvalidParameter {
+                    name,
+                    reason: format!("has {len} entries, the chain has {n} steps (forward.len())"),
+                });
+            }
+        }
+        for (name, costs) in [("forward", &forward), ("adjoint", &adjoint)] {
+            for &value in costs.iter() {
+                super::super::check_cost(name, value)?;
+            }
+        }
+        Ok(Self {
+            forward,
+            adjoint,
+            bytes,
+        })
+    }
+
+    /// A chain of `n` equal steps: forward cost `forward`, adjoint cost
+    /// `adjoint`, states of `bytes` bytes. Errors as
+    /// [`HeterogeneousChain::new`], and [`ScheduleError::TooLarge`] for more
+    /// steps than any table can hold (2²³), rather than allocating them.
+    ///
+    /// ```
+    /// let chain = checkpointing_schedule::HeterogeneousChain::uniform(10, 1.0, 1.0, 64).unwrap();
+    /// assert_eq!(chain.bytes(), &[64; 10]);
+    /// ```
+    pub fn uniform(n: Step, forward: f64, adjoint: f64, bytes: u64) -> Result<Self, ScheduleError> {
+        if n > super::table::CELL_LIMIT {
+            return Err(ScheduleError::TooLarge {
+                what: "heterogeneous chain",
+                reason: format!("{n} steps; coarsen the chain into segments"),
+            });
+        }
+        let n = n as usize;
+        Self::new(vec![forward; n], vec![adjoint; n], vec![bytes; n])
+    }
+
+    /// Number of steps.
+    pub fn steps(&self) -> Step {
+        self.forward.len() as Step
+    }
+
+    /// Forward cost of each step.
+    pub fn forward(&self) -> &[f64] {
+        &self.forward
+    }
+
+    /// Adjoint cost of each step.
+    pub fn adjoint(&self) -> &[f64] {
+        &self.adjoint
+    }
+
+    /// Size in bytes of each state's checkpoint.
+    pub fn bytes(&self) -> &[u64] {
+        &self.bytes
+    }
+
+    /// The chain's costs and RAM bytes along an action stream (up to the
+    /// first `EndReverse`): forward and adjoint cost of the steps advanced,
+    /// and the most bytes of RAM checkpoints held at once. It only counts;
+    /// check validity with [`crate::Replay`]. Steps outside the chain cost
+    /// nothing and take no bytes.
+    ///
+    /// ```
+    /// use checkpointing_schedule::{HeterogeneousChain, Revolve};
+    /// let chain = HeterogeneousChain::new(vec![1.0, 2.0, 3.0, 4.0], vec![1.0; 4], vec![10, 20, 30, 40]).unwrap();
+    /// let cost = chain.account(Revolve::new(4, 2).unwrap());
+    /// assert_eq!(cost.peak_bytes, 10 + 30); // states 0 and 2
+    /// assert_eq!(cost.adjoint, 4.0);
+    /// assert_eq!(cost.forward, 10.0 + 3.0 + (1.0 + 2.0) + 1.0); // 1st pass + recomputation
+    /// ```
+    pub fn account<I: IntoIterator<Item = Action>>(&self, actions: I) -> ChainCost {
+        let size = |n: Step| self.bytes.get(n as usize).copied().unwrap_or(0);
+        let step_costs = |costs: &[f64], a: Step, b: Step| -> f64 {
+            let len = costs.len() as Step;
+            let (a, b) = (a.min(len) as usize, b.min(len) as usize);
+            costs.get(a..b).map_or(0.0, |c| c.iter().sum())
+        };
+        let mut held = std::collections::BTreeSet::new();
+        let (mut bytes, mut cost) = (0u64, ChainCost::default());
+        for action in actions {
+            match action {
+                Action::Forward {
+                    n0,
+                    n1,
+                    write_ics,
+                    storage,
+                    ..
+                } => {
+                    if write_ics && storage == StorageLevel::Ram && held.insert(n0) {
+                        bytes = bytes.saturating_add(size(n0));
+                        cost.peak_bytes = cost.peak_bytes.max(bytes);
+                    }
+                    cost.forward += step_costs(&self.forward, n0, n1);
+                }
+                Action::Reverse { n1, n0, .. } => {
+                    cost.adjoint += step_costs(&self.adjoint, n0, n1);
+                }
+                Action::Move {
+                    n,
+                    from: StorageLevel::Ram,
+                    ..
+                } if held.remove(&n) => bytes -= size(n),
+                Action::Copy { n, to, .. } | Action::Move { n, to, .. }
+                    if to == StorageLevel::Ram && held.insert(n) =>
+                {
+                    bytes = bytes.saturating_add(size(n));
+                    cost.peak_bytes = cost.peak_bytes.max(bytes);
+                }
+                Action::EndReverse => break,
+                _ => {}
+            }
+        }
+        cost
+    }
+}
+
+/// What an action stream costs on a [`HeterogeneousChain`]
+/// ([`HeterogeneousChain::account`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ChainCost {
+    /// Forward cost of every step advanced, recomputations included.
+    pub forward: f64,
+    /// Adjoint cost of every step reversed.
+    pub adjoint: f64,
+    /// Most bytes of RAM checkpoints held at once.
+    pub peak_bytes: u64,
+}
+
+impl ChainCost {
+    /// `forward + adjoint`.
+    pub fn total(&self) -> f64 {
+        self.forward + self.adjoint
+    }
+}
