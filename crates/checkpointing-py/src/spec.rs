@@ -6,7 +6,8 @@
 use checkpointing::ScheduleSpec;
 use pyo3::prelude::*;
 
-use crate::{parameter_error, CheckpointSchedule};
+use crate::registry::parameter_error;
+use crate::schedule::CheckpointSchedule;
 
 /// `schedule_from_spec(spec)`: the schedule that the JSON string `spec`
 /// names, e.g. `'{"schedule": "revolve", "max_n": 10,
