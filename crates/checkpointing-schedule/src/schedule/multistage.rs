@@ -1,5 +1,26 @@
 //! Binomial checkpointing over RAM and disk,
 //! `checkpoint_schedules.MultistageCheckpointSchedule`.
+//!
+//! With `s` snapshots and `β(s, t) = C(s + t, s)` (Griewank & Walther
+//! 2000), `n` steps are reversed with repetition number `t` (each step
+//! advanced at most `t + 1` times) iff `n <= β(s, t)`; the least forward
+//! count is `t·n − β(s + 1, t − 1)` for the least such `t`. A schedule
+//! attains it by advancing `k` steps, storing the state and recursing:
+//!
+//! ```text
+//! F(1, s) = 1,   F(n, 0) = ∞ for n > 1,
+//! F(n, s) = min over 1 <= k < n of  k + F(n − k, s − 1) + F(k, s)
+//! ```
+//!
+//! (advance `k` steps and store the state there, reverse the last `n − k`
+//! steps with one snapshot fewer, restore and reverse the first `k`).
+//! Several `k` are optimal; `Trajectory::Revolve` and `Trajectory::Maximum`
+//! pick the classic and the largest
+//! ([`binomial_advance`](super::binomial_advance), in closed form from the
+//! `β` bounds of `t`). Stumm & Walther (2009)
+//! show that splitting the `s` slots between RAM and disk keeps the forward
+//! count; the slots read most often (found by one pass over the RAM-only
+//! schedule) go to RAM, so disk traffic is least.
 
 use serde::{Deserialize, Serialize};
 

@@ -6,7 +6,7 @@ use crate::action::{Action, Step};
 use crate::StorageLevel;
 
 /// A chain of steps with per-step forward and adjoint costs and per-state
-/// checkpoint sizes: the input of [`HeterogeneousRevolve`].
+/// checkpoint sizes: the input of [`HeterogeneousRevolve`](super::HeterogeneousRevolve).
 ///
 /// ```
 /// use checkpointing_schedule::HeterogeneousChain;

@@ -1,5 +1,25 @@
 //! Checkpointing that stores either forward restart data or adjoint
 //! dependencies, `checkpoint_schedules.MixedCheckpointSchedule`.
+//!
+//! The dynamic program of Maddison, "Step-based checkpointing with
+//! high-level algorithmic differentiation", J. Comput. Sci. 82 (2024):
+//! with `C(n, s)` the total steps advanced (forward and adjoint) to reverse
+//! `n` steps from a stored restart state with `s` free checkpoint units
+//! (`s` clamped to `n − 1`),
+//!
+//! ```text
+//! C(1, s) = 1
+//! C(n, s) = n                          if n <= s + 1  (store every step's adjoint dependencies)
+//! C(n, 1) = n(n + 1)/2 − 1
+//! C(n, s) = min( 1 + C(n − 1, s − 1),                      store the first step's adjoint dependencies,
+//!                min over 2 <= i < n of i + C(n − i, s − 1) + C(i, s) )   advance i steps, store restart data
+//! ```
+//!
+//! with the reference's ties: the last minimising `i`, and adjoint
+//! dependencies only when strictly cheaper. `table.rs` tabulates it in
+//! `O(max_n · snapshots)` memory; the split search uses the rows'
+//! structure (module `search`) to avoid the full `O(max_n² · snapshots)`
+//! scan where it can.
 
 use serde::{Deserialize, Serialize};
 
