@@ -1,9 +1,7 @@
 //! The disk level of a GPU run: device states downloaded into the
 //! checksummed, crash-safe `DiskStore` and uploaded back when read.
 
-use checkpointing::{
-    Checkpoint, DiskStore, DurableStore, SnapshotStore, Step, StorageError, StoreStats,
-};
+use checkpointing::{Checkpoint, DiskStore, SnapshotStore, Step, StorageError};
 
 use crate::device_error;
 use crate::gpu::{DeviceState, Gpu, GpuError};
@@ -61,24 +59,7 @@ impl SnapshotStore<Checkpoint<DeviceState>> for DeviceDiskStore {
         self.upload(step, host)
     }
 
-    fn remove(&mut self, step: Step) -> Result<(), StorageError> {
-        self.disk.remove(step)
-    }
-
-    fn held_steps(&self) -> Vec<Step> {
-        self.disk.held_steps()
-    }
-
-    fn contains(&self, step: Step) -> bool {
-        self.disk.contains(step)
-    }
-
-    fn stats(&self) -> StoreStats {
-        self.disk.stats()
-    }
-
-    /// The disk store's files are the snapshots: durable as it is.
-    fn as_durable(&mut self) -> Option<&mut dyn DurableStore> {
-        self.disk.as_durable()
-    }
+    // The disk store's files are the snapshots: which are held, their
+    // traffic and their durability are the disk store's.
+    checkpointing::forward_to_inner_store!(disk);
 }

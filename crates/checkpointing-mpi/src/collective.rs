@@ -8,9 +8,7 @@ use mpi::collective::SystemOperation;
 use mpi::traits::*;
 use serde::Serialize;
 
-use checkpointing::{
-    DiskStore, DurableStore, Journal, SnapshotStore, Step, StorageError, StoreStats,
-};
+use checkpointing::{DiskStore, DurableStore, Journal, SnapshotStore, Step, StorageError};
 
 /// Another rank's store operation failed; this rank stops with this error
 /// (as the source of a [`StorageError::Backend`]) instead of waiting for
@@ -211,29 +209,11 @@ impl<C: Communicator, T, St: SnapshotStore<T>> SnapshotStore<T> for CollectiveSt
         self.agree(step, result)
     }
 
-    fn contains(&self, step: Step) -> bool {
-        self.inner.contains(step)
-    }
-
-    fn held_steps(&self) -> Vec<Step> {
-        self.inner.held_steps()
-    }
-
-    fn prefetch(&mut self, step: Step) {
-        self.inner.prefetch(step)
-    }
+    checkpointing::forward_to_inner_store!(inner: contains, held_steps, prefetch, resident_bytes, stats);
 
     fn flush(&mut self) -> Result<(), StorageError> {
         let result = self.inner.flush();
         self.agree(0, result)
-    }
-
-    fn resident_bytes(&self) -> u64 {
-        self.inner.resident_bytes()
-    }
-
-    fn stats(&self) -> StoreStats {
-        self.inner.stats()
     }
 
     fn as_durable(&mut self) -> Option<&mut dyn DurableStore> {

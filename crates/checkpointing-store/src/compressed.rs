@@ -3,7 +3,7 @@
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use checkpointing::{SnapshotStore, Step, StorageError, StoreStats};
+use checkpointing::{SnapshotStore, Step, StorageError};
 
 use crate::codec::{Blob, Codec, Compressor};
 
@@ -112,5 +112,5 @@ where
         Self::decode(step, &self.inner.take(step)?)
     }
 
-    delegate_bookkeeping!(inner);
+    checkpointing::forward_to_inner_store!(inner);
 }

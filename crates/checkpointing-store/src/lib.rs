@@ -28,47 +28,6 @@
 
 #![warn(missing_docs)]
 
-/// The methods of a store that transforms values on their way to
-/// `self.$inner` and keeps nothing else: what is held, its counters, its
-/// background work and its durability are the inner store's. (The trait's
-/// defaults describe a store on its own, so a wrapper passes these on; the
-/// others, `len` and `is_empty` among them, follow from these.)
-macro_rules! delegate_bookkeeping {
-    ($inner:ident) => {
-        fn remove(&mut self, step: Step) -> Result<(), StorageError> {
-            self.$inner.remove(step)
-        }
-
-        fn held_steps(&self) -> Vec<Step> {
-            self.$inner.held_steps()
-        }
-
-        fn contains(&self, step: Step) -> bool {
-            self.$inner.contains(step)
-        }
-
-        fn prefetch(&mut self, step: Step) {
-            self.$inner.prefetch(step)
-        }
-
-        fn flush(&mut self) -> Result<(), StorageError> {
-            self.$inner.flush()
-        }
-
-        fn resident_bytes(&self) -> u64 {
-            self.$inner.resident_bytes()
-        }
-
-        fn stats(&self) -> StoreStats {
-            self.$inner.stats()
-        }
-
-        fn as_durable(&mut self) -> Option<&mut dyn checkpointing::DurableStore> {
-            self.$inner.as_durable()
-        }
-    };
-}
-
 mod async_store;
 mod codec;
 mod compressed;

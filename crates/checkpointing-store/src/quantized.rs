@@ -1,6 +1,6 @@
 //! Error-bounded lossy snapshots: floats rounded to an absolute grid.
 
-use checkpointing::{Checkpoint, SnapshotStore, Step, StorageError, StoreStats};
+use checkpointing::{Checkpoint, SnapshotStore, Step, StorageError};
 
 /// Values whose floating-point fields can be rounded to a grid.
 ///
@@ -181,7 +181,7 @@ where
         self.inner.take(step)
     }
 
-    delegate_bookkeeping!(inner);
+    checkpointing::forward_to_inner_store!(inner);
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 mod disk;
 mod error;
+mod forward;
 mod memory;
 mod names;
 mod store;
