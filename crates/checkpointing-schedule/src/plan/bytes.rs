@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 /// `B`). Case matters for `M`/`m` only in that `m` (milli) is refused.
 /// A fractional result is rounded down to whole bytes.
 ///
-/// It prints in the largest binary unit that keeps at least one whole unit,
-/// with up to two decimals (`8 GiB`, `1.5 MiB`, `512 B`); serde uses the
-/// plain number.
+/// It prints in the largest unit, SI or binary, that gives it exactly with
+/// at most two decimals (`8 GiB`, `80 MB`, `1.5 MiB`, `512 B`), else in
+/// binary units rounded to two decimals; serde uses the plain number.
 ///
 /// ```
 /// use checkpointing_schedule::plan::Bytes;
@@ -120,16 +120,50 @@ impl FromStr for Bytes {
     }
 }
 
+/// SI units for printing, largest first.
+const SI_UNITS: [(&str, u64); 5] = [
+    ("PB", 1_000_000_000_000_000),
+    ("TB", 1_000_000_000_000),
+    ("GB", 1_000_000_000),
+    ("MB", 1_000_000),
+    ("kB", 1_000),
+];
+
+/// The largest unit of `units` in which `bytes` is exact with at most two
+/// decimals: the unit and the value in it.
+fn exact_in(bytes: u64, units: &[(&'static str, u64)]) -> Option<(&'static str, f64)> {
+    units
+        .iter()
+        .find(|(_, size)| bytes >= *size && (bytes as u128 * 100) % *size as u128 == 0)
+        .map(|&(name, size)| (name, bytes as f64 / size as f64))
+}
+
 impl fmt::Display for Bytes {
+    /// The largest unit, SI or binary, that gives the count exactly with at
+    /// most two decimals (`80 MB`, `8 GiB`, `1.5 MiB`), else the binary
+    /// unit rounded to two decimals.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (name, size) = PRINT_UNITS
-            .into_iter()
-            .find(|(_, size)| self.0 >= *size)
-            .unwrap_or(("B", 1));
-        if self.0 % size == 0 {
-            return write!(f, "{} {name}", self.0 / size);
-        }
-        let value = format!("{:.2}", self.0 as f64 / size as f64);
+        let binary = exact_in(self.0, &PRINT_UNITS[..PRINT_UNITS.len() - 1]);
+        let si = exact_in(self.0, &SI_UNITS);
+        let (name, value) = match (binary, si) {
+            (Some(b), Some(s)) => {
+                if s.1 < b.1 {
+                    s
+                } else {
+                    b
+                }
+            }
+            (Some(b), None) => b,
+            (None, Some(s)) => s,
+            (None, None) => {
+                let (name, size) = PRINT_UNITS
+                    .into_iter()
+                    .find(|(_, size)| self.0 >= *size)
+                    .unwrap_or(("B", 1));
+                (name, self.0 as f64 / size as f64)
+            }
+        };
+        let value = format!("{value:.2}");
         let value = value.trim_end_matches('0').trim_end_matches('.');
         write!(f, "{value} {name}")
     }
@@ -226,9 +260,24 @@ mod tests {
         assert_eq!(Bytes(512).to_string(), "512 B");
         assert_eq!(Bytes(8 << 30).to_string(), "8 GiB");
         assert_eq!(Bytes(3 << 19).to_string(), "1.5 MiB");
-        assert_eq!(Bytes(80_000_000).to_string(), "76.29 MiB");
+        assert_eq!(Bytes(80_000_000).to_string(), "80 MB");
+        assert_eq!(Bytes(1_500_000).to_string(), "1.5 MB");
+        assert_eq!(Bytes(1000).to_string(), "1 kB");
+        assert_eq!(Bytes(1024).to_string(), "1 KiB");
+        assert_eq!(Bytes(1_234_567).to_string(), "1.18 MiB");
+        assert_eq!(Bytes(u64::MAX).to_string(), "16384 PiB");
         // Display then parse gives the count back when it is exact.
-        for n in [1u64, 1023, 1024, 3 << 19, 8 << 30, 5 << 40] {
+        for n in [
+            1u64,
+            1023,
+            1024,
+            3 << 19,
+            8 << 30,
+            5 << 40,
+            80_000_000,
+            1_500_000,
+            12_340,
+        ] {
             assert_eq!(parse(&Bytes(n).to_string()), Ok(n));
         }
     }

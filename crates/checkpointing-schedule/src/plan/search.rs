@@ -23,6 +23,9 @@ const TABLES: [&str; 5] = [
     "mixed",
 ];
 
+/// Nonzero snapshot counts tried per level (the budget and its halvings).
+const SPLITS: usize = 5;
+
 /// Snapshot counts tried for one level: `max`, then halved down to 1, and 0
 /// (at most `len` values besides 0, largest first).
 fn splits(max: u64, len: usize) -> Vec<u64> {
@@ -36,7 +39,8 @@ fn splits(max: u64, len: usize) -> Vec<u64> {
 
 /// Every configuration to cost: [`ScheduleSpec::candidates`] for each split
 /// of the snapshots (RAM and disk counts each from their budget down by
-/// halves, capped at the step count), with Two-level in both trajectories;
+/// halves, capped at the step count; the table-based schedules with all
+/// the RAM only), with Two-level in both trajectories;
 /// only online schedules for an unknown step count; deduplicated, at most
 /// [`MAX_CANDIDATES`], the full budgets first.
 pub(super) fn configurations(input: &PlanInput, snapshots: &PerLevel<u64>) -> Vec<ScheduleSpec> {
@@ -63,8 +67,9 @@ pub(super) fn configurations(input: &PlanInput, snapshots: &PerLevel<u64>) -> Ve
     let cap = |n: u64| n.min(steps);
     let mut seen = HashSet::new();
     let mut specs = Vec::new();
-    for ram in splits(cap(snapshots[StorageLevel::Ram]), 8) {
-        for disk in splits(cap(snapshots[StorageLevel::Disk]), 8) {
+    let full_ram = cap(snapshots[StorageLevel::Ram]);
+    for ram in splits(full_ram, SPLITS) {
+        for disk in splits(cap(snapshots[StorageLevel::Disk]), SPLITS) {
             let budget = CandidateBudget {
                 max_n: steps,
                 ram,
@@ -85,7 +90,9 @@ pub(super) fn configurations(input: &PlanInput, snapshots: &PerLevel<u64>) -> Ve
                     if input.steps.is_none() && !ONLINE.contains(&name) {
                         continue;
                     }
-                    if TABLES.contains(&name) && steps > TABLE_STEP_LIMIT {
+                    // Tables are costly to build; with RAM free of cost,
+                    // fewer RAM snapshots never make them faster.
+                    if TABLES.contains(&name) && (steps > TABLE_STEP_LIMIT || ram != full_ram) {
                         continue;
                     }
                     let key = serde_json::to_string(&spec).expect("specs serialize");
