@@ -16,10 +16,14 @@
 
 use std::process::ExitCode;
 
+mod args;
 mod compare;
 mod cost;
 mod demo;
+mod plan;
 mod show;
+
+pub use args::{spec_args, spec_command_line};
 
 use checkpointing::ScheduleSpec;
 use clap::{Parser, Subcommand};
@@ -38,6 +42,7 @@ Examples:
   checkpointing cost periodic --max-n 1000 --period 50
   checkpointing plot revolve --max-n 40 --snapshots-in-ram 3 --out revolve.svg
   checkpointing compare --max-n 1000 --snapshots 10 --disk-snapshots 20
+  checkpointing plan --steps 1000 --state-bytes 80MB --ram 8GiB --disk 500GB
 
 Each schedule lists its parameters: checkpointing schedule <SCHEDULE> --help.
 Online schedules (none, single-*, two-level, online-r2) are driven for --steps steps and finalized there.";
@@ -91,6 +96,10 @@ enum Command {
     /// Compare the cost model of every schedule that fits a memory budget.
     #[command(after_help = EXAMPLES)]
     Compare(compare::CompareArgs),
+    /// Recommend the schedule with the least predicted gradient time that
+    /// fits byte budgets, with the alternatives that fit.
+    #[command(after_help = plan::EXAMPLES)]
+    Plan(plan::PlanArgs),
     /// Run a demo problem: a checkpointed gradient checked against
     /// store-all, with measurements.
     #[command(after_help = EXAMPLES, subcommand_value_name = "SCHEDULE")]
@@ -138,7 +147,7 @@ where
 }
 
 impl Cli {
-    /// The schedule the command names (`None` for `compare`, and for `demo`
+    /// The schedule the command names (`None` for `compare` and `plan`, and for `demo`
     /// without a schedule).
     pub fn spec(&self) -> Option<&ScheduleSpec> {
         match &self.command {
@@ -146,7 +155,7 @@ impl Cli {
             | Command::Cost { spec, .. }
             | Command::Plot { spec, .. } => Some(spec),
             Command::Demo(args) => args.schedule.as_ref(),
-            Command::Compare(_) => None,
+            Command::Compare(_) | Command::Plan(_) => None,
         }
     }
 }
@@ -155,6 +164,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Demo(args) => demo::run(args),
         Command::Compare(args) => compare::run(&args),
+        Command::Plan(args) => plan::run(&args),
         Command::Plot { spec, out } => show::plot(&spec, out.as_deref()),
         Command::Schedule { spec, format } => show::print_schedule(&spec, format),
         Command::Cost { spec, replay } => cost::run(&spec, replay),

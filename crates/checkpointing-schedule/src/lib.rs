@@ -14,6 +14,8 @@
 //!   implementable outside this crate through [`Cursor`].
 //! * [`ScheduleSpec`]: a schedule named by its parameters (serde, JSON).
 //! * [`Replay`]: an independent validity checker and cost model.
+//! * [`plan`]: the schedule that fits byte budgets with the least predicted
+//!   time.
 //! * [`plot`]: SVG drawings of a schedule.
 //!
 //! ```
@@ -30,6 +32,7 @@
 
 pub mod action;
 pub mod levels;
+pub mod plan;
 pub mod plot;
 pub mod record;
 pub mod replay;

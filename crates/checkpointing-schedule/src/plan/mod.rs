@@ -1,0 +1,369 @@
+//! The planner: from byte budgets, step times and storage costs to the
+//! schedule with the least predicted gradient time that fits.
+//!
+//! [`plan`] takes a [`PlanInput`] (steps, the state's size, the time of a
+//! forward and of an adjoint step, and per storage level a capacity in
+//! [`Bytes`] with write/read times, [`LevelBudget`]), derives how many
+//! snapshots each level holds, configures every schedule family of the
+//! library for those counts ([`ScheduleSpec::candidates`], over several
+//! splits of the snapshots and both binomial trajectories), costs each one
+//! with the replay model ([`ScheduleSpec::cost`]) and ranks those whose
+//! peak bytes fit by predicted time:
+//!
+//! ```text
+//! time = forward_seconds · forward_steps + adjoint_seconds · adjoint_steps
+//!      + Σ_levels (write_seconds · writes + read_seconds · reads)
+//! ```
+//!
+//! # What RAM holds
+//!
+//! RAM holds, besides the snapshots, the live state and the adjoint data of
+//! the step being reversed, each counted as one state
+//! ([`RAM_OVERHEAD_STATES`]); adjoint data held for more than one step at
+//! once (`peak_work_steps − 1`, as [`Cost::fits`] counts it) is RAM too. So
+//! a candidate's RAM peak in bytes is
+//! `(2 + peak RAM snapshots + max(peak_work_steps − 1, 0)) · state_bytes`,
+//! and RAM holds `capacity / state_bytes − 2` snapshots. DISK and DEVICE hold
+//! `capacity / state_bytes` snapshots. DEVICE budgets are checked (a
+//! candidate must fit them) but no schedule is configured for DEVICE yet.
+//!
+//! # Bounded work
+//!
+//! Replays are capped at [`REPLAY_STEP_LIMIT`] steps each. Beyond it, a
+//! schedule with a closed form for its step counts (Revolve and Multistage
+//! by Griewank & Walther 2000, eq. (3) and Stumm & Walther 2009; Periodic;
+//! OnlineR2 in its range, Stumm & Walther 2010; store-all) is costed from
+//! it, its peaks taken from its parameters ([`Candidate::replayed`] is then
+//! false); the others are skipped. The table-based schedules (H-Revolve,
+//! Disk-Revolve, Mixed), whose tables grow with steps × snapshots, are
+//! considered up to [`TABLE_STEP_LIMIT`] steps. At most [`MAX_CANDIDATES`]
+//! configurations are costed.
+//!
+//! # Unknown step counts
+//!
+//! With `steps: None` only the online schedules (single-memory,
+//! single-disk, two-level, online-r2) are considered, planned for
+//! [`ONLINE_HORIZON`] steps: they run for any count, and the prediction is
+//! for that horizon.
+//!
+//! ```
+//! use checkpointing_schedule::plan::{plan, Bytes, PlanInput};
+//! let input = PlanInput::new(Some(1000), Bytes(1 << 20), Bytes(12 << 20));
+//! let plan = plan(&input).unwrap();
+//! assert_eq!(plan.snapshots[checkpointing_schedule::StorageLevel::Ram], 10);
+//! assert!(plan.best.peak_bytes[checkpointing_schedule::StorageLevel::Ram] <= 12 << 20);
+//! assert!(plan.alternatives.iter().all(|c| c.predicted_seconds >= plan.best.predicted_seconds));
+//! ```
+
+mod bytes;
+mod search;
+#[cfg(test)]
+mod tests;
+
+use serde::Serialize;
+
+pub use bytes::{Bytes, ParseBytesError};
+
+use crate::action::{Step, StorageLevel};
+use crate::levels::PerLevel;
+use crate::replay::Cost;
+use crate::schedule::ScheduleSpec;
+
+/// States RAM holds besides the snapshots: the live state and the adjoint
+/// data of the step being reversed (counted as one state).
+pub const RAM_OVERHEAD_STATES: u64 = 2;
+
+/// The horizon, in steps, for which online schedules are planned when the
+/// step count is unknown.
+pub const ONLINE_HORIZON: Step = 10_000;
+
+/// The most steps (forward and adjoint) one candidate's replay may advance;
+/// beyond it a closed form answers or the candidate is skipped.
+pub const REPLAY_STEP_LIMIT: u128 = 4_000_000;
+
+/// The most steps for which the table-based schedules (H-Revolve,
+/// Disk-Revolve, Mixed) are considered.
+pub const TABLE_STEP_LIMIT: Step = 1_000;
+
+/// The most configurations costed by one [`plan`].
+pub const MAX_CANDIDATES: usize = 300;
+
+/// One storage level's capacity and the time to write or read a snapshot.
+///
+/// ```
+/// use checkpointing_schedule::plan::{Bytes, LevelBudget};
+/// // 500 GB at 1 GB/s with 1 ms latency, for 100 MB states: 0.101 s a snapshot.
+/// let disk = LevelBudget::from_bandwidth(Bytes(500_000_000_000), 1e9, 1e-3, Bytes(100_000_000));
+/// assert!((disk.write_seconds - 0.101).abs() < 1e-12);
+/// assert_eq!(disk.read_seconds, disk.write_seconds);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LevelBudget {
+    /// Bytes the level can hold.
+    pub capacity: Bytes,
+    /// Seconds to write one snapshot (one state).
+    pub write_seconds: f64,
+    /// Seconds to read one snapshot.
+    pub read_seconds: f64,
+}
+
+impl LevelBudget {
+    /// A level of `capacity` bytes whose writes and reads take the given
+    /// seconds per snapshot.
+    pub fn new(capacity: Bytes, write_seconds: f64, read_seconds: f64) -> Self {
+        Self {
+            capacity,
+            write_seconds,
+            read_seconds,
+        }
+    }
+
+    /// A level whose writes and reads cost nothing (RAM, in the default
+    /// model).
+    ///
+    /// ```
+    /// use checkpointing_schedule::plan::{Bytes, LevelBudget};
+    /// assert_eq!(LevelBudget::free(Bytes(8)).write_seconds, 0.0);
+    /// ```
+    pub fn free(capacity: Bytes) -> Self {
+        Self::new(capacity, 0.0, 0.0)
+    }
+
+    /// A level moving `bytes_per_second` after `latency_seconds`, for
+    /// states of `state_bytes`: `latency + state_bytes / bandwidth` seconds
+    /// per snapshot, both ways.
+    pub fn from_bandwidth(
+        capacity: Bytes,
+        bytes_per_second: f64,
+        latency_seconds: f64,
+        state_bytes: Bytes,
+    ) -> Self {
+        let seconds = latency_seconds + state_bytes.0 as f64 / bytes_per_second;
+        Self::new(capacity, seconds, seconds)
+    }
+}
+
+/// What [`plan`] plans for.
+///
+/// ```
+/// use checkpointing_schedule::plan::{Bytes, LevelBudget, PlanInput};
+/// use checkpointing_schedule::StorageLevel;
+/// let input = PlanInput::new(None, Bytes(1000), Bytes(10_000))
+///     .with_level(StorageLevel::Disk, LevelBudget::new(Bytes(50_000), 0.5, 0.5));
+/// assert_eq!(input.snapshots().unwrap()[StorageLevel::Ram], 8);
+/// assert_eq!(input.snapshots().unwrap()[StorageLevel::Disk], 50);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PlanInput {
+    /// Number of steps, or `None` when unknown (online schedules only,
+    /// planned for [`ONLINE_HORIZON`] steps).
+    pub steps: Option<Step>,
+    /// Bytes of one state (one snapshot), the same at every step.
+    pub state_bytes: Bytes,
+    /// Seconds of one forward step.
+    pub forward_seconds: f64,
+    /// Seconds of one adjoint step.
+    pub adjoint_seconds: f64,
+    /// Each level's budget; `None` where it is not to be used. RAM is
+    /// required.
+    pub levels: PerLevel<Option<LevelBudget>>,
+}
+
+impl PlanInput {
+    /// `steps` steps of `state_bytes` states with `ram` bytes of RAM (free
+    /// to write and read), no other level, a forward step of 1 s and an
+    /// adjoint step of 2 s (a common ratio for a tape-based adjoint; set
+    /// the fields for your own).
+    pub fn new(steps: Option<Step>, state_bytes: Bytes, ram: Bytes) -> Self {
+        let mut levels = PerLevel::default();
+        levels[StorageLevel::Ram] = Some(LevelBudget::free(ram));
+        Self {
+            steps,
+            state_bytes,
+            forward_seconds: 1.0,
+            adjoint_seconds: 2.0,
+            levels,
+        }
+    }
+
+    /// This input with `budget` for `level` (DEVICE, RAM or DISK).
+    pub fn with_level(mut self, level: StorageLevel, budget: LevelBudget) -> Self {
+        if let Some(slot) = self.levels.get_mut(level) {
+            *slot = Some(budget);
+        }
+        self
+    }
+
+    /// The snapshots each level holds (see the module docs for what RAM
+    /// holds besides them); zero for an unused level.
+    pub fn snapshots(&self) -> Result<PerLevel<u64>, PlanError> {
+        self.check()?;
+        let state = self.state_bytes.0;
+        Ok(PerLevel::from_fn(|level| {
+            let held = self.levels[level].map_or(0, |b| b.capacity.0 / state);
+            if level == StorageLevel::Ram {
+                held.saturating_sub(RAM_OVERHEAD_STATES)
+            } else {
+                held
+            }
+        }))
+    }
+
+    /// The step count planned for.
+    pub fn planned_steps(&self) -> Step {
+        self.steps.unwrap_or(ONLINE_HORIZON)
+    }
+
+    /// Refuses inputs with no answer.
+    fn check(&self) -> Result<(), PlanError> {
+        if self.steps == Some(0) {
+            return Err(PlanError::ZeroSteps);
+        }
+        if self.state_bytes.0 == 0 {
+            return Err(PlanError::ZeroStateBytes);
+        }
+        let time = |name: &'static str, value: f64, positive: bool| {
+            if value.is_finite() && (value > 0.0 || (!positive && value == 0.0)) {
+                Ok(())
+            } else {
+                Err(PlanError::InvalidSeconds { name, value })
+            }
+        };
+        time("forward seconds", self.forward_seconds, true)?;
+        time("adjoint seconds", self.adjoint_seconds, false)?;
+        for (_, budget) in self.levels.iter() {
+            if let Some(b) = budget {
+                time("write seconds", b.write_seconds, false)?;
+                time("read seconds", b.read_seconds, false)?;
+            }
+        }
+        if self.levels[StorageLevel::Ram].is_none() {
+            return Err(PlanError::NoRam);
+        }
+        Ok(())
+    }
+}
+
+/// One configured schedule with its cost and prediction.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Candidate {
+    /// The schedule and its parameters.
+    pub spec: ScheduleSpec,
+    /// Its replayed cost (or, where `replayed` is false, the closed form's
+    /// step counts with peaks from the parameters; counts above `u64` are
+    /// saturated).
+    pub cost: Cost,
+    /// Whether `cost` comes from a replay.
+    pub replayed: bool,
+    /// The predicted gradient time, seconds.
+    pub predicted_seconds: f64,
+    /// Peak bytes per level (RAM including its overhead, see the module
+    /// docs).
+    pub peak_bytes: PerLevel<u64>,
+}
+
+/// [`plan`]'s answer: the fastest candidate that fits, and the others that
+/// fit, fastest first.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Plan {
+    /// The steps planned for ([`PlanInput::planned_steps`]).
+    pub steps: Step,
+    /// The snapshots each level holds ([`PlanInput::snapshots`]).
+    pub snapshots: PerLevel<u64>,
+    /// The recommendation.
+    pub best: Candidate,
+    /// The other candidates that fit, by predicted time.
+    pub alternatives: Vec<Candidate>,
+}
+
+/// Why [`plan`] has no answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlanError {
+    /// No steps to reverse.
+    #[error("steps must be positive")]
+    ZeroSteps,
+    /// A state of no bytes.
+    #[error("state bytes must be positive")]
+    ZeroStateBytes,
+    /// No RAM budget given.
+    #[error("a RAM budget is required")]
+    NoRam,
+    /// A time that is negative, not finite, or (for a forward step) zero.
+    #[error(
+        "{name} must be a finite number of seconds (positive for a forward step), not {value}"
+    )]
+    InvalidSeconds {
+        /// Which time.
+        name: &'static str,
+        /// The value given.
+        value: f64,
+    },
+    /// No schedule fits the budgets.
+    #[error("nothing fits {ram} of RAM with states of {state_bytes}; the smallest RAM budget that fits a schedule (with the same disk) is {smallest_ram}")]
+    NothingFits {
+        /// The RAM budget given.
+        ram: Bytes,
+        /// The state's size.
+        state_bytes: Bytes,
+        /// The least RAM with which something fits, the other levels
+        /// unchanged.
+        smallest_ram: Bytes,
+    },
+}
+
+/// The schedules that fit `input`'s budgets, ranked by predicted time (see
+/// the module docs for the model and its bounds).
+///
+/// ```
+/// use checkpointing_schedule::plan::{plan, Bytes, PlanError, PlanInput};
+/// let error = plan(&PlanInput::new(Some(100), Bytes(1000), Bytes(1500))).unwrap_err();
+/// let PlanError::NothingFits { smallest_ram, .. } = error else { panic!() };
+/// assert!(plan(&PlanInput::new(Some(100), Bytes(1000), smallest_ram)).is_ok());
+/// ```
+pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
+    let snapshots = input.snapshots()?;
+    let mut fitting = search::fitting(input, &snapshots);
+    if fitting.is_empty() {
+        return Err(nothing_fits(input));
+    }
+    let best = fitting.remove(0);
+    Ok(Plan {
+        steps: input.planned_steps(),
+        snapshots,
+        best,
+        alternatives: fitting,
+    })
+}
+
+/// The error for an input nothing fits, with the least RAM that would fit
+/// something: RAM for the overhead and 0, 1, 2, 4, ... snapshots, tried in
+/// turn. One snapshot always fits (Revolve, or OnlineR2 for unknown steps).
+fn nothing_fits(input: &PlanInput) -> PlanError {
+    let ram = input.levels[StorageLevel::Ram].expect("checked");
+    let state = input.state_bytes.0;
+    let mut smallest = None;
+    for extra in std::iter::once(0).chain((0..63).map(|k| 1u64 << k)) {
+        let bytes = (RAM_OVERHEAD_STATES + extra).saturating_mul(state);
+        if bytes <= ram.capacity.0 {
+            continue;
+        }
+        let mut larger = *input;
+        larger.levels[StorageLevel::Ram] = Some(LevelBudget {
+            capacity: Bytes(bytes),
+            ..ram
+        });
+        let Ok(snapshots) = larger.snapshots() else {
+            break;
+        };
+        if !search::fitting(&larger, &snapshots).is_empty() || bytes == u64::MAX {
+            smallest = Some(Bytes(bytes));
+            break;
+        }
+    }
+    PlanError::NothingFits {
+        ram: ram.capacity,
+        state_bytes: input.state_bytes,
+        smallest_ram: smallest.unwrap_or(Bytes(u64::MAX)),
+    }
+}
