@@ -174,8 +174,8 @@ impl DemoConfig {
         });
         // The states the schedule held at once: stored snapshots on every
         // level, and adjoint dependencies in WORK beyond one step.
-        let held = cost.levels.iter().map(|(_, level)| level.peak).sum::<u64>()
-            + cost.peak_work_steps.saturating_sub(1);
+        let held =
+            cost.levels.iter().map(|(_, level)| level.peak).sum::<u64>() + cost.extra_work_steps();
         let minimum_forward_steps = binomial_forward_steps(steps, held.max(1));
         Ok(DemoReport {
             spec,

@@ -194,12 +194,11 @@ pub(super) fn predict(
 ) -> Candidate {
     let state = input.state_bytes.0;
     let peak_bytes = PerLevel::from_fn(|level| {
-        let mut states = cost.levels[level].peak;
-        if level == StorageLevel::Ram {
-            states = states
-                .saturating_add(RAM_OVERHEAD_STATES)
-                .saturating_add(cost.peak_work_steps.saturating_sub(1));
-        }
+        let states = if level == StorageLevel::Ram {
+            cost.ram_states().saturating_add(RAM_OVERHEAD_STATES)
+        } else {
+            cost.levels[level].peak
+        };
         states.saturating_mul(state)
     });
     let traffic: f64 = input

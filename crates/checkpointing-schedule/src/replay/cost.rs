@@ -53,8 +53,34 @@ impl Cost {
     /// assert!(cost.fits(3, 0) && !cost.fits(2, 0));
     /// ```
     pub fn fits(&self, ram: u64, disk: u64) -> bool {
-        self.levels[StorageLevel::Ram].peak + self.peak_work_steps.saturating_sub(1) <= ram
-            && self.levels[StorageLevel::Disk].peak <= disk
+        self.ram_states() <= ram && self.levels[StorageLevel::Disk].peak <= disk
+    }
+
+    /// Steps whose adjoint dependencies were held in WORK beyond the one
+    /// step every adjoint needs: states that take memory as RAM snapshots
+    /// do.
+    ///
+    /// ```
+    /// use checkpointing_schedule::{Periodic, Replay};
+    /// let cost = Replay::new(12).run(Periodic::new(12, 4).unwrap()).unwrap();
+    /// assert_eq!(cost.extra_work_steps(), cost.peak_work_steps - 1);
+    /// ```
+    pub fn extra_work_steps(&self) -> u64 {
+        self.peak_work_steps.saturating_sub(1)
+    }
+
+    /// States held in RAM at the peak, as [`Cost::fits`] counts them: RAM
+    /// snapshots plus [`Cost::extra_work_steps`].
+    ///
+    /// ```
+    /// use checkpointing_schedule::{Replay, Revolve};
+    /// let cost = Replay::new(50).run(Revolve::new(50, 3).unwrap()).unwrap();
+    /// assert_eq!(cost.ram_states(), 3);
+    /// ```
+    pub fn ram_states(&self) -> u64 {
+        self.levels[StorageLevel::Ram]
+            .peak
+            .saturating_add(self.extra_work_steps())
     }
 
     /// `uf·forward + ub·adjoint + wd·disk writes + rd·disk reads`: the
