@@ -1,37 +1,12 @@
 //! `checkpointing plan`, and the command lines it prints.
 
-use std::process::{Command, Output};
+mod common;
+
+use common::{stdout, usage_error};
 
 use checkpointing::schedule::CandidateBudget;
 use checkpointing::ScheduleSpec;
 use serde_json::Value;
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_checkpointing"))
-        .args(args)
-        .output()
-        .expect("run checkpointing")
-}
-
-fn stdout(args: &[&str]) -> String {
-    let out = run(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// A one-line error on stderr, nothing on stdout, exit status 2.
-fn usage_error(args: &[&str], needle: &str) {
-    let out = run(args);
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.lines().count(), 1, "{args:?}: {err:?}");
-    assert!(err.contains(needle), "{args:?}: {err:?}");
-    assert!(out.stdout.is_empty());
-}
 
 /// The spec a `checkpointing schedule ...` line names.
 fn parse_command_line(line: &str) -> ScheduleSpec {
