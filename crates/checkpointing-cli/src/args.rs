@@ -1,14 +1,13 @@
 //! A [`ScheduleSpec`] as the `checkpointing schedule` command line that
-//! names it, built from its serde JSON so that every schedule is covered.
+//! names it ([`ScheduleSpec::command_args`]: each schedule's own flags).
 
 use checkpointing::ScheduleSpec;
-use checkpointing_schedule::LevelSpec;
-use serde_json::Value;
 
 /// The arguments after `checkpointing schedule` that name `spec`: its name,
 /// then one `--kebab-case-field VALUE` per parameter, `true` booleans as
-/// bare flags (false ones left out), and `levels` as repeated
-/// `--level LEVEL:SNAPSHOTS:WRITE_COST:READ_COST`.
+/// bare flags (false ones left out), lists joined by commas, and whatever
+/// form a schedule gives its own flags (`hierarchical-revolve`'s repeated
+/// `--level LEVEL:SNAPSHOTS:WRITE_COST:READ_COST`).
 ///
 /// ```
 /// use checkpointing::schedule::RevolveParams;
@@ -20,27 +19,7 @@ use serde_json::Value;
 /// assert_eq!(cli.spec(), Some(&spec));
 /// ```
 pub fn spec_args(spec: &ScheduleSpec) -> Vec<String> {
-    let mut args = vec![spec.name().to_string()];
-    let Ok(Value::Object(fields)) = serde_json::to_value(spec) else {
-        return args;
-    };
-    for (key, value) in fields.iter().filter(|(k, _)| *k != "schedule") {
-        let flag = format!("--{}", key.replace('_', "-"));
-        match value {
-            Value::Bool(true) => args.push(flag),
-            Value::Bool(false) | Value::Null => {}
-            Value::String(text) => args.extend([flag, text.clone()]),
-            Value::Array(items) if key == "levels" => {
-                for item in items {
-                    if let Ok(level) = serde_json::from_value::<LevelSpec>(item.clone()) {
-                        args.extend(["--level".to_string(), level.to_string()]);
-                    }
-                }
-            }
-            other => args.extend([flag, other.to_string()]),
-        }
-    }
-    args
+    spec.command_args()
 }
 
 /// [`spec_args`] as one line, `checkpointing schedule ...` (no value needs

@@ -4,6 +4,7 @@
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
+use checkpointing::schedule::Costs;
 use checkpointing::ScheduleSpec;
 use clap::ValueEnum;
 use serde_json::Value;
@@ -40,19 +41,24 @@ pub(crate) fn print_schedule(spec: &ScheduleSpec, format: Format) -> Result<(), 
     }
 }
 
-/// A short form of a spec's parameters, e.g. `max_n=100 period=20`.
+/// A short form of a spec's parameters, e.g. `period=20`: every field but
+/// the step count and the cost model (the fields of [`Costs`]), lists of
+/// more than four values by their length.
 pub(crate) fn parameters(spec: &ScheduleSpec) -> String {
     let Ok(Value::Object(map)) = serde_json::to_value(spec) else {
         return String::new();
     };
+    let Ok(Value::Object(costs)) = serde_json::to_value(Costs::REFERENCE) else {
+        unreachable!("Costs serializes as an object")
+    };
     map.iter()
         .filter(|(k, _)| {
-            !matches!(
-                k.as_str(),
-                "schedule" | "max_n" | "steps" | "uf" | "ub" | "wd" | "rd"
-            )
+            !matches!(k.as_str(), "schedule" | "max_n" | "steps") && !costs.contains_key(*k)
         })
-        .map(|(k, v)| format!("{k}={}", v.to_string().trim_matches('"')))
+        .map(|(k, v)| match v {
+            Value::Array(items) if items.len() > 4 => format!("{k}=[{} values]", items.len()),
+            other => format!("{k}={}", other.to_string().trim_matches('"')),
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }

@@ -10,19 +10,6 @@ use crate::levels::PerLevel;
 use crate::replay::{Cost, LevelCost};
 use crate::schedule::{CandidateBudget, Costs, ScheduleSpec, StepCounts, Trajectory};
 
-/// Schedules that run for any number of steps, considered when the step
-/// count is unknown.
-const ONLINE: [&str; 4] = ["single-memory", "single-disk", "two-level", "online-r2"];
-
-/// Schedules built from tables of steps × snapshots.
-const TABLES: [&str; 5] = [
-    "hrevolve",
-    "hierarchical-revolve",
-    "disk-revolve",
-    "periodic-disk-revolve",
-    "mixed",
-];
-
 /// Nonzero snapshot counts tried per level (the budget and its halvings).
 const SPLITS: usize = 5;
 
@@ -86,13 +73,12 @@ pub(super) fn configurations(input: &PlanInput, snapshots: &PerLevel<u64>) -> Ve
                     _ => None,
                 };
                 for spec in std::iter::once(spec).chain(revolve_variant) {
-                    let name = spec.name();
-                    if input.steps.is_none() && !ONLINE.contains(&name) {
+                    if input.steps.is_none() && !spec.is_online() {
                         continue;
                     }
                     // Tables are costly to build; with RAM free of cost,
                     // fewer RAM snapshots never make them faster.
-                    if TABLES.contains(&name) && (steps > TABLE_STEP_LIMIT || ram != full_ram) {
+                    if spec.is_table_based() && (steps > TABLE_STEP_LIMIT || ram != full_ram) {
                         continue;
                     }
                     let key = serde_json::to_string(&spec).expect("specs serialize");

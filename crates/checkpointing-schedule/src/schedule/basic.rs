@@ -294,6 +294,12 @@ pub struct NoneParams {
 }
 
 impl ScheduleParams for NoneParams {
+    const ONLINE: bool = true;
+
+    fn example() -> Self {
+        Self { steps: 5 }
+    }
+
     fn steps(&self) -> Step {
         self.steps
     }
@@ -336,6 +342,12 @@ pub struct SingleMemoryParams {
 }
 
 impl ScheduleParams for SingleMemoryParams {
+    const ONLINE: bool = true;
+
+    fn example() -> Self {
+        Self { steps: 5 }
+    }
+
     fn steps(&self) -> Step {
         self.steps
     }
@@ -382,6 +394,15 @@ pub struct SingleDiskParams {
 }
 
 impl ScheduleParams for SingleDiskParams {
+    const ONLINE: bool = true;
+
+    fn example() -> Self {
+        Self {
+            steps: 5,
+            move_data: true,
+        }
+    }
+
     fn steps(&self) -> Step {
         self.steps
     }

@@ -412,6 +412,16 @@ pub struct PeriodicDiskRevolveParams {
 macro_rules! disk_variant_params {
     ($params:ty, $schedule:ident) => {
         impl ScheduleParams for $params {
+            const TABLE_BASED: bool = true;
+
+            fn example() -> Self {
+                Self {
+                    max_n: 20,
+                    snapshots_in_ram: 2,
+                    costs: Costs::REFERENCE,
+                }
+            }
+
             fn steps(&self) -> Step {
                 self.max_n
             }

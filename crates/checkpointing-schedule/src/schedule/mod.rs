@@ -71,7 +71,7 @@ pub use multistage::{MultistageCheckpointSchedule, MultistageParams};
 pub use online_r2::{OnlineR2, OnlineR2Params};
 pub use periodic::{Periodic, PeriodicParams};
 pub use revolve::{Revolve, RevolveParams};
-pub use spec::{CandidateBudget, ScheduleParams, ScheduleSpec, SpecError};
+pub use spec::{flags_from_fields, CandidateBudget, ScheduleParams, ScheduleSpec, SpecError};
 pub use two_level::{TwoLevelCheckpointSchedule, TwoLevelParams};
 
 /// Why a schedule cannot be built or finalized.

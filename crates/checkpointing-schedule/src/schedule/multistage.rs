@@ -340,6 +340,15 @@ pub struct MultistageParams {
 }
 
 impl ScheduleParams for MultistageParams {
+    fn example() -> Self {
+        Self {
+            max_n: 20,
+            snapshots_in_ram: 2,
+            snapshots_on_disk: 3,
+            trajectory: Trajectory::Maximum,
+        }
+    }
+
     fn steps(&self) -> Step {
         self.max_n
     }

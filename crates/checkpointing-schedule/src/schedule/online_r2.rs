@@ -413,6 +413,15 @@ pub struct OnlineR2Params {
 }
 
 impl ScheduleParams for OnlineR2Params {
+    const ONLINE: bool = true;
+
+    fn example() -> Self {
+        Self {
+            steps: 20,
+            snapshots: 3,
+        }
+    }
+
     fn steps(&self) -> Step {
         self.steps
     }

@@ -199,6 +199,13 @@ pub struct PeriodicParams {
 }
 
 impl ScheduleParams for PeriodicParams {
+    fn example() -> Self {
+        Self {
+            max_n: 20,
+            period: 6,
+        }
+    }
+
     fn steps(&self) -> Step {
         self.max_n
     }

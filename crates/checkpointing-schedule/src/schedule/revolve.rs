@@ -361,6 +361,14 @@ pub struct RevolveParams {
 }
 
 impl ScheduleParams for RevolveParams {
+    fn example() -> Self {
+        Self {
+            max_n: 20,
+            snapshots_in_ram: 3,
+            costs: Costs::REFERENCE,
+        }
+    }
+
     fn steps(&self) -> Step {
         self.max_n
     }

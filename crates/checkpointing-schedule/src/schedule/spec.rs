@@ -33,7 +33,23 @@ use crate::replay::{Cost, Replay, ReplayError};
 /// assert_eq!(params.steps(), 10);
 /// assert_eq!(params.build().unwrap().count(), params.replay().run(params.build().unwrap()).unwrap().actions as usize);
 /// ```
-pub trait ScheduleParams: Clone + PartialEq + Into<ScheduleSpec> {
+pub trait ScheduleParams: Clone + PartialEq + Serialize + Into<ScheduleSpec> {
+    /// Whether the schedule is online: it runs for any number of steps,
+    /// and `steps` is only how far it is driven.
+    const ONLINE: bool = false;
+
+    /// Whether building it fills a table over steps × snapshots (H-Revolve,
+    /// Disk-Revolve, Mixed): fast to iterate, slow to build past a few
+    /// thousand steps.
+    const TABLE_BASED: bool = false;
+
+    /// One valid configuration of this schedule, small enough to replay at
+    /// once: a worked example for documentation, and the instance of this
+    /// schedule in tests that go over every schedule.
+    fn example() -> Self
+    where
+        Self: Sized;
+
     /// The number of forward steps (`max_n`, or the steps an online
     /// schedule is driven for).
     fn steps(&self) -> Step;
@@ -58,6 +74,48 @@ pub trait ScheduleParams: Clone + PartialEq + Into<ScheduleSpec> {
     fn closed_form_steps(&self) -> Option<StepCounts> {
         None
     }
+
+    /// The `checkpointing schedule <name>` flags that give these
+    /// parameters. The default, [`flags_from_fields`], fits parameters whose
+    /// fields are scalars, lists of scalars or flattened structs; a schedule
+    /// whose flag differs from its field (such as a list of levels as
+    /// repeated `--level`) overrides it.
+    fn command_args(&self) -> Vec<String> {
+        flags_from_fields(self)
+    }
+}
+
+/// `--kebab-case-field VALUE` per field of `params` as serde writes it
+/// (fields sorted by name): `true` booleans as bare flags, `false` ones and
+/// absent options left out, lists joined with commas, strings bare.
+///
+/// ```
+/// use checkpointing_schedule::schedule::{flags_from_fields, PeriodicParams};
+/// let flags = flags_from_fields(&PeriodicParams { max_n: 10, period: 3 });
+/// assert_eq!(flags.join(" "), "--max-n 10 --period 3");
+/// ```
+pub fn flags_from_fields(params: &impl Serialize) -> Vec<String> {
+    let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(params) else {
+        return Vec::new();
+    };
+    let text = |value: &serde_json::Value| match value {
+        serde_json::Value::String(text) => text.clone(),
+        other => other.to_string(),
+    };
+    let mut flags = Vec::new();
+    for (key, value) in &fields {
+        let flag = format!("--{}", key.replace('_', "-"));
+        match value {
+            serde_json::Value::Bool(true) => flags.push(flag),
+            serde_json::Value::Bool(false) | serde_json::Value::Null => {}
+            serde_json::Value::Array(items) => {
+                let items: Vec<String> = items.iter().map(text).collect();
+                flags.extend([flag, items.join(",")]);
+            }
+            other => flags.extend([flag, text(other)]),
+        }
+    }
+    flags
 }
 
 /// What [`ScheduleSpec::candidates`] configures the schedules for: steps,
@@ -136,6 +194,51 @@ macro_rules! schedule_registry {
                 match self {
                     $(Self::$variant(_) => $name,)*
                 }
+            }
+
+            /// Whether the schedule is online ([`ScheduleParams::ONLINE`]).
+            pub fn is_online(&self) -> bool {
+                match self {
+                    $(Self::$variant(_) => <$params as ScheduleParams>::ONLINE,)*
+                }
+            }
+
+            /// Whether building it fills a table over steps × snapshots
+            /// ([`ScheduleParams::TABLE_BASED`]).
+            pub fn is_table_based(&self) -> bool {
+                match self {
+                    $(Self::$variant(_) => <$params as ScheduleParams>::TABLE_BASED,)*
+                }
+            }
+
+            /// One example of every schedule ([`ScheduleParams::example`]),
+            /// in registry order.
+            ///
+            /// ```
+            /// use checkpointing_schedule::ScheduleSpec;
+            /// let examples = ScheduleSpec::examples();
+            /// assert_eq!(examples.len(), ScheduleSpec::NAMES.len());
+            /// assert!(examples.iter().all(|spec| spec.cost().is_ok()));
+            /// ```
+            pub fn examples() -> Vec<ScheduleSpec> {
+                vec![$(Self::$variant(<$params as ScheduleParams>::example()),)*]
+            }
+
+            /// The arguments after `checkpointing schedule` that name this
+            /// schedule: its name, then its flags
+            /// ([`ScheduleParams::command_args`]).
+            ///
+            /// ```
+            /// use checkpointing_schedule::schedule::PeriodicParams;
+            /// use checkpointing_schedule::ScheduleSpec;
+            /// let spec = ScheduleSpec::from(PeriodicParams { max_n: 10, period: 3 });
+            /// assert_eq!(spec.command_args().join(" "), "periodic --max-n 10 --period 3");
+            /// ```
+            pub fn command_args(&self) -> Vec<String> {
+                let flags = match self {
+                    $(Self::$variant(params) => params.command_args(),)*
+                };
+                std::iter::once(self.name().to_string()).chain(flags).collect()
             }
 
             /// The number of forward steps (`max_n`, or `steps` for online

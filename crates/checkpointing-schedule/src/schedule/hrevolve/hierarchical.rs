@@ -11,7 +11,8 @@ use crate::action::Step;
 use crate::replay::Replay;
 use crate::schedule::ops::{SequenceSchedule, TIERS};
 use crate::schedule::{
-    check_cost, CandidateBudget, Cursor, Schedule, ScheduleError, ScheduleParams, StepCosts,
+    check_cost, flags_from_fields, CandidateBudget, Cursor, Schedule, ScheduleError,
+    ScheduleParams, StepCosts,
 };
 use crate::StorageLevel;
 
@@ -304,6 +305,19 @@ pub struct HierarchicalRevolveParams {
 }
 
 impl ScheduleParams for HierarchicalRevolveParams {
+    const TABLE_BASED: bool = true;
+
+    fn example() -> Self {
+        Self {
+            max_n: 20,
+            levels: vec![
+                LevelSpec::new(StorageLevel::Device, 1, 0.25, 0.5),
+                LevelSpec::new(StorageLevel::Ram, 2, 1.5, 1e-3),
+            ],
+            step_costs: StepCosts { uf: 1.5, ub: 0.1 },
+        }
+    }
+
     fn steps(&self) -> Step {
         self.max_n
     }
@@ -330,6 +344,17 @@ impl ScheduleParams for HierarchicalRevolveParams {
                 replay.budget(spec.level, spec.snapshots)
             })
             .require_freed(true)
+    }
+
+    /// `--max-n N`, one `--level LEVEL:SNAPSHOTS:WRITE_COST:READ_COST` per
+    /// level, then the step costs.
+    fn command_args(&self) -> Vec<String> {
+        let mut args = vec!["--max-n".to_string(), self.max_n.to_string()];
+        for level in &self.levels {
+            args.extend(["--level".to_string(), level.to_string()]);
+        }
+        args.extend(flags_from_fields(&self.step_costs));
+        args
     }
 
     /// RAM (free traffic) then disk at the budget's disk costs.

@@ -167,6 +167,17 @@ pub struct HRevolveParams {
 }
 
 impl ScheduleParams for HRevolveParams {
+    const TABLE_BASED: bool = true;
+
+    fn example() -> Self {
+        Self {
+            max_n: 20,
+            snapshots_in_ram: 2,
+            snapshots_on_disk: 3,
+            costs: Costs::REFERENCE,
+        }
+    }
+
     fn steps(&self) -> Step {
         self.max_n
     }

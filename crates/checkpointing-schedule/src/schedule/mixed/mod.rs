@@ -308,6 +308,16 @@ pub struct MixedParams {
 }
 
 impl ScheduleParams for MixedParams {
+    const TABLE_BASED: bool = true;
+
+    fn example() -> Self {
+        Self {
+            max_n: 20,
+            snapshots: 3,
+            storage: StorageLevel::Ram,
+        }
+    }
+
     fn steps(&self) -> Step {
         self.max_n
     }

@@ -454,6 +454,18 @@ pub struct TwoLevelParams {
 }
 
 impl ScheduleParams for TwoLevelParams {
+    const ONLINE: bool = true;
+
+    fn example() -> Self {
+        Self {
+            steps: 30,
+            period: 7,
+            binomial_snapshots: 2,
+            binomial_storage: StorageLevel::Disk,
+            binomial_trajectory: Trajectory::Revolve,
+        }
+    }
+
     fn steps(&self) -> Step {
         self.steps
     }
