@@ -59,7 +59,10 @@ pub use disk_revolve::{
     DiskRevolve, DiskRevolveParams, PeriodicDiskRevolve, PeriodicDiskRevolveParams,
 };
 pub use drive::Drive;
-pub use heterogeneous::{ChainCost, ChainModel, HeterogeneousChain, HeterogeneousRevolve};
+pub use heterogeneous::{
+    ChainCost, ChainModel, HeterogeneousChain, HeterogeneousRevolve, HeterogeneousRevolveParams,
+    PerStep,
+};
 pub use hrevolve::{
     HRevolve, HRevolveParams, HierarchicalRevolve, HierarchicalRevolveParams, LevelSpec,
 };

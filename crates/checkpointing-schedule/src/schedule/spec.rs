@@ -339,6 +339,8 @@ schedule_registry! {
     "two-level" => TwoLevel(TwoLevelParams),
     /// Online binomial checkpointing in RAM (Stumm & Walther 2010); online.
     "online-r2" => OnlineR2(OnlineR2Params),
+    /// Optimal for steps of uneven costs and sizes under a byte budget (Beaumont et al. 2019).
+    "heterogeneous-revolve" => HeterogeneousRevolve(super::HeterogeneousRevolveParams),
 }
 
 /// Building, driving or replaying a [`ScheduleSpec`] failed.

@@ -7,9 +7,11 @@
 //! private, the type is public); `table.rs` holds the tables.
 
 mod chain;
+mod params;
 mod table;
 
 pub use chain::{ChainCost, HeterogeneousChain};
+pub use params::{HeterogeneousRevolveParams, PerStep};
 
 pub use table::ChainModel;
 use table::{Choice, Table};

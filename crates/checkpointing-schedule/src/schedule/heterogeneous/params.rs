@@ -1,0 +1,263 @@
+//! [`HeterogeneousRevolveParams`]: the heterogeneous schedule named by its
+//! chain and budget, and [`PerStep`], the per-step lists it takes on the
+//! command line (`1*9,20`: nine 1s, then 20).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use super::{HeterogeneousChain, HeterogeneousRevolve};
+use crate::action::Step;
+use crate::replay::Replay;
+use crate::schedule::{CandidateBudget, Schedule, ScheduleError, ScheduleParams};
+
+/// One value per step: a plain list in JSON; on the command line a comma
+/// list where `VALUE*COUNT` stands for `COUNT` copies of `VALUE`.
+///
+/// ```
+/// use checkpointing_schedule::schedule::PerStep;
+/// let costs: PerStep<f64> = "1*3,20,0.5".parse().unwrap();
+/// assert_eq!(costs.0, [1.0, 1.0, 1.0, 20.0, 0.5]);
+/// assert_eq!(costs.to_string(), "1*3,20,0.5");
+/// assert!("1*0".parse::<PerStep<f64>>().is_err());
+/// assert!("".parse::<PerStep<u64>>().is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct PerStep<T>(pub Vec<T>);
+
+/// The most values a [`PerStep`] list may expand to from its text (larger
+/// chains are refused by the schedule's tables long before).
+const MOST_VALUES: u64 = 1 << 24;
+
+impl<T: FromStr + Clone> FromStr for PerStep<T> {
+    type Err = ScheduleError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let invalid = |reason: String| {
+            ScheduleError::InvalidParameter {
+            name: "per-step list",
+            reason: format!("{reason} in {text:?} (expected e.g. 1,2.5,1*8: VALUE or VALUE*COUNT, comma-separated)"),
+        }
+        };
+        let mut values = Vec::new();
+        for item in text.split(',') {
+            let (value, count) = match item.split_once('*') {
+                Some((value, count)) => (
+                    value,
+                    count
+                        .trim()
+                        .parse::<u64>()
+                        .ok()
+                        .filter(|&c| c > 0)
+                        .ok_or_else(|| {
+                            invalid(format!("repeat count {count:?} is not a positive integer"))
+                        })?,
+                ),
+                None => (item, 1),
+            };
+            let value = value
+                .trim()
+                .parse::<T>()
+                .map_err(|_| invalid(format!("{value:?} is not a number")))?;
+            if values.len() as u64 + count > MOST_VALUES {
+                return Err(invalid(format!("more than {MOST_VALUES} values")));
+            }
+            values.extend(std::iter::repeat_n(value, count as usize));
+        }
+        Ok(Self(values))
+    }
+}
+
+impl<T: fmt::Display + PartialEq> fmt::Display for PerStep<T> {
+    /// Runs of equal values as `VALUE*COUNT`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut rest = &self.0[..];
+        let mut first = true;
+        while let Some(value) = rest.first() {
+            let run = rest.iter().take_while(|v| *v == value).count();
+            if !first {
+                f.write_str(",")?;
+            }
+            first = false;
+            match run {
+                1 => write!(f, "{value}")?,
+                _ => write!(f, "{value}*{run}")?,
+            }
+            rest = &rest[run..];
+        }
+        Ok(())
+    }
+}
+
+/// Parameters of [`HeterogeneousRevolve`]: a chain of steps with their own
+/// forward and adjoint costs and state sizes, and a RAM budget in bytes for
+/// the checkpoints. JSON `{"schedule": "heterogeneous-revolve", "forward":
+/// [...], "adjoint": [...], "bytes": [...], "budget": 300}`; on the command
+/// line `--forward 1*9,20 --adjoint 1*10 --bytes 100*10 --budget 300`
+/// (sizes take units: `--budget 8GiB`).
+///
+/// ```
+/// use checkpointing_schedule::schedule::{HeterogeneousRevolveParams, PerStep, ScheduleParams};
+/// use checkpointing_schedule::StorageLevel;
+/// let params = HeterogeneousRevolveParams {
+///     forward: "1*9,20,1*9,20".parse().unwrap(),
+///     adjoint: PerStep(vec![1.0; 20]),
+///     bytes: PerStep(vec![100; 20]),
+///     budget: 300,
+/// };
+/// let cost = params.replay().run(params.build().unwrap()).unwrap();
+/// assert!(cost.levels[StorageLevel::Ram].peak * 100 <= 300);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+#[serde(deny_unknown_fields)]
+pub struct HeterogeneousRevolveParams {
+    /// Forward cost of each step, e.g. `1*9,20` (nine steps of 1, one of
+    /// 20); the number of values is the number of steps.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "COSTS"))]
+    pub forward: PerStep<f64>,
+    /// Adjoint cost of each step, as --forward.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "COSTS"))]
+    pub adjoint: PerStep<f64>,
+    /// Bytes of each state's checkpoint, as --forward (e.g. `4096*100`).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "SIZES"))]
+    pub bytes: PerStep<u64>,
+    /// Bytes of RAM for checkpoints, e.g. 300 or 8GiB.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "BYTES", value_parser = parse_budget))]
+    pub budget: u64,
+}
+
+#[cfg(feature = "clap")]
+fn parse_budget(text: &str) -> Result<u64, String> {
+    text.parse::<crate::plan::Bytes>()
+        .map(|b| b.0)
+        .map_err(|e| e.to_string())
+}
+
+impl HeterogeneousRevolveParams {
+    /// The chain the parameters describe.
+    pub fn chain(&self) -> Result<HeterogeneousChain, ScheduleError> {
+        HeterogeneousChain::new(
+            self.forward.0.clone(),
+            self.adjoint.0.clone(),
+            self.bytes.0.clone(),
+        )
+    }
+
+    /// The most checkpoints the budget can hold at once: the smallest
+    /// states, as many as fit.
+    fn most_held(&self) -> u64 {
+        let mut sizes = self.bytes.0.clone();
+        sizes.sort_unstable();
+        let mut total = 0u64;
+        sizes
+            .iter()
+            .take_while(|&&size| {
+                total = total.saturating_add(size);
+                total <= self.budget
+            })
+            .count() as u64
+    }
+}
+
+impl ScheduleParams for HeterogeneousRevolveParams {
+    fn example() -> Self {
+        Self {
+            forward: PerStep([vec![1.0; 9], vec![20.0], vec![1.0; 9], vec![20.0]].concat()),
+            adjoint: PerStep(vec![1.0; 20]),
+            bytes: PerStep(vec![100; 20]),
+            budget: 300,
+        }
+    }
+
+    fn steps(&self) -> Step {
+        self.forward.0.len() as Step
+    }
+
+    fn build(&self) -> Result<Box<dyn Schedule + Send>, ScheduleError> {
+        Ok(Box::new(HeterogeneousRevolve::new(
+            &self.chain()?,
+            self.budget,
+        )?))
+    }
+
+    /// RAM within the most checkpoints the budget can hold, nothing on
+    /// disk, everything freed at the end. (The byte budget itself is
+    /// checked by [`HeterogeneousChain::account`]; the replay counts
+    /// snapshots.)
+    fn replay(&self) -> Replay {
+        Replay::new(self.steps())
+            .ram_budget(self.most_held())
+            .disk_budget(0)
+            .require_freed(true)
+    }
+
+    /// None: a budget in snapshots of equal steps says nothing of the
+    /// per-step costs and sizes this schedule is for (on equal steps it
+    /// matches Revolve).
+    fn candidates(_: &CandidateBudget) -> Vec<Self> {
+        Vec::new()
+    }
+
+    /// The per-step lists in their compact form (`1*9,20`).
+    fn command_args(&self) -> Vec<String> {
+        vec![
+            "--adjoint".into(),
+            self.adjoint.to_string(),
+            "--budget".into(),
+            self.budget.to_string(),
+            "--bytes".into(),
+            self.bytes.to_string(),
+            "--forward".into(),
+            self.forward.to_string(),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_step_text_round_trips() {
+        for text in ["1", "1*2", "0.5,1*3,0.5", "20,1*9,20"] {
+            let values: PerStep<f64> = text.parse().unwrap();
+            assert_eq!(values.to_string(), text);
+        }
+        let sizes: PerStep<u64> = "4096*3,8".parse().unwrap();
+        assert_eq!(sizes.0, [4096, 4096, 4096, 8]);
+        for bad in ["", "1,,2", "x", "1*x", "1*-2", "1*16777217"] {
+            assert!(bad.parse::<PerStep<f64>>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn replay_holds_at_most_the_budget() {
+        let params = HeterogeneousRevolveParams::example();
+        let chain = params.chain().unwrap();
+        let cost = chain.account(params.build().unwrap());
+        assert!(cost.peak_bytes <= params.budget);
+        params.replay().run(params.build().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn bad_chains_are_errors() {
+        let mut params = HeterogeneousRevolveParams::example();
+        params.adjoint.0.pop();
+        assert!(matches!(
+            params.build().err(),
+            Some(ScheduleError::InvalidParameter {
+                name: "adjoint",
+                ..
+            })
+        ));
+        let mut params = HeterogeneousRevolveParams::example();
+        params.budget = 99;
+        assert!(matches!(
+            params.build().err(),
+            Some(ScheduleError::BudgetTooSmall { .. })
+        ));
+    }
+}
