@@ -2,9 +2,10 @@
 //! replayed and ranked by the cost model.
 
 use checkpointing::schedule::{CandidateBudget, Costs};
-use checkpointing::{Cost, ScheduleSpec, Step, StorageLevel};
+use checkpointing::{Cost, PerLevel, ScheduleSpec, Step, StorageLevel};
 use clap::Args;
 
+use crate::budget::ByteBudget;
 use crate::show::parameters;
 use crate::{cost, Failure};
 
@@ -15,12 +16,15 @@ pub(crate) struct CompareArgs {
     #[arg(long)]
     max_n: Step,
     /// States that may be held in RAM (snapshots plus adjoint data beyond
-    /// one step).
-    #[arg(long)]
-    snapshots: u64,
-    /// Snapshots that may be held on disk.
-    #[arg(long, default_value_t = 0)]
-    disk_snapshots: u64,
+    /// one step); or give --ram.
+    #[arg(long, required_unless_present = "ram", conflicts_with = "ram")]
+    snapshots: Option<u64>,
+    /// Snapshots that may be held on disk [default: 0]; or give --disk.
+    #[arg(long, conflicts_with = "disk")]
+    disk_snapshots: Option<u64>,
+    /// Budgets in bytes instead of counts.
+    #[command(flatten)]
+    budget: ByteBudget,
     /// The cost model.
     #[command(flatten)]
     costs: Costs,
@@ -34,17 +38,27 @@ pub(crate) fn run(args: &CompareArgs) -> Result<(), Failure> {
         .costs
         .checked()
         .map_err(|e| Failure(e.to_string(), 2))?;
+    let counts = if args.budget.given() {
+        args.budget.snapshots(None)?
+    } else {
+        PerLevel::default()
+    };
+    let ram = args.snapshots.or(counts[StorageLevel::Ram]).unwrap_or(0);
+    let disk = args
+        .disk_snapshots
+        .or(counts[StorageLevel::Disk])
+        .unwrap_or(0);
     let budget = CandidateBudget {
         max_n: args.max_n,
-        ram: args.snapshots,
-        disk: args.disk_snapshots,
+        ram,
+        disk,
         costs,
     };
     let mut rows = Vec::new();
     let mut excluded = Vec::new();
     for spec in ScheduleSpec::candidates(&budget) {
         match cost::replay_with_progress(&spec) {
-            Ok(cost) if cost.fits(args.snapshots, args.disk_snapshots) => rows.push((spec, cost)),
+            Ok(cost) if cost.fits(ram, disk) => rows.push((spec, cost)),
             Ok(_) => excluded.push(format!("{} (over budget)", spec.name())),
             Err(e) => excluded.push(format!("{} ({e})", spec.name())),
         }
@@ -53,7 +67,7 @@ pub(crate) fn run(args: &CompareArgs) -> Result<(), Failure> {
     rows.sort_by(|a, b| modelled(&a.1).total_cmp(&modelled(&b.1)));
     println!(
         "{} steps, {} RAM and {} disk snapshots; cost = {}·forward + {}·adjoint + {}·disk writes + {}·disk reads",
-        args.max_n, args.snapshots, args.disk_snapshots, costs.uf, costs.ub, costs.wd, costs.rd
+        args.max_n, ram, disk, costs.uf, costs.ub, costs.wd, costs.rd
     );
     println!(
         "{:<22} {:<60} {:>10} {:>10} {:>5} {:>5} {:>13} {:>5} {:>12}",

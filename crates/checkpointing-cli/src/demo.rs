@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::Failure;
 
-/// `checkpointing demo heat [--cells N] [--disk DIR] [SCHEDULE ...]`
+/// `checkpointing demo heat [--cells N] [--disk-dir DIR] [--ram BYTES] [--disk BYTES] [SCHEDULE ...]`
 #[derive(Args, Debug)]
 pub(crate) struct DemoArgs {
     /// The problem: the 1D heat equation of Checkpointing.jl.
@@ -20,8 +20,12 @@ pub(crate) struct DemoArgs {
     #[arg(long, default_value_t = DemoConfig::default().cells)]
     cells: usize,
     /// Directory for disk snapshots (default: a temporary directory).
-    #[arg(long)]
-    disk: Option<std::path::PathBuf>,
+    #[arg(long, value_name = "DIR")]
+    disk_dir: Option<std::path::PathBuf>,
+    /// Budgets in bytes for the schedule's snapshot counts (the state's
+    /// size is the problem's).
+    #[command(flatten)]
+    budget: crate::budget::ByteBudget,
     /// The schedule and its parameters, which give the number of steps
     /// (default: revolve --max-n 500 --snapshots-in-ram 4).
     #[command(subcommand)]
@@ -36,11 +40,17 @@ enum Problem {
 
 pub(crate) fn run(args: DemoArgs) -> Result<(), Failure> {
     let Problem::Heat = args.problem;
+    if args.budget.given() && args.schedule.is_none() {
+        return Err(Failure(
+            "--ram and --disk set a schedule's snapshot counts: name the schedule (e.g. revolve --max-n 500)".into(),
+            2,
+        ));
+    }
     let defaults = DemoConfig::default();
     let config = DemoConfig {
         cells: args.cells,
         spec: args.schedule.unwrap_or(defaults.spec),
-        disk: args.disk,
+        disk: args.disk_dir,
         ..defaults
     };
     // The bar appears only on runs longer than a second.

@@ -17,6 +17,7 @@
 use std::process::ExitCode;
 
 mod args;
+mod budget;
 mod compare;
 mod cost;
 mod demo;
@@ -26,25 +27,30 @@ mod show;
 pub use args::{spec_args, spec_command_line};
 
 use checkpointing::ScheduleSpec;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 const EXAMPLES: &str = "\
 Examples:
   checkpointing demo heat
   checkpointing demo heat --cells 100000 revolve --max-n 10000 --snapshots-in-ram 20
-  checkpointing demo heat --disk /tmp/snaps multistage --max-n 500 --snapshots-in-ram 2 --snapshots-on-disk 6
+  checkpointing demo heat --disk-dir /tmp/snaps multistage --max-n 500 --snapshots-in-ram 2 --snapshots-on-disk 6
+  checkpointing demo heat --cells 100000 --ram 8MiB --disk 40MB multistage --max-n 2000
   checkpointing schedule revolve --max-n 4 --snapshots-in-ram 2
   checkpointing schedule multistage --max-n 100 --snapshots-in-ram 3 --snapshots-on-disk 5 --format jsonl
   checkpointing schedule single-disk --steps 5 --move-data
   checkpointing schedule hierarchical-revolve --max-n 50 --level RAM:3:0:0 --level DISK:10:2:2
   checkpointing cost revolve --max-n 1000000 --snapshots-in-ram 100
+  checkpointing cost revolve --max-n 1000000 --ram 8GiB --state-bytes 80MB
   checkpointing cost revolve --max-n 18446744073709551615 --snapshots-in-ram 2
   checkpointing cost periodic --max-n 1000 --period 50
   checkpointing plot revolve --max-n 40 --snapshots-in-ram 3 --out revolve.svg
   checkpointing compare --max-n 1000 --snapshots 10 --disk-snapshots 20
+  checkpointing compare --max-n 1000 --ram 1GiB --disk 20GB --state-bytes 80MB
   checkpointing plan --steps 1000 --state-bytes 80MB --ram 8GiB --disk 500GB
 
 Each schedule lists its parameters: checkpointing schedule <SCHEDULE> --help.
+--ram/--disk with --state-bytes set a schedule's snapshot counts to what fits in bytes
+(RAM also holds the live state and one step's adjoint data).
 Online schedules (none, single-*, two-level, online-r2) are driven for --steps steps and finalized there.";
 
 /// Print, cost and check checkpointing schedules for adjoints of
@@ -66,6 +72,8 @@ enum Command {
         /// Output format: the reference package's repr, or JSON lines.
         #[arg(long, value_enum, default_value_t = show::Format::Text, global = true)]
         format: show::Format,
+        #[command(flatten)]
+        budget: budget::ByteBudget,
     },
     /// Replay a schedule through the checker and print its costs as one JSON
     /// object.
@@ -83,6 +91,8 @@ enum Command {
         /// action, read, write and peak counts).
         #[arg(long, global = true)]
         replay: bool,
+        #[command(flatten)]
+        budget: budget::ByteBudget,
     },
     /// Draw a schedule as SVG: steps across, actions down.
     #[command(after_help = EXAMPLES, subcommand_value_name = "SCHEDULE")]
@@ -92,6 +102,8 @@ enum Command {
         /// The SVG file to write (required).
         #[arg(long, global = true)]
         out: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        budget: budget::ByteBudget,
     },
     /// Compare the cost model of every schedule that fits a memory budget.
     #[command(after_help = EXAMPLES)]
@@ -130,20 +142,28 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    Cli::try_parse_from(args).map_err(|e| {
-        if !e.use_stderr() {
-            return Failure(e.render().to_string(), 0);
-        }
-        // clap's message up to its first blank line (before tips and usage),
-        // on one line.
-        let text = e.render().to_string();
-        let line: Vec<&str> = text
-            .lines()
-            .take_while(|l| !l.trim().is_empty())
-            .map(str::trim)
-            .collect();
-        Failure(line.join(" "), 2)
-    })
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    let command = budget::with_derived_counts(Cli::command(), &args)?;
+    command
+        .try_get_matches_from(&args)
+        .and_then(|matches| Cli::from_arg_matches(&matches))
+        .map_err(clap_failure)
+}
+
+/// A clap error as a [`Failure`]: `--help` and `--version` (status 0, the
+/// text as message), or a usage error (status 2), on one line: clap's
+/// message up to its first blank line, before tips and usage.
+fn clap_failure(e: clap::Error) -> Failure {
+    if !e.use_stderr() {
+        return Failure(e.render().to_string(), 0);
+    }
+    let text = e.render().to_string();
+    let line: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    Failure(line.join(" "), 2)
 }
 
 impl Cli {
@@ -165,9 +185,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Demo(args) => demo::run(args),
         Command::Compare(args) => compare::run(&args),
         Command::Plan(args) => plan::run(&args),
-        Command::Plot { spec, out } => show::plot(&spec, out.as_deref()),
-        Command::Schedule { spec, format } => show::print_schedule(&spec, format),
-        Command::Cost { spec, replay } => cost::run(&spec, replay),
+        Command::Plot { spec, out, .. } => show::plot(&spec, out.as_deref()),
+        Command::Schedule { spec, format, .. } => show::print_schedule(&spec, format),
+        Command::Cost { spec, replay, .. } => cost::run(&spec, replay),
     }
 }
 

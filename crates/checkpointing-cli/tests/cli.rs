@@ -230,7 +230,7 @@ fn demo_heat_matches_store_all() {
     let text = stdout(&[
         "demo",
         "heat",
-        "--disk",
+        "--disk-dir",
         disk.to_str().unwrap(),
         "multistage",
         "--max-n",

@@ -34,6 +34,21 @@ pub struct DemoConfig {
     pub store_all_limit: u64,
 }
 
+impl DemoConfig {
+    /// Bytes of one state of the problem as the stores count it (`cells`
+    /// values of `f64` and the vector's header), what each snapshot takes.
+    ///
+    /// ```
+    /// use checkpointing_problems::demo::DemoConfig;
+    /// assert_eq!(DemoConfig { cells: 100, ..DemoConfig::default() }.state_bytes(), 800 + 24);
+    /// ```
+    pub fn state_bytes(&self) -> u64 {
+        (self.cells as u64)
+            .saturating_mul(std::mem::size_of::<f64>() as u64)
+            .saturating_add(std::mem::size_of::<Vec<f64>>() as u64)
+    }
+}
+
 impl Default for DemoConfig {
     /// Checkpointing.jl's heat example: 100 cells, 500 steps, Revolve with
     /// 4 snapshots.
@@ -119,6 +134,7 @@ impl DemoConfig {
         let mut heat = HeatEquation::new(self.cells);
         let initial = heat.initial_state();
         let state_bytes = initial.footprint() as u64;
+        debug_assert_eq!(state_bytes, self.state_bytes());
 
         let start = Instant::now();
         let final_state = heat.run_forward(initial.clone(), steps);

@@ -412,6 +412,9 @@ pub struct PeriodicDiskRevolveParams {
 macro_rules! disk_variant_params {
     ($params:ty, $schedule:ident) => {
         impl ScheduleParams for $params {
+            const SNAPSHOT_FIELDS: &'static [(StorageLevel, &'static str)] =
+                &[(StorageLevel::Ram, "snapshots_in_ram")];
+
             const TABLE_BASED: bool = true;
 
             fn example() -> Self {

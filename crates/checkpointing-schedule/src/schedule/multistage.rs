@@ -340,6 +340,11 @@ pub struct MultistageParams {
 }
 
 impl ScheduleParams for MultistageParams {
+    const SNAPSHOT_FIELDS: &'static [(StorageLevel, &'static str)] = &[
+        (StorageLevel::Ram, "snapshots_in_ram"),
+        (StorageLevel::Disk, "snapshots_on_disk"),
+    ];
+
     fn example() -> Self {
         Self {
             max_n: 20,

@@ -413,6 +413,9 @@ pub struct OnlineR2Params {
 }
 
 impl ScheduleParams for OnlineR2Params {
+    const SNAPSHOT_FIELDS: &'static [(StorageLevel, &'static str)] =
+        &[(StorageLevel::Ram, "snapshots")];
+
     const ONLINE: bool = true;
 
     fn example() -> Self {

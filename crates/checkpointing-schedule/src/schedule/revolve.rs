@@ -361,6 +361,9 @@ pub struct RevolveParams {
 }
 
 impl ScheduleParams for RevolveParams {
+    const SNAPSHOT_FIELDS: &'static [(StorageLevel, &'static str)] =
+        &[(StorageLevel::Ram, "snapshots_in_ram")];
+
     fn example() -> Self {
         Self {
             max_n: 20,

@@ -19,7 +19,7 @@ use super::periodic::PeriodicParams;
 use super::revolve::RevolveParams;
 use super::two_level::TwoLevelParams;
 use super::{Costs, Drive, Schedule, ScheduleError, StepCounts};
-use crate::action::{Action, Step};
+use crate::action::{Action, Step, StorageLevel};
 use crate::replay::{Cost, Replay, ReplayError};
 
 /// The parameters of one schedule: what [`ScheduleSpec`] needs of each.
@@ -42,6 +42,12 @@ pub trait ScheduleParams: Clone + PartialEq + Serialize + Into<ScheduleSpec> {
     /// Disk-Revolve, Mixed): fast to iterate, slow to build past a few
     /// thousand steps.
     const TABLE_BASED: bool = false;
+
+    /// The fields that hold a snapshot count, with the level each counts
+    /// (e.g. Revolve's `snapshots_in_ram` on RAM): how a budget in bytes
+    /// becomes parameters. Empty where no field is a fixed level's count
+    /// (Periodic; Mixed and Two-level, whose level is a parameter).
+    const SNAPSHOT_FIELDS: &'static [(StorageLevel, &'static str)] = &[];
 
     /// One valid configuration of this schedule, small enough to replay at
     /// once: a worked example for documentation, and the instance of this
@@ -208,6 +214,22 @@ macro_rules! schedule_registry {
             pub fn is_table_based(&self) -> bool {
                 match self {
                     $(Self::$variant(_) => <$params as ScheduleParams>::TABLE_BASED,)*
+                }
+            }
+
+            /// The snapshot-count fields of the schedule named `name`
+            /// ([`ScheduleParams::SNAPSHOT_FIELDS`]); `None` for an unknown
+            /// name.
+            ///
+            /// ```
+            /// use checkpointing_schedule::{ScheduleSpec, StorageLevel};
+            /// assert_eq!(ScheduleSpec::snapshot_fields("revolve"), Some(&[(StorageLevel::Ram, "snapshots_in_ram")][..]));
+            /// assert_eq!(ScheduleSpec::snapshot_fields("periodic"), Some(&[][..]));
+            /// ```
+            pub fn snapshot_fields(name: &str) -> Option<&'static [(StorageLevel, &'static str)]> {
+                match name {
+                    $($name => Some(<$params as ScheduleParams>::SNAPSHOT_FIELDS),)*
+                    _ => None,
                 }
             }
 

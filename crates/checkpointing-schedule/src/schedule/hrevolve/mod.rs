@@ -167,6 +167,11 @@ pub struct HRevolveParams {
 }
 
 impl ScheduleParams for HRevolveParams {
+    const SNAPSHOT_FIELDS: &'static [(StorageLevel, &'static str)] = &[
+        (StorageLevel::Ram, "snapshots_in_ram"),
+        (StorageLevel::Disk, "snapshots_on_disk"),
+    ];
+
     const TABLE_BASED: bool = true;
 
     fn example() -> Self {
