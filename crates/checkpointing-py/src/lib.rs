@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 mod actions;
 mod constructors;
 mod disk;
+mod plan;
 mod record_layout;
 mod registry;
 mod schedule;
@@ -52,6 +53,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyPeriodic>()?;
     m.add_class::<PyOnlineR2>()?;
     disk::register(m)?;
+    plan::register(m)?;
     tables::register(m)?;
     record_layout::register(m)?;
     Ok(())

@@ -8,7 +8,9 @@ the import (or after :func:`install_as_checkpoint_schedules`, which also
 provides the reference's submodules: ``checkpoint_schedules.mixed``...). Also:
 ``Periodic`` and ``OnlineR2`` (Checkpointing.jl's schemes),
 :func:`action_arrays` and :func:`iter_action_arrays` (a schedule's actions as
-NumPy arrays, for millions of actions), and :func:`checkpointing.jax.checkpointed_scan`.
+NumPy arrays, for millions of actions), :func:`plan` (the schedule that fits
+byte budgets with the least predicted time), and
+:func:`checkpointing.jax.checkpointed_scan`.
 
 >>> from checkpointing import Revolve
 >>> [str(a) for a in Revolve(2, 1)][:2]
@@ -44,6 +46,11 @@ __all__ = [
     "optimal_steps_binomial",
     "schedule_from_spec",
     "InvalidScheduleParameters",
+    "plan",
+    "Plan",
+    "PlanCandidate",
+    "PlannedSchedule",
+    "PlanError",
     "action_arrays",
     "iter_action_arrays",
     "install_as_checkpoint_schedules",
@@ -100,6 +107,10 @@ from ._native import (  # noqa: E402
     OnlineR2,
     Periodic,
     PeriodicDiskRevolve,
+    Plan,
+    PlanCandidate,
+    PlanError,
+    PlannedSchedule,
     Reverse,
     Revolve,
     RevolveCheckpointSchedule,
@@ -110,6 +121,7 @@ from ._native import (  # noqa: E402
 )
 from ._tables import optimal_steps_binomial  # noqa: E402
 from ._arrays import action_arrays, iter_action_arrays  # noqa: E402
+from ._plan import plan  # noqa: E402
 
 
 def install_as_checkpoint_schedules():

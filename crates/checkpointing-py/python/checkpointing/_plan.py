@@ -1,0 +1,119 @@
+"""``checkpointing.plan``: the schedule that fits byte budgets with the least
+predicted gradient time, from the Rust planner (the ``checkpointing plan``
+command's), as a schedule object of this package.
+
+The argument handling, the planner and the returned objects are native
+(``checkpointing._native``): this module only gives :func:`plan` its
+signature, defaults and documentation.
+"""
+
+from . import _native
+
+
+def plan(
+    max_n,
+    state_bytes,
+    ram,
+    *,
+    disk=None,
+    forward_seconds=1.0,
+    adjoint_seconds=None,
+    disk_write_seconds=None,
+    disk_read_seconds=None,
+    disk_bandwidth=None,
+    disk_latency_seconds=0.0,
+):
+    """The recommended schedule for ``max_n`` steps of ``state_bytes``
+    states within ``ram`` bytes of RAM (and ``disk`` bytes of disk): every
+    schedule family of the library configured for the snapshots the budgets
+    hold, costed by replay, ranked by predicted time, as ``checkpointing
+    plan`` does with the same arguments.
+
+    Returns a :class:`PlannedSchedule`: a :class:`CheckpointSchedule`
+    (iterate it for its actions, ``finalize(n)`` it when ``max_n`` is
+    ``None``; it goes wherever this package's schedules go, e.g.
+    ``checkpointing.torch.checkpointed_loop(..., schedule=...)``) whose
+    ``plan`` attribute is the :class:`Plan`: the pick's ``spec`` (a JSON
+    string for :func:`schedule_from_spec`), ``name``,
+    ``predicted_seconds``, ``peak_bytes`` and ``snapshots`` (dicts keyed by
+    level, ``"RAM"`` and ``"DISK"``), ``replayed``, ``forward_steps``,
+    ``adjoint_steps``, and ``alternatives`` (the other candidates that fit,
+    fastest first, each a :class:`PlanCandidate` with the same fields and a
+    ``schedule()`` method). ``plan.schedule()`` gives a fresh copy of the
+    schedule (a schedule is used once); ``plan.to_json()`` the input and
+    the plan with the fields of ``checkpointing plan --format json``.
+
+    Arguments:
+
+    - ``max_n``: the number of steps, or ``None`` when it is not known in
+      advance: then only online schedules are considered, planned for
+      ``plan.steps`` (10000) steps, and the schedule runs for any count
+      once finalized.
+    - ``state_bytes``, ``ram``, ``disk``: sizes, an ``int`` (bytes) or a
+      string with units as the command takes them: SI ``"80MB"``,
+      ``"500GB"`` or binary ``"8GiB"``, ``"1.5 MiB"``. RAM holds the live
+      state and one step's adjoint data besides the snapshots. No disk if
+      ``disk`` is ``None``.
+    - ``forward_seconds``, ``adjoint_seconds``: the time of one forward and
+      one adjoint step (the adjoint's defaults to twice the forward's).
+    - The disk's time per snapshot, either ``disk_write_seconds`` (and
+      ``disk_read_seconds``, by default the same), or ``disk_bandwidth``
+      (bytes per second, an ``int`` or a string such as ``"1GB/s"``;
+      1 GB/s when neither is given) with ``disk_latency_seconds``: a
+      snapshot then takes ``latency + state_bytes / bandwidth`` seconds
+      each way.
+
+    The predicted time is ``forward_seconds x forward steps +
+    adjoint_seconds x adjoint steps + write seconds x disk writes + read
+    seconds x disk reads``.
+
+    Raises :class:`PlanError` (a ``ValueError``) with the planner's message
+    for arguments with no plan: zero steps, a size that is not a byte count,
+    a negative or non-finite time, disk times without ``disk``, both disk
+    times and a bandwidth, or budgets that nothing fits (the message gives
+    the smallest RAM budget that would fit); ``TypeError`` for arguments of
+    the wrong type (a ``float`` size, a ``bool``).
+
+    >>> import json
+    >>> import checkpointing
+    >>> schedule = checkpointing.plan(1000, "1MiB", "12MiB")
+    >>> schedule.plan.snapshots  # 12 MiB: the live state, one step's adjoint data, 10 snapshots
+    {'RAM': 10}
+    >>> schedule.plan.peak_bytes["RAM"] <= 12 * 2**20
+    True
+    >>> json.loads(schedule.plan.spec)["max_n"]
+    1000
+    >>> actions = [str(a) for a in schedule]
+    >>> actions == [str(a) for a in checkpointing.schedule_from_spec(schedule.plan.spec)]
+    True
+    >>> actions[-1], sum(a.startswith("Reverse(") for a in actions)
+    ('EndReverse()', 1000)
+    >>> all(c.predicted_seconds >= schedule.plan.predicted_seconds
+    ...     for c in schedule.plan.alternatives)
+    True
+
+    With an unknown number of steps and a disk:
+
+    >>> online = checkpointing.plan(None, "80MB", "2GiB", disk="100GB", disk_write_seconds=0.2)
+    >>> online.max_n is None, online.plan.steps, online.plan.snapshots
+    (True, 10000, {'RAM': 24, 'DISK': 1250})
+
+    When nothing fits:
+
+    >>> checkpointing.plan(100, 1000, 1500)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    checkpointing.PlanError: nothing fits 1.5 kB of RAM ... the smallest RAM budget that fits a schedule (with the same disk) is 3 kB
+    """
+    return _native._plan(
+        max_n,
+        state_bytes,
+        ram,
+        disk,
+        forward_seconds,
+        adjoint_seconds,
+        disk_write_seconds,
+        disk_read_seconds,
+        disk_bandwidth,
+        disk_latency_seconds,
+    )

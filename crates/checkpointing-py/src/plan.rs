@@ -1,0 +1,460 @@
+//! `checkpointing.plan(...)`: the planner of the schedule crate
+//! ([`checkpointing_schedule::plan`]) from Python. The recommended schedule
+//! comes back as a `PlannedSchedule`, a `CheckpointSchedule` (iterable,
+//! `finalize` for online schedules, accepted wherever the package's
+//! schedules are) whose `plan` attribute holds the plan: the pick, its
+//! prediction and peaks, and the alternatives that fit.
+//!
+//! The arguments map to a [`PlanInput`] as the `checkpointing plan` command
+//! maps its flags (adjoint step = 2 × forward step unless given; a disk
+//! either with write/read seconds per snapshot or with a bandwidth, default
+//! 1 GB/s, and a latency). Sizes are parsed by [`Bytes`]'s `FromStr`, so the
+//! units are exactly the command's.
+
+use checkpointing::{ScheduleSpec, StorageLevel};
+use checkpointing_schedule::plan::{self, Bytes, Candidate, LevelBudget, PlanInput};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyInt, PyString};
+
+use crate::schedule::CheckpointSchedule;
+
+pyo3::create_exception!(
+    checkpointing,
+    PlanError,
+    PyValueError,
+    "No plan for these arguments: zero steps, a size that is not a byte count, a negative or non-finite time, disk times without a disk, or budgets that nothing fits (the message then gives the smallest RAM budget that would fit)."
+);
+
+fn plan_error(message: impl std::fmt::Display) -> PyErr {
+    PlanError::new_err(message.to_string())
+}
+
+/// A byte count from Python: an `int`, or a string in the units of
+/// [`Bytes`] (`"8GiB"`, `"500GB"`); with `per_second`, a trailing `/s` is
+/// allowed (`"1GB/s"`).
+fn bytes_argument(name: &str, value: &Bound<'_, PyAny>, per_second: bool) -> PyResult<Bytes> {
+    let unit = if per_second {
+        "bytes per second) or a string such as '1GB/s'"
+    } else {
+        "bytes) or a string such as '8GiB'"
+    };
+    if let Ok(text) = value.cast::<PyString>() {
+        let text = text.to_cow()?;
+        let text: &str = &text;
+        let text = if per_second {
+            text.strip_suffix("/s").unwrap_or(text)
+        } else {
+            text
+        };
+        return text
+            .parse::<Bytes>()
+            .map_err(|e| plan_error(format!("{name}: {e}")));
+    }
+    if value.is_instance_of::<PyInt>() && !value.is_instance_of::<PyBool>() {
+        let n: i128 = value
+            .extract()
+            .map_err(|_| plan_error(format!("{name} is more bytes than 2^64 - 1")))?;
+        return u64::try_from(n).map(Bytes).map_err(|_| {
+            if n < 0 {
+                plan_error(format!("{name} must not be negative, not {n}"))
+            } else {
+                plan_error(format!("{name} is more bytes than 2^64 - 1"))
+            }
+        });
+    }
+    Err(PyTypeError::new_err(format!(
+        "{name} must be an int ({unit}, not {}",
+        value.get_type().name()?
+    )))
+}
+
+/// The disk times, as the command takes them: write (and read) seconds per
+/// snapshot, or a bandwidth (default 1 GB/s) and a latency.
+struct DiskTimes<'a, 'py> {
+    write_seconds: Option<f64>,
+    read_seconds: Option<f64>,
+    bandwidth: Option<&'a Bound<'py, PyAny>>,
+    latency_seconds: f64,
+}
+
+impl DiskTimes<'_, '_> {
+    fn any_given(&self) -> bool {
+        self.write_seconds.is_some()
+            || self.read_seconds.is_some()
+            || self.bandwidth.is_some()
+            || self.latency_seconds != 0.0
+    }
+
+    /// The disk's budget, as `checkpointing plan` derives it from its
+    /// flags; combinations that the command would ignore are refused here.
+    fn budget(&self, capacity: Bytes, state_bytes: Bytes) -> PyResult<LevelBudget> {
+        match (self.write_seconds, self.read_seconds, self.bandwidth) {
+            (Some(_), _, Some(_)) | (None, Some(_), Some(_)) => Err(plan_error(
+                "give disk_write_seconds (and disk_read_seconds) or disk_bandwidth, not both",
+            )),
+            (None, Some(_), None) => Err(plan_error(
+                "disk_read_seconds needs disk_write_seconds (or give disk_bandwidth)",
+            )),
+            (Some(_), _, None) if self.latency_seconds != 0.0 => Err(plan_error(
+                "disk_latency_seconds goes with disk_bandwidth, not disk_write_seconds",
+            )),
+            (Some(write), read, None) => {
+                Ok(LevelBudget::new(capacity, write, read.unwrap_or(write)))
+            }
+            (None, None, bandwidth) => {
+                let latency = self.latency_seconds;
+                if !(latency.is_finite() && latency >= 0.0) {
+                    return Err(plan_error(format!(
+                        "disk latency seconds must be a finite number of seconds, not {latency}"
+                    )));
+                }
+                let bytes_per_second = match bandwidth {
+                    Some(value) => {
+                        let bandwidth = bytes_argument("disk_bandwidth", value, true)?;
+                        if bandwidth.0 == 0 {
+                            return Err(plan_error("the bandwidth must be positive"));
+                        }
+                        bandwidth.0 as f64
+                    }
+                    None => 1e9,
+                };
+                Ok(LevelBudget::from_bandwidth(
+                    capacity,
+                    bytes_per_second,
+                    latency,
+                    state_bytes,
+                ))
+            }
+        }
+    }
+}
+
+/// The stored levels that `input` budgets, with `value` of each: the keys
+/// of the plan's per-level dicts (`"RAM"`, `"DISK"`).
+fn per_level(input: &PlanInput, value: impl Fn(StorageLevel) -> u64) -> Vec<(&'static str, u64)> {
+    StorageLevel::STORED
+        .into_iter()
+        .filter(|&level| input.levels[level].is_some())
+        .map(|level| (level.name(), value(level)))
+        .collect()
+}
+
+fn dict<'py>(py: Python<'py>, entries: &[(&'static str, u64)]) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    for (name, value) in entries {
+        dict.set_item(name, value)?;
+    }
+    Ok(dict)
+}
+
+fn to_json(value: &impl serde::Serialize) -> String {
+    serde_json::to_string(value).expect("plans serialize")
+}
+
+/// One schedule the planner configured, with its predicted time and
+/// peaks: `plan.best` and each of `plan.alternatives`.
+#[pyclass(frozen, module = "checkpointing", name = "PlanCandidate")]
+pub struct PlanCandidate {
+    spec: ScheduleSpec,
+    /// The schedule's spec, a JSON string for `schedule_from_spec`.
+    #[pyo3(get, name = "spec")]
+    spec_json: String,
+    /// The schedule's kebab-case name (`"revolve"`, `"h-revolve"`...).
+    #[pyo3(get)]
+    name: &'static str,
+    /// The predicted gradient time, seconds.
+    #[pyo3(get)]
+    predicted_seconds: f64,
+    /// Whether the cost comes from replaying the schedule (else from its
+    /// closed form).
+    #[pyo3(get)]
+    replayed: bool,
+    /// Forward steps advanced in total (recomputation included).
+    #[pyo3(get)]
+    forward_steps: u64,
+    /// Adjoint steps advanced.
+    #[pyo3(get)]
+    adjoint_steps: u64,
+    peak_bytes: Vec<(&'static str, u64)>,
+    writes: Vec<(&'static str, u64)>,
+    reads: Vec<(&'static str, u64)>,
+    json: String,
+}
+
+impl PlanCandidate {
+    fn new(input: &PlanInput, candidate: &Candidate) -> Self {
+        let cost = &candidate.cost;
+        Self {
+            spec: candidate.spec.clone(),
+            spec_json: to_json(&candidate.spec),
+            name: candidate.spec.name(),
+            predicted_seconds: candidate.predicted_seconds,
+            replayed: candidate.replayed,
+            forward_steps: cost.forward_steps,
+            adjoint_steps: cost.adjoint_steps,
+            peak_bytes: per_level(input, |l| candidate.peak_bytes[l]),
+            writes: per_level(input, |l| cost.levels[l].writes),
+            reads: per_level(input, |l| cost.levels[l].reads),
+            json: to_json(candidate),
+        }
+    }
+
+    fn build(&self, py: Python<'_>) -> PyResult<CheckpointSchedule> {
+        CheckpointSchedule::from_result(py, self.spec.build())
+    }
+}
+
+#[pymethods]
+impl PlanCandidate {
+    /// Peak bytes per level budgeted (`"RAM"`, and `"DISK"` with a disk);
+    /// RAM counts the live state and one step's adjoint data besides the
+    /// snapshots.
+    #[getter]
+    fn peak_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        dict(py, &self.peak_bytes)
+    }
+
+    /// Snapshots written per level budgeted.
+    #[getter]
+    fn writes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        dict(py, &self.writes)
+    }
+
+    /// Snapshots read per level budgeted.
+    #[getter]
+    fn reads<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        dict(py, &self.reads)
+    }
+
+    /// A fresh schedule of this candidate (a schedule is used once), the
+    /// same as `schedule_from_spec(self.spec)`.
+    fn schedule(&self, py: Python<'_>) -> PyResult<CheckpointSchedule> {
+        self.build(py)
+    }
+
+    /// The candidate as the `checkpointing plan --format json` command
+    /// prints it: spec, cost, replayed, predicted_seconds, peak_bytes.
+    fn to_json(&self) -> String {
+        self.json.clone()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "PlanCandidate(name='{}', predicted_seconds={:?}, peak_bytes={{{}}}, spec='{}')",
+            self.name,
+            self.predicted_seconds,
+            self.peak_bytes
+                .iter()
+                .map(|(level, bytes)| format!("'{level}': {bytes}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            self.spec_json
+        )
+    }
+}
+
+/// The planner's answer: the recommended schedule (`best`, whose fields
+/// are also the plan's own: `spec`, `name`, `predicted_seconds`...), the
+/// snapshots each level holds, and the other candidates that fit, fastest
+/// first.
+#[pyclass(frozen, module = "checkpointing", name = "Plan")]
+pub struct Plan {
+    /// The recommendation.
+    #[pyo3(get)]
+    best: Py<PlanCandidate>,
+    alternatives: Vec<Py<PlanCandidate>>,
+    /// The steps planned for: `max_n`, or the horizon for which online
+    /// schedules are planned when `max_n` is `None` (10000).
+    #[pyo3(get)]
+    steps: u64,
+    snapshots: Vec<(&'static str, u64)>,
+    json: String,
+}
+
+#[pymethods]
+impl Plan {
+    /// The other candidates that fit, fastest first.
+    #[getter]
+    fn alternatives(&self, py: Python<'_>) -> Vec<Py<PlanCandidate>> {
+        self.alternatives.iter().map(|c| c.clone_ref(py)).collect()
+    }
+
+    /// Snapshots each level budgeted holds (`"RAM"`, `"DISK"`), RAM after
+    /// the live state and one step's adjoint data.
+    #[getter]
+    fn snapshots<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        dict(py, &self.snapshots)
+    }
+
+    /// `best.spec`: the recommended schedule's spec (JSON).
+    #[getter]
+    fn spec(&self) -> String {
+        self.best.get().spec_json.clone()
+    }
+
+    /// `best.name`.
+    #[getter]
+    fn name(&self) -> &'static str {
+        self.best.get().name
+    }
+
+    /// `best.predicted_seconds`.
+    #[getter]
+    fn predicted_seconds(&self) -> f64 {
+        self.best.get().predicted_seconds
+    }
+
+    /// `best.peak_bytes`.
+    #[getter]
+    fn peak_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        dict(py, &self.best.get().peak_bytes)
+    }
+
+    /// `best.replayed`.
+    #[getter]
+    fn replayed(&self) -> bool {
+        self.best.get().replayed
+    }
+
+    /// `best.forward_steps`.
+    #[getter]
+    fn forward_steps(&self) -> u64 {
+        self.best.get().forward_steps
+    }
+
+    /// `best.adjoint_steps`.
+    #[getter]
+    fn adjoint_steps(&self) -> u64 {
+        self.best.get().adjoint_steps
+    }
+
+    /// A fresh schedule of the recommendation (`best.schedule()`).
+    fn schedule(&self, py: Python<'_>) -> PyResult<CheckpointSchedule> {
+        self.best.get().build(py)
+    }
+
+    /// The input and the plan as one JSON object, `{"input": ..., "plan":
+    /// ...}`, with the fields of `checkpointing plan --format json`.
+    fn to_json(&self) -> String {
+        self.json.clone()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Plan(name='{}', predicted_seconds={:?}, alternatives={}, spec='{}')",
+            self.name(),
+            self.predicted_seconds(),
+            self.alternatives.len(),
+            self.spec()
+        )
+    }
+}
+
+/// The recommended schedule of a plan: a `CheckpointSchedule` with the
+/// plan as its `plan` attribute.
+#[pyclass(extends = CheckpointSchedule, module = "checkpointing", name = "PlannedSchedule")]
+pub struct PlannedSchedule {
+    plan: Py<Plan>,
+}
+
+#[pymethods]
+impl PlannedSchedule {
+    /// The plan this schedule is the recommendation of.
+    #[getter]
+    fn plan(&self, py: Python<'_>) -> Py<Plan> {
+        self.plan.clone_ref(py)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("PlannedSchedule(spec='{}')", self.plan.get().spec())
+    }
+}
+
+/// `_plan(max_n, state_bytes, ram, disk, forward_seconds, adjoint_seconds,
+/// disk_write_seconds, disk_read_seconds, disk_bandwidth,
+/// disk_latency_seconds)`: the work of `checkpointing.plan` (see its
+/// docstring), every argument given.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn _plan(
+    py: Python<'_>,
+    max_n: Option<&Bound<'_, PyAny>>,
+    state_bytes: &Bound<'_, PyAny>,
+    ram: &Bound<'_, PyAny>,
+    disk: Option<&Bound<'_, PyAny>>,
+    forward_seconds: f64,
+    adjoint_seconds: Option<f64>,
+    disk_write_seconds: Option<f64>,
+    disk_read_seconds: Option<f64>,
+    disk_bandwidth: Option<&Bound<'_, PyAny>>,
+    disk_latency_seconds: f64,
+) -> PyResult<Py<PlannedSchedule>> {
+    let steps = match max_n {
+        None => None,
+        Some(value) if value.is_instance_of::<PyBool>() => {
+            return Err(PyTypeError::new_err(
+                "max_n must be an int or None, not bool",
+            ))
+        }
+        Some(value) => {
+            let n: i128 = value.extract()?;
+            Some(u64::try_from(n).map_err(|_| {
+                plan_error(format!(
+                    "steps must be positive (or None for an unknown count), not {n}"
+                ))
+            })?)
+        }
+    };
+    let state_bytes = bytes_argument("state_bytes", state_bytes, false)?;
+    let ram = bytes_argument("ram", ram, false)?;
+    let times = DiskTimes {
+        write_seconds: disk_write_seconds,
+        read_seconds: disk_read_seconds,
+        bandwidth: disk_bandwidth,
+        latency_seconds: disk_latency_seconds,
+    };
+    let mut input = PlanInput::new(steps, state_bytes, ram);
+    input.forward_seconds = forward_seconds;
+    input.adjoint_seconds = adjoint_seconds.unwrap_or(2.0 * forward_seconds);
+    match disk {
+        Some(disk) => {
+            let capacity = bytes_argument("disk", disk, false)?;
+            input = input.with_level(StorageLevel::Disk, times.budget(capacity, state_bytes)?);
+        }
+        None if times.any_given() => return Err(plan_error("disk times given without disk")),
+        None => {}
+    }
+    let planned = plan::plan(&input).map_err(plan_error)?;
+    let json = serde_json::json!({ "input": input, "plan": planned }).to_string();
+    let candidate = |c: &Candidate| Py::new(py, PlanCandidate::new(&input, c));
+    let result = Plan {
+        best: candidate(&planned.best)?,
+        alternatives: planned
+            .alternatives
+            .iter()
+            .map(candidate)
+            .collect::<PyResult<_>>()?,
+        steps: planned.steps,
+        snapshots: per_level(&input, |l| planned.snapshots[l]),
+        json,
+    };
+    let schedule = result.best.get().build(py)?;
+    let plan = Py::new(py, result)?;
+    Py::new(
+        py,
+        PyClassInitializer::from(schedule).add_subclass(PlannedSchedule { plan }),
+    )
+}
+
+/// Adds `_plan`, `Plan`, `PlanCandidate`, `PlannedSchedule` and `PlanError`
+/// to the native module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_function(wrap_pyfunction!(_plan, m)?)?;
+    m.add_class::<Plan>()?;
+    m.add_class::<PlanCandidate>()?;
+    m.add_class::<PlannedSchedule>()?;
+    m.add("PlanError", py.get_type::<PlanError>())?;
+    Ok(())
+}
