@@ -22,8 +22,8 @@ pub fn spec_args(spec: &ScheduleSpec) -> Vec<String> {
     spec.command_args()
 }
 
-/// [`spec_args`] as one line, `checkpointing schedule ...` (no value needs
-/// quoting: names, numbers and `LEVEL:N:W:R`).
+/// [`spec_args`] as one line, `checkpointing schedule ...`
+/// ([`ScheduleSpec::command_line`]).
 pub fn spec_command_line(spec: &ScheduleSpec) -> String {
-    format!("checkpointing schedule {}", spec_args(spec).join(" "))
+    spec.command_line()
 }

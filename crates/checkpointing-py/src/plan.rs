@@ -160,6 +160,9 @@ pub struct PlanCandidate {
     /// The schedule's spec, a JSON string for `schedule_from_spec`.
     #[pyo3(get, name = "spec")]
     spec_json: String,
+    /// The `checkpointing schedule ...` command line of the schedule.
+    #[pyo3(get)]
+    command: String,
     /// The schedule's kebab-case name (`"revolve"`, `"h-revolve"`...).
     #[pyo3(get)]
     name: &'static str,
@@ -188,6 +191,7 @@ impl PlanCandidate {
         Self {
             spec: candidate.spec.clone(),
             spec_json: to_json(&candidate.spec),
+            command: candidate.spec.command_line(),
             name: candidate.spec.name(),
             predicted_seconds: candidate.predicted_seconds,
             replayed: candidate.replayed,
@@ -291,6 +295,13 @@ impl Plan {
     #[getter]
     fn spec(&self) -> String {
         self.best.get().spec_json.clone()
+    }
+
+    /// `best.command`: the recommended schedule's `checkpointing schedule
+    /// ...` command line.
+    #[getter]
+    fn command(&self) -> String {
+        self.best.get().command.clone()
     }
 
     /// `best.name`.

@@ -89,9 +89,11 @@ def test_the_pick_and_its_prediction_are_the_commands(args, kwargs, flags):
         [binary, "plan", *flags.split(), "--format", "json"], capture_output=True, text=True, check=True
     )
     expected = json.loads(command.stdout)
-    ours = json.loads(checkpointing.plan(*args, **kwargs).plan.to_json())
+    planned = checkpointing.plan(*args, **kwargs).plan
+    ours = json.loads(planned.to_json())
     assert ours["input"] == expected["input"]
     assert ours["plan"] == expected["plan"]
+    assert planned.command == expected["command"]
 
 
 @pytest.mark.parametrize("args, kwargs, flags", INPUTS, ids=IDS)

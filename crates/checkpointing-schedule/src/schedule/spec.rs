@@ -378,6 +378,20 @@ pub enum SpecError {
 }
 
 impl ScheduleSpec {
+    /// The `checkpointing` command line that prints this schedule:
+    /// `checkpointing schedule` and [`ScheduleSpec::command_args`] (no value
+    /// needs quoting: names, numbers, lists and `LEVEL:N:W:R`).
+    ///
+    /// ```
+    /// use checkpointing_schedule::schedule::PeriodicParams;
+    /// use checkpointing_schedule::ScheduleSpec;
+    /// let spec = ScheduleSpec::from(PeriodicParams { max_n: 10, period: 3 });
+    /// assert_eq!(spec.command_line(), "checkpointing schedule periodic --max-n 10 --period 3");
+    /// ```
+    pub fn command_line(&self) -> String {
+        format!("checkpointing schedule {}", self.command_args().join(" "))
+    }
+
     /// The schedule driven for [`ScheduleSpec::steps`] steps up to its first
     /// `EndReverse` (see [`Drive`]).
     pub fn drive(&self) -> Result<Drive<Box<dyn Schedule + Send>>, ScheduleError> {
