@@ -17,3 +17,19 @@ fn every_target_survives_its_corpus_and_mutations() {
         eprintln!("{}: {} executions", target.name, stats.executions);
     }
 }
+
+/// The journal seeds are in the current layout: a fuzzer starting from them
+/// reaches past the header into the entry's fields, rather than stopping at
+/// the first decode error.
+#[test]
+fn the_journal_seeds_decode() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/journal");
+    let file = std::fs::read(dir.join("seed-file")).unwrap();
+    // The first byte picks the mode (0: the file as is).
+    checkpointing::fuzzing::decode_journal_file::<Vec<f64>, Vec<f64>, (f64, Vec<f64>)>(&file[1..])
+        .expect("seed-file is a valid journal");
+    let payload = std::fs::read(dir.join("seed-payload")).unwrap();
+    let sealed = checkpointing::fuzzing::seal_journal(&payload[1..]);
+    checkpointing::fuzzing::decode_journal_file::<Vec<f64>, Vec<f64>, (f64, Vec<f64>)>(&sealed)
+        .expect("seed-payload sealed is a valid journal");
+}
