@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import checkpointing
+from driving import actions
 from checkpointing import PlanError
 from test_numpy_heat import CELLS, STEPS, checkpointed, store_all
 
@@ -51,18 +52,6 @@ INPUTS = [
     ((None, 1000, 6000), {}, "--steps unknown --state-bytes 1000 --ram 6000"),
 ]
 IDS = [flags for _, _, flags in INPUTS]
-
-
-def actions(schedule, n):
-    """The actions as text, finalizing an online schedule at `n` steps."""
-    out = []
-    for action in schedule:
-        out.append(str(action))
-        if isinstance(action, checkpointing.EndReverse):
-            break
-        if schedule.max_n is None and isinstance(action, checkpointing.Forward) and action.n1 >= n:
-            schedule.finalize(n)
-    return out
 
 
 def cli_binary():

@@ -6,17 +6,7 @@ import json
 import pytest
 
 import checkpointing
-
-
-def actions(schedule, n):
-    out = []
-    for action in schedule:
-        out.append(repr(action))
-        if isinstance(action, checkpointing.EndReverse):
-            break
-        if schedule.max_n is None and isinstance(action, checkpointing.Forward) and action.n1 >= n:
-            schedule.finalize(n)
-    return out
+from driving import actions
 
 
 @pytest.mark.parametrize(
