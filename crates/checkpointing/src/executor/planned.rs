@@ -193,10 +193,15 @@ pub struct Measurements {
     pub forward_seconds: f64,
     /// Seconds of one adjoint step (median).
     pub adjoint_seconds: f64,
-    /// Seconds of one copy of the state into a new buffer (median): the
-    /// executor makes one for each adjoint step, keeping the step's
-    /// adjoint dependencies.
+    /// Seconds of one copy of the state into a buffer of a previous state
+    /// (median): the executor makes one for each adjoint step, keeping the
+    /// step's adjoint dependencies, into a recycled buffer when it has one.
     pub copy_seconds: f64,
+    /// Seconds of one copy of the state into a newly allocated buffer
+    /// (median), as the executor makes when no buffer is spare (store-all
+    /// keeping every state, a long period in WORK). Not in the model;
+    /// reported to tell the two apart.
+    pub fresh_copy_seconds: f64,
     /// Bytes of one snapshot in memory: the largest [`Footprint`] of the
     /// states seen, plus a [`Checkpoint`]'s own size.
     pub state_bytes: u64,
@@ -451,10 +456,13 @@ where
         let mut probe = problem.clone();
         let mut state = initial.clone();
         let mut footprint = state.footprint();
-        let (mut forwards, mut copies, mut adjoints) = (Vec::new(), Vec::new(), Vec::new());
-        let mut before = Vec::new();
+        let (mut forwards, mut adjoints) = (Vec::new(), Vec::new());
+        let (mut copies, mut fresh_copies) = (Vec::new(), Vec::new());
+        let mut before: Vec<S> = Vec::new();
+        let mut recycled = initial.clone();
         for i in 0..steps {
-            before.push(timed(&mut copies, || state.clone()));
+            timed(&mut copies, || recycled.clone_from(&state));
+            before.push(timed(&mut fresh_copies, || state.clone()));
             timed(&mut forwards, || probe.forward(i, &mut state)).map_err(user("forward", i))?;
             footprint = footprint.max(state.footprint());
             if let Some(stop) = stop.as_mut() {
@@ -470,7 +478,7 @@ where
             timed(&mut adjoints, || probe.adjoint(i, x, &mut adjoint))
                 .map_err(user("adjoint", i))?;
         }
-        drop((probe, before, adjoint));
+        drop((probe, before, adjoint, recycled));
 
         let mut levels = PerLevel::default();
         for level in StorageLevel::STORED {
@@ -493,6 +501,7 @@ where
             forward_seconds: median(forwards),
             adjoint_seconds: median(adjoints),
             copy_seconds: median(copies),
+            fresh_copy_seconds: median(fresh_copies),
             state_bytes: (std::mem::size_of::<Checkpoint<S>>() + footprint) as u64,
             levels,
             seconds: start.elapsed().as_secs_f64(),
