@@ -2,8 +2,9 @@
 //!
 //! * [`heat`]: the explicit 1D heat equation of Checkpointing.jl's example,
 //!   with a hand-written adjoint.
-//! * [`burgers`]: the viscous 1D Burgers equation, forward only (state data
-//!   for the storage benchmarks).
+//! * [`burgers`]: the viscous 1D Burgers equation with the discrete adjoint
+//!   of its Godunov step (state data for the storage benchmarks, a
+//!   nonlinear problem for the planner's).
 //! * [`demo`]: the `checkpointing demo heat` run: a checkpointed gradient
 //!   checked against store-all, with measurements.
 //!

@@ -16,7 +16,10 @@
 //! * [`Replay`]: an independent validity checker and cost model.
 //! * [`Executor`]: drives a [`Problem`]'s forward and adjoint steps through
 //!   any schedule with [`MemoryStore`] and [`DiskStore`] levels, and resumes
-//!   a crashed run from its [`Journal`] ([`Executor::run_resumable`]).
+//!   a crashed run from its [`Journal`] ([`Executor::run_resumable`]), or
+//!   measures the problem and the stores, asks the [`plan`]ner for the
+//!   fastest schedule that fits byte budgets and runs it
+//!   ([`Executor::run_planned`]).
 //!
 //! ```
 //! use checkpointing::{Replay, Revolve, Schedule};
@@ -30,7 +33,7 @@
 
 #![warn(missing_docs)]
 
-pub use checkpointing_schedule::{action, plot, record, replay, schedule};
+pub use checkpointing_schedule::{action, plan, plot, record, replay, schedule};
 
 pub mod executor;
 #[cfg(feature = "fuzzing")]
@@ -47,8 +50,9 @@ pub use checkpointing_schedule::{
     StorageLevel, Trajectory, TwoLevelCheckpointSchedule, MAXSIZE,
 };
 pub use executor::{
-    ExecutionStats, Executor, ExecutorError, FnProblem, Journal, JournalError, Outcome, Problem,
-    Progress, ResumableProblem, UserError,
+    ExecutionStats, Executor, ExecutorError, FnProblem, Journal, JournalError, LevelMeasurement,
+    Measurements, Outcome, PlanBudget, PlannedOutcome, Problem, Progress, ResumableProblem,
+    UserError,
 };
 pub use storage::{
     Checkpoint, DiskStore, DurableStore, Footprint, MemoryStore, SnapshotNames, SnapshotStore,

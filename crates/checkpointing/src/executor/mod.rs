@@ -15,6 +15,7 @@ mod actions;
 mod builder;
 mod journal;
 mod outcome;
+mod planned;
 mod problem;
 mod window;
 
@@ -22,6 +23,10 @@ mod window;
 pub(crate) use journal::{decode_journal_file, seal_journal};
 pub use journal::{Journal, JournalError, ResumableProblem};
 pub use outcome::{ExecutionStats, ExecutorError, Outcome, Progress};
+pub use planned::{
+    LevelMeasurement, Measurements, PlanBudget, PlannedOutcome, DEFAULT_PROBE_STEPS, PROBE_STEP,
+    STORE_ROUNDS,
+};
 pub use problem::{FnProblem, Problem, UserError};
 use window::Window;
 

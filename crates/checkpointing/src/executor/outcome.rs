@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{JournalError, UserError};
 use crate::action::{Action, Step};
+use crate::plan::PlanError;
 use crate::schedule::ScheduleError;
 use crate::storage::{StorageError, StoreStats};
 use crate::{PerLevel, StorageLevel};
@@ -61,6 +62,14 @@ pub enum ExecutorError {
     /// `run` on an online schedule, or `run_online` on an offline one.
     #[error("{0}")]
     WrongMode(&'static str),
+    /// A planned run ([`Executor::run_planned`](crate::Executor::run_planned))
+    /// found no schedule for its budget, or was given invalid measurements.
+    #[error("planning failed: {0}")]
+    Plan(#[from] PlanError),
+    /// A planned run was given bytes for a level the executor has no store
+    /// for ([`Executor::with_store`](crate::Executor::with_store)).
+    #[error("the budget gives bytes to {0} but the executor has no store for it")]
+    NoStore(StorageLevel),
 }
 
 /// Progress of an execution, for progress bars.

@@ -81,6 +81,19 @@ where
     }
 }
 
+/// A closure problem is cloned with its closures (for
+/// [`Executor::run_planned`](crate::Executor::run_planned), which measures
+/// on a clone).
+impl<S, A, F: Clone, B: Clone> Clone for FnProblem<S, A, F, B> {
+    fn clone(&self) -> Self {
+        Self {
+            forward: self.forward.clone(),
+            adjoint: self.adjoint.clone(),
+            _types: PhantomData,
+        }
+    }
+}
+
 impl<S: Clone, A, F, B> Problem for FnProblem<S, A, F, B>
 where
     F: FnMut(Step, &mut S),

@@ -1,0 +1,313 @@
+//! The planned run's contract: measure, plan, run. The gradient (state
+//! and parameter) equals store-all's bit for bit whatever the plan; the
+//! budgets bound what the run holds; the measurement leaves no trace in the
+//! problem or the stores' run counters; typed errors when nothing fits.
+
+use checkpointing::plan::{Bytes, PlanError};
+use checkpointing::{
+    Checkpoint, DiskStore, Executor, ExecutorError, Footprint, MemoryStore, PlanBudget, Problem,
+    Step, StorageLevel, UserError,
+};
+
+/// `x_{i+1} = x_i + h sin(a x_i)` componentwise: nonlinear, so the adjoint
+/// needs the forward states, with a parameter gradient `∂J/∂a`
+/// accumulated in the problem.
+#[derive(Debug, Clone)]
+struct Swing {
+    a: f64,
+    h: f64,
+    grad_a: f64,
+}
+
+impl Swing {
+    fn new() -> Self {
+        Self {
+            a: 1.3,
+            h: 0.05,
+            grad_a: 0.0,
+        }
+    }
+}
+
+impl Problem for Swing {
+    type State = Vec<f64>;
+    type Adjoint = Vec<f64>;
+
+    fn forward(&mut self, _: Step, x: &mut Vec<f64>) -> Result<(), UserError> {
+        for v in x.iter_mut() {
+            *v += self.h * (self.a * *v).sin();
+        }
+        Ok(())
+    }
+
+    fn adjoint(&mut self, _: Step, x: &Vec<f64>, l: &mut Vec<f64>) -> Result<(), UserError> {
+        for (l, &x) in l.iter_mut().zip(x) {
+            let c = (self.a * x).cos();
+            self.grad_a += *l * self.h * x * c;
+            *l *= 1.0 + self.h * self.a * c;
+        }
+        Ok(())
+    }
+}
+
+const CELLS: usize = 200;
+
+fn initial() -> Vec<f64> {
+    (0..CELLS).map(|i| (i as f64 * 0.37).sin() + 1.0).collect()
+}
+
+#[allow(clippy::ptr_arg)] // the executor passes &State = &Vec<f64>
+fn terminal(x: &Vec<f64>) -> Result<Vec<f64>, UserError> {
+    Ok(x.iter().map(|v| 2.0 * v).collect())
+}
+
+/// Every state kept, then the adjoint: `(∂J/∂x_0, ∂J/∂a)`.
+fn store_all(steps: Step) -> (Vec<f64>, f64) {
+    let mut problem = Swing::new();
+    let mut x = initial();
+    let mut states = Vec::new();
+    for i in 0..steps {
+        states.push(x.clone());
+        problem.forward(i, &mut x).unwrap();
+    }
+    let mut l = terminal(&x).unwrap();
+    for (i, x) in states.iter().enumerate().rev() {
+        problem.adjoint(i as Step, x, &mut l).unwrap();
+    }
+    (l, problem.grad_a)
+}
+
+/// Bytes of one snapshot of the state, as the measurement counts them.
+fn state_bytes() -> u64 {
+    (std::mem::size_of::<Checkpoint<Vec<f64>>>() + initial().footprint()) as u64
+}
+
+fn bitwise(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+#[test]
+fn gradient_equals_store_all_bitwise_for_every_budget() {
+    let n = 120;
+    let (reference, grad_a) = store_all(n);
+    for states in [4, 6, 12, 40, n + 10] {
+        let budget = PlanBudget::new(n, Bytes(states * state_bytes()));
+        let mut problem = Swing::new();
+        let out = Executor::in_memory()
+            .run_planned(&mut problem, initial(), &budget, terminal)
+            .unwrap();
+        let name = out.plan.best.spec.name();
+        assert!(
+            bitwise(&out.outcome.adjoint, &reference),
+            "{states} states: {name}"
+        );
+        // The measurement's adjoint steps ran on a clone.
+        assert_eq!(
+            problem.grad_a.to_bits(),
+            grad_a.to_bits(),
+            "{states} states: {name}"
+        );
+        assert_eq!(out.outcome.stats.adjoint_steps, n);
+    }
+}
+
+#[test]
+fn a_tight_budget_forces_recomputation_within_its_bytes() {
+    let n = 200;
+    let ram = 5 * state_bytes();
+    let budget = PlanBudget::new(n, Bytes(ram));
+    let out = Executor::in_memory()
+        .run_planned(&mut Swing::new(), initial(), &budget, terminal)
+        .unwrap();
+    let stats = &out.outcome.stats;
+    assert_eq!(out.plan.snapshots[StorageLevel::Ram], 3);
+    assert!(stats.forward_steps > n, "{stats:?}");
+    assert!(stats.peak_snapshot_bytes <= ram, "{stats:?}");
+    // The run is the costed schedule, and the store probes are not in its
+    // counters.
+    let cost = &out.plan.best.cost;
+    assert!(out.plan.best.replayed);
+    assert_eq!(stats.forward_steps, cost.forward_steps);
+    let ram_stats = &stats.levels[StorageLevel::Ram];
+    assert_eq!(ram_stats.writes, cost.levels[StorageLevel::Ram].writes);
+    assert_eq!(ram_stats.reads, cost.levels[StorageLevel::Ram].reads);
+    let probe = out.measurements.levels[StorageLevel::Ram].unwrap().traffic;
+    assert_eq!(probe.writes, checkpointing::executor::STORE_ROUNDS as u64);
+    // The model applied to the run's counts is the prediction.
+    let relative = (out.modelled_seconds / out.predicted_seconds - 1.0).abs();
+    assert!(
+        relative < 1e-9,
+        "{} vs {}",
+        out.modelled_seconds,
+        out.predicted_seconds
+    );
+}
+
+#[test]
+fn a_disk_budget_uses_the_disk_store() {
+    let n = 60;
+    let (reference, grad_a) = store_all(n);
+    // RAM for the live state and one step's adjoint data only: every
+    // snapshot must go to disk.
+    let budget =
+        PlanBudget::new(n, Bytes(2 * state_bytes() + 100)).with_disk(Bytes(1000 * state_bytes()));
+    let mut problem = Swing::new();
+    let mut executor = Executor::new(MemoryStore::new(), DiskStore::temporary().unwrap());
+    let out = executor
+        .run_planned(&mut problem, initial(), &budget, terminal)
+        .unwrap();
+    assert!(
+        bitwise(&out.outcome.adjoint, &reference),
+        "{:?}",
+        out.plan.best.spec
+    );
+    assert_eq!(problem.grad_a.to_bits(), grad_a.to_bits());
+    let disk = out.measurements.levels[StorageLevel::Disk].unwrap();
+    assert!(disk.write_seconds > 0.0 && disk.copy_read_seconds > 0.0);
+    // Serialized: 8 bytes a value and a few lengths and tags.
+    assert!(disk.snapshot_bytes >= 8 * CELLS as u64, "{disk:?}");
+    let stats = &out.outcome.stats;
+    assert!(stats.levels[StorageLevel::Disk].writes > 0, "{stats:?}");
+    assert_eq!(stats.levels[StorageLevel::Ram].writes, 0, "{stats:?}");
+    assert_eq!(
+        stats.levels[StorageLevel::Disk].writes,
+        out.plan.best.cost.levels[StorageLevel::Disk].writes
+    );
+    // No probe snapshot left behind (single-disk without moving data
+    // leaves its own snapshots, as the reference does).
+    for level in [StorageLevel::Ram, StorageLevel::Disk] {
+        let held = executor.store(level).unwrap().held_steps();
+        assert!(
+            !held.contains(&checkpointing::executor::PROBE_STEP),
+            "{held:?}"
+        );
+    }
+}
+
+#[test]
+fn nothing_fits_is_a_typed_error_before_anything_runs() {
+    let n = 50;
+    let disk = Some(1000 * state_bytes());
+    for (ram, disk) in [
+        (state_bytes(), None),
+        (2 * state_bytes(), None),
+        (state_bytes(), disk),
+    ] {
+        let mut budget = PlanBudget::new(n, Bytes(ram));
+        if let Some(disk) = disk {
+            budget = budget.with_disk(Bytes(disk));
+        }
+        let mut problem = Swing::new();
+        let error = Executor::in_memory()
+            .run_planned(&mut problem, initial(), &budget, terminal)
+            .unwrap_err();
+        let ExecutorError::Plan(PlanError::NothingFits { smallest_ram, .. }) = error else {
+            panic!("{ram}: {error}");
+        };
+        assert!(smallest_ram.0 > ram);
+        assert_eq!(problem.grad_a, 0.0);
+        // The least RAM it names does fit, with the same disk.
+        budget.ram = smallest_ram;
+        Executor::in_memory()
+            .run_planned(&mut Swing::new(), initial(), &budget, terminal)
+            .unwrap();
+    }
+}
+
+#[test]
+fn measured_times_are_positive() {
+    let n = 30;
+    let budget = PlanBudget::new(n, Bytes(10 * state_bytes())).with_probe_steps(3);
+    let out = Executor::in_memory()
+        .run_planned(&mut Swing::new(), initial(), &budget, terminal)
+        .unwrap();
+    let m = &out.measurements;
+    assert_eq!(m.steps, 3);
+    assert!(m.forward_seconds > 0.0 && m.adjoint_seconds > 0.0 && m.copy_seconds > 0.0);
+    assert_eq!(m.state_bytes, state_bytes());
+    let ram = m.levels[StorageLevel::Ram].unwrap();
+    assert!(ram.write_seconds > 0.0 && ram.copy_read_seconds > 0.0);
+    assert_eq!(ram.snapshot_bytes, state_bytes());
+    assert!(m.seconds > 0.0);
+    assert!(out.predicted_seconds > 0.0 && out.measured_seconds > 0.0);
+    assert!(out.planning_seconds > 0.0);
+}
+
+#[test]
+fn online_runs_plan_an_online_schedule() {
+    let n = 90;
+    let (reference, grad_a) = store_all(n);
+    for states in [5, 200] {
+        let budget = PlanBudget::online(Bytes(states * state_bytes()));
+        let mut problem = Swing::new();
+        let mut asked = 0;
+        let out = Executor::in_memory()
+            .run_planned_online(
+                &mut problem,
+                initial(),
+                &budget,
+                |step, _| {
+                    asked += 1;
+                    step == n
+                },
+                terminal,
+            )
+            .unwrap();
+        assert!(asked >= n);
+        assert_eq!(out.outcome.stats.steps, n);
+        assert!(
+            bitwise(&out.outcome.adjoint, &reference),
+            "{:?}",
+            out.plan.best.spec
+        );
+        assert_eq!(problem.grad_a.to_bits(), grad_a.to_bits());
+        assert!(out.modelled_seconds > 0.0);
+    }
+    // A loop shorter than the probe: the probe stops with it.
+    let mut problem = Swing::new();
+    let out = Executor::in_memory()
+        .run_planned_online(
+            &mut problem,
+            initial(),
+            &PlanBudget::online(Bytes(100 * state_bytes())),
+            |step, _| step == 2,
+            terminal,
+        )
+        .unwrap();
+    assert_eq!(out.measurements.steps, 2);
+    assert!(bitwise(&out.outcome.adjoint, &store_all(2).0));
+}
+
+#[test]
+fn modes_and_missing_stores_are_typed_errors() {
+    let mut problem = Swing::new();
+    let mut executor = Executor::in_memory();
+    let ram = Bytes(100 * state_bytes());
+    assert!(matches!(
+        executor.run_planned(&mut problem, initial(), &PlanBudget::online(ram), terminal),
+        Err(ExecutorError::WrongMode(_))
+    ));
+    assert!(matches!(
+        executor.run_planned_online(
+            &mut problem,
+            initial(),
+            &PlanBudget::new(10, ram),
+            |_, _| true,
+            terminal
+        ),
+        Err(ExecutorError::WrongMode(_))
+    ));
+    let budget = PlanBudget::new(10, ram).with_device(Bytes(1 << 20));
+    assert!(matches!(
+        executor.run_planned(&mut problem, initial(), &budget, terminal),
+        Err(ExecutorError::NoStore(StorageLevel::Device))
+    ));
+    // With a device store, DEVICE is measured too.
+    let mut executor = Executor::in_memory().with_device(MemoryStore::new());
+    let m = executor
+        .measure(&problem, &initial(), &budget, terminal)
+        .unwrap();
+    assert!(m.levels[StorageLevel::Device].is_some());
+    assert!(executor.store(StorageLevel::Device).unwrap().is_empty());
+    assert_eq!(problem.grad_a, 0.0);
+}
