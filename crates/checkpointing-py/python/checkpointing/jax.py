@@ -56,8 +56,9 @@ import numpy as np
 
 import checkpointing as _cp
 
-from . import _jax_compiled as _program
+from . import _jax_compiled
 from . import _jax_online as _online
+from . import _jax_program as _program
 
 __all__ = ["checkpointed_scan", "checkpointed_while_loop", "last_stats"]
 
@@ -135,7 +136,7 @@ def checkpointed_scan(step, init, xs_or_length, *, schedule, mode="compiled", di
         records=tuple(len(table) for table in plan.fused),
         disk_memory_kind=kind or "device",
     )
-    return _program.Compiled(fn, plan, kind)(init, xs, consts)
+    return _jax_compiled.Compiled(fn, plan, kind)(init, xs, consts)
 
 
 def checkpointed_while_loop(cond_fun, body_fun, init_val, *, snapshots, max_steps=None):

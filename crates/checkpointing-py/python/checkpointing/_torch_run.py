@@ -1,0 +1,298 @@
+"""The execution of one :func:`checkpointing.torch.checkpointed_loop`:
+:class:`_Run` follows the schedule's actions, the forward ones (up to
+``EndForward``) under ``torch.no_grad()`` and the rest in the backward,
+where it restores snapshots, recomputes steps and differentiates one step
+at a time with ``torch.autograd.grad``. It stores snapshots through the
+holders of :mod:`checkpointing._torch_storage`, keeps the activations of
+the steps the schedule holds in ``WORK`` as :class:`_Tape`, and fills the
+run's :class:`~checkpointing.torch.LoopStats`.
+"""
+
+import os
+import time
+
+import torch
+from torch.utils import _pytree as pytree
+
+import checkpointing as _cp
+from checkpointing._native import SnapshotError
+
+from ._torch_storage import _Files, _Held, _HostCopy
+
+_S = _cp.StorageType
+
+
+def _differentiable(t):
+    return t.is_floating_point() or t.is_complex()
+
+
+class _Tape:
+    """The activations of one step, taped with autograd: its (leaf) inputs
+    and its outputs."""
+
+    __slots__ = ("inputs", "outputs")
+
+    def __init__(self, inputs, outputs):
+        self.inputs, self.outputs = inputs, outputs
+
+
+class _Run:
+    """One execution of a schedule: its storage and working data, from the
+    forward to the backward. It fills ``stats`` and calls ``publish(stats)``
+    at the end of each phase (:mod:`checkpointing.torch` makes them its
+    ``last_stats``)."""
+
+    def __init__(self, step, spec, n_state, params, schedule, n, disk, stats, publish):
+        self.step_fn, self.spec, self.n_state, self.params = step, spec, n_state, params
+        self.schedule, self.actions = schedule, iter(schedule)
+        self.total = n if isinstance(n, int) else None
+        if schedule.max_n is not None:
+            if not isinstance(n, int):
+                raise ValueError(f"a stop function needs an online schedule; {schedule!r} is for {schedule.max_n} steps")
+            self.total = schedule.max_n
+        self.stop = None if isinstance(n, int) else n
+        self.stop_cache = (None, False)
+        self.stats, self.publish = stats, publish
+        self.storage = {_S.RAM: {}, _S.DISK: {}}
+        self.deps = {}
+        self.live, self.n = None, 0
+        self.streams = {}
+        if disk == "host":
+            self.files = None
+        elif disk == "files" or isinstance(disk, (str, os.PathLike)):
+            self.files = _Files(None if disk == "files" else os.fspath(disk), stats)
+        else:
+            raise ValueError('disk must be "host", "files" or a directory')
+        stats.__init__()
+        stats.schedule = repr(schedule)
+
+    # --- steps -----------------------------------------------------------
+
+    def _call(self, i, leaves):
+        out = self.step_fn(i, pytree.tree_unflatten(list(leaves), self.spec))
+        out_leaves, spec = pytree.tree_flatten(out)
+        if spec != self.spec:
+            raise ValueError(f"step({i}, x) returned a state of another structure than x: {spec} != {self.spec}")
+        return out_leaves
+
+    def _run_step(self, i, leaves):
+        with torch.no_grad():
+            out = self._call(i, leaves)
+        self.stats.forward_steps += 1
+        return out
+
+    def _tape(self, i, leaves):
+        inputs = [t.detach().requires_grad_(_differentiable(t)) for t in leaves]
+        with torch.enable_grad():
+            outputs = self._call(i, inputs)
+        self.stats.taped_steps += 1
+        return _Tape(inputs, outputs)
+
+    def _stopped(self, i):
+        if self.stop is None:
+            return i >= self.total
+        if self.stop_cache[0] != i:
+            with torch.no_grad():
+                state = pytree.tree_unflatten([t.detach() for t in self.live], self.spec)
+                self.stop_cache = (i, bool(self.stop(i, state)))
+        return self.stop_cache[1]
+
+    # --- storage ---------------------------------------------------------
+
+    def _store(self, level, n, kind, i, leaves):
+        if level == _S.RAM:
+            held = _Held(leaves, i)
+        elif self.files is not None:
+            held = self.files.save(kind, i, leaves)
+        else:
+            held = _HostCopy(leaves, i, self.streams)
+            self.stats.disk_writes += 1
+        entry = self.storage[level].setdefault(n, {"ics": None, "deps": {}})
+        if kind == "ics":
+            if entry["ics"] is not None:
+                entry["ics"].release()
+            entry["ics"] = held
+        else:
+            entry["deps"][i] = held
+
+    def _restore(self, level, held):
+        if level == _S.DISK and self.files is None:
+            self.stats.disk_reads += 1
+        return held.restore()
+
+    def _transfer(self, a, keep):
+        level = self.storage[a.from_storage]
+        if a.n not in level:
+            raise RuntimeError(f"schedule asks for the {a.from_storage} snapshot of step {a.n}, which is not stored")
+        entry = level[a.n] if keep else level.pop(a.n)
+        if a.to_storage == _S.WORK:
+            if entry["ics"] is not None:
+                self.live, self.n = self._restore(a.from_storage, entry["ics"]), a.n
+            for i, held in entry["deps"].items():
+                self.deps[i] = self._restore(a.from_storage, held)
+        elif a.to_storage in (_S.RAM, _S.DISK):
+            if entry["ics"] is not None:
+                self._store(a.to_storage, a.n, "ics", a.n, self._restore(a.from_storage, entry["ics"]))
+            for i, held in entry["deps"].items():
+                self._store(a.to_storage, a.n, "deps", i, self._restore(a.from_storage, held))
+        if not keep:
+            if entry["ics"] is not None:
+                entry["ics"].release()
+            for held in entry["deps"].values():
+                held.release()
+
+    def _account(self):
+        s = self.stats
+        ram, disk = self.storage[_S.RAM], self.storage[_S.DISK]
+        s.peak_ram = max(s.peak_ram, len(ram))
+        s.peak_disk = max(s.peak_disk, len(disk))
+        s.peak_work = max(s.peak_work, len(self.deps))
+        held = sum((e["ics"] is not None) + len(e["deps"]) for lv in (ram, disk) for e in lv.values())
+        s.peak_states = max(s.peak_states, held + len(self.deps) + 1)
+
+    # --- the schedule ----------------------------------------------------
+
+    def _advance(self, a, forward_phase):
+        if self.n != a.n0:
+            raise RuntimeError(f"schedule asks to advance from step {a.n0}, the state is at step {self.n}")
+        if a.write_ics:
+            self._store(a.storage, a.n0, "ics", a.n0, self.live)
+        i = a.n0
+        while i < a.n1:
+            if forward_phase and self.schedule.max_n is None and self._stopped(i):
+                break
+            if a.write_adj_deps and a.storage == _S.WORK:
+                tape = self._tape(i, self.live)
+                self.deps[i] = tape
+                self.live = [t.detach() for t in tape.outputs]
+            else:
+                if a.write_adj_deps:
+                    self._store(a.storage, a.n0, "deps", i, self.live)
+                self.live = self._run_step(i, self.live)
+            i += 1
+            self._account()
+        self.n = i
+        if forward_phase and self.schedule.max_n is None and self._stopped(i):
+            self.schedule.finalize(i)
+            self.total = i
+
+    def forward(self, x0):
+        t0 = time.perf_counter()
+        self.live = list(x0)
+        self.x0_meta = [(t.shape, t.dtype, t.device) for t in x0]
+        if self.stop is not None and self._stopped(0):
+            raise ValueError("the stop function is true at step 0: the loop has no step")
+        try:
+            for a in self.actions:
+                if isinstance(a, _cp.Forward):
+                    self._advance(a, forward_phase=True)
+                elif isinstance(a, (_cp.Copy, _cp.Move)):
+                    self._transfer(a, keep=isinstance(a, _cp.Copy))
+                elif isinstance(a, _cp.EndForward):
+                    self._account()
+                    self.stats.steps = self.n
+                    if self.files is not None:
+                        self.files.check()
+                    return self.live
+                else:
+                    raise RuntimeError(f"unexpected action before EndForward: {a!r}")
+                self._account()
+            raise RuntimeError("the schedule ended before EndForward")
+        except BaseException:
+            self._close()
+            raise
+        finally:
+            self.stats.forward_seconds = time.perf_counter() - t0
+            self.publish(self.stats)
+
+    def _adjoint(self, i, lam, gparams, clear):
+        if i not in self.deps:
+            raise RuntimeError(f"schedule asks for the adjoint of step {i}, whose data is not held")
+        data = self.deps.pop(i) if clear else self.deps[i]
+        tape = data if isinstance(data, _Tape) else self._tape(i, data)
+        outs, seeds = [], []
+        for o, g in zip(tape.outputs, lam):
+            if g is not None and o.requires_grad:
+                outs.append(o)
+                seeds.append(g)
+        wrt_x = [k for k, t in enumerate(tape.inputs) if t.requires_grad]
+        wrt_p = [k for k, p in enumerate(self.params) if p.requires_grad]
+        new_lam = [None] * self.n_state
+        if outs and (wrt_x or wrt_p):
+            grads = torch.autograd.grad(
+                outs,
+                [tape.inputs[k] for k in wrt_x] + [self.params[k] for k in wrt_p],
+                grad_outputs=seeds,
+                allow_unused=True,
+                # A kept tape is differentiated again later; a fresh one is not.
+                retain_graph=isinstance(data, _Tape) and not clear,
+            )
+            for k, g in zip(wrt_x, grads[: len(wrt_x)]):
+                new_lam[k] = g
+            for k, g in zip(wrt_p, grads[len(wrt_x) :]):
+                if g is not None:
+                    gparams[k] = g if gparams[k] is None else gparams[k] + g
+        self.stats.adjoint_steps += 1
+        return new_lam
+
+    def backward(self, grads, needs_x, needs_p):
+        t0 = time.perf_counter()
+        lam = [g if _differentiable(t) else None for g, t in zip(grads, self.live)]
+        gparams = [None] * len(self.params)
+        try:
+            for a in self.actions:
+                if isinstance(a, _cp.Reverse):
+                    if a.n1 > self.total or a.n0 < 0:
+                        raise RuntimeError(f"unexpected {a!r} for a loop of {self.total} steps")
+                    for i in range(a.n1 - 1, a.n0 - 1, -1):
+                        lam = self._adjoint(i, lam, gparams, a.clear_adj_deps)
+                        self._account()
+                elif isinstance(a, _cp.Forward):
+                    self._advance(a, forward_phase=False)
+                elif isinstance(a, (_cp.Copy, _cp.Move)):
+                    self._transfer(a, keep=isinstance(a, _cp.Copy))
+                elif isinstance(a, _cp.EndReverse):
+                    break
+                else:
+                    raise RuntimeError(f"unexpected action after EndForward: {a!r}")
+                self._account()
+            else:
+                raise RuntimeError("the schedule ended before EndReverse")
+            if self.stats.adjoint_steps != self.total:
+                raise RuntimeError(
+                    f"the schedule differentiated {self.stats.adjoint_steps} steps of a loop of {self.total}"
+                )
+            if self.files is not None:
+                self.files.check()
+        finally:
+            self._close()
+            self.stats.backward_seconds = time.perf_counter() - t0
+            self.publish(self.stats)
+        gx = [
+            None if not need else (g if g is not None else torch.zeros(shape, dtype=dtype, device=device))
+            for g, need, (shape, dtype, device) in zip(lam, needs_x, self.x0_meta)
+        ]
+        gp = [
+            None if not need else (g if g is not None else torch.zeros_like(p))
+            for g, need, p in zip(gparams, needs_p, self.params)
+        ]
+        return gx, gp
+
+    def _close(self):
+        """Drops every snapshot still held (e.g. a TwoLevel schedule's, kept
+        for another adjoint) and stops the disk thread."""
+        for level in self.storage.values():
+            for entry in level.values():
+                if entry["ics"] is not None:
+                    entry["ics"].release()
+                for held in entry["deps"].values():
+                    held.release()
+            level.clear()
+        self.deps.clear()
+        if self.files is not None:
+            try:
+                self.files.check()
+            except (SnapshotError, OSError):
+                pass
+            self.files.close()
+

@@ -1,0 +1,197 @@
+"""Where :func:`checkpointing.torch.checkpointed_loop` keeps a snapshot: a
+holder per stored state, made when the schedule stores it, with
+``restore()`` (the state's tensors again) and ``release()`` (drop it).
+
+* :class:`_Held`: by reference, where the tensors are (the ``RAM`` level,
+  and ``DISK`` with ``disk="host"`` for CPU tensors); version counters
+  detect a state modified in place.
+* :class:`_HostCopy`: the ``DISK`` level in host memory (``disk="host"``):
+  pinned copies of CUDA tensors made on a side stream.
+* :class:`_FileCopy`: the ``DISK`` level in files (``disk="files"`` or a
+  directory), written and read by :class:`_Files` through the package's
+  Rust disk store on a background thread.
+"""
+
+import ctypes
+from concurrent.futures import ThreadPoolExecutor
+
+import torch
+
+from checkpointing._native import ByteDiskStore, SnapshotCorruptedError
+
+
+class _Held:
+    """A state held by reference (``RAM`` level, and ``DISK`` with
+    ``disk="host"`` for CPU tensors); version counters detect in-place
+    changes."""
+
+    def __init__(self, leaves, step):
+        self.leaves, self.step = list(leaves), step
+        self.versions = [t._version for t in self.leaves]
+
+    def restore(self):
+        for t, v in zip(self.leaves, self.versions):
+            if t._version != v:
+                raise RuntimeError(
+                    f"checkpointed_loop: the state of step {self.step} was modified in place after it was "
+                    "stored; step() must return new tensors, not modify its input"
+                )
+        return list(self.leaves)
+
+    def release(self):
+        self.leaves = None
+
+
+class _HostCopy:
+    """A state in host memory: pinned copies of CUDA tensors, made on a side
+    stream (overlapping compute), references to CPU tensors."""
+
+    def __init__(self, leaves, step, streams):
+        self.step = step
+        self.devices = [t.device for t in leaves]
+        self.host, self.events = _to_host(leaves, streams)
+        self.versions = [t._version if t.device.type == "cpu" else None for t in leaves]
+
+    def restore(self):
+        out = []
+        for t, dev, ev, v in zip(self.host, self.devices, self.events, self.versions):
+            if v is not None and t._version != v:
+                raise RuntimeError(f"checkpointed_loop: the state of step {self.step} was modified in place")
+            if dev.type == "cuda":
+                torch.cuda.current_stream(dev).wait_event(ev)
+                out.append(t.to(dev, non_blocking=True))
+            else:
+                out.append(t)
+        return out
+
+    def release(self):
+        self.host = None
+
+
+def _to_host(leaves, streams):
+    """Host copies of ``leaves``: CUDA tensors are copied into pinned memory
+    on a side stream (one per device) after the work already queued on the
+    current stream; returns the host tensors and, per tensor, the event
+    marking the end of its copy (``None`` for CPU tensors, kept by
+    reference)."""
+    host, events = [], []
+    for t in leaves:
+        if t.device.type != "cuda":
+            host.append(t)
+            events.append(None)
+            continue
+        side = streams.get(t.device)
+        if side is None:
+            side = streams[t.device] = torch.cuda.Stream(t.device)
+        side.wait_stream(torch.cuda.current_stream(t.device))
+        with torch.cuda.stream(side):
+            buf = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
+            buf.copy_(t, non_blocking=True)
+            ev = torch.cuda.Event()
+            ev.record(side)
+        # The allocator must not reuse t's memory before the copy is done.
+        t.record_stream(side)
+        host.append(buf)
+        events.append(ev)
+    return host, events
+
+
+_ALIGN = 64
+
+
+class _Files:
+    """The ``DISK`` level in files: two Rust byte stores (restart states and
+    adjoint inputs, each keyed by the loop step), used from one background
+    thread so that writes overlap compute."""
+
+    def __init__(self, directory, stats):
+        self.stores = {
+            "ics": ByteDiskStore(directory, prefix="ics-"),
+            "deps": ByteDiskStore(directory, prefix="deps-"),
+        }
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checkpointing-disk")
+        self.pending = []
+        self.stats = stats
+        self.streams = {}
+
+    def save(self, kind, step, leaves):
+        host, events = _to_host(leaves, self.streams)
+        meta = [(t.dtype, t.shape, t.device) for t in leaves]
+        future = self.pool.submit(self._write, self.stores[kind], step, host, events)
+        self.pending.append(future)
+        self.stats.disk_writes += 1
+        self.stats.disk_bytes_written += sum(t.numel() * t.element_size() for t in leaves)
+        return _FileCopy(self, kind, step, meta, future)
+
+    @staticmethod
+    def _write(store, step, host, events):
+        parts = []
+        for t, ev in zip(host, events):
+            if ev is not None:
+                ev.synchronize()
+            t = t.contiguous()
+            nbytes = t.numel() * t.element_size()
+            parts.append(ctypes.string_at(t.data_ptr(), nbytes) if nbytes else b"")
+            parts.append(bytes(-nbytes % _ALIGN))
+        store.save(step, parts)
+
+    def load(self, kind, step, meta, future):
+        future.result()  # raises the write's error, if any
+        payload = self.pool.submit(self.stores[kind].load, step).result()
+        self.stats.disk_reads += 1
+        buf = torch.frombuffer(payload, dtype=torch.uint8) if len(payload) else torch.empty(0, dtype=torch.uint8)
+        out, offset = [], 0
+        for dtype, shape, device in meta:
+            nbytes = _numel(shape) * _itemsize(dtype)
+            if offset + nbytes > buf.numel():
+                err = SnapshotCorruptedError(f"snapshot of step {step} is shorter than the state it should hold")
+                err.step = step
+                raise err
+            t = buf[offset : offset + nbytes].view(dtype).reshape(shape)
+            out.append(t.to(device, non_blocking=True) if device.type != "cpu" else t)
+            offset += nbytes + (-nbytes % _ALIGN)
+        return out
+
+    def remove(self, kind, step, future):
+        def remove():
+            future.result()
+            self.stores[kind].remove(step)
+
+        self.pending.append(self.pool.submit(remove))
+
+    def check(self):
+        """Waits for every write and removal; raises the first error."""
+        pending, self.pending = self.pending, []
+        for f in pending:
+            f.result()
+
+    def close(self):
+        self.pool.shutdown(wait=True)
+
+
+def _numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _itemsize(dtype):
+    return torch.empty((), dtype=dtype).element_size()
+
+
+class _FileCopy:
+    """A state in a file of :class:`_Files`, read back once its write
+    (``future``) is done; released, the file is removed after the write."""
+
+    def __init__(self, files, kind, step, meta, future):
+        self.files, self.kind, self.step, self.meta, self.future = files, kind, step, meta, future
+
+    def restore(self):
+        return self.files.load(self.kind, self.step, self.meta, self.future)
+
+    def release(self):
+        if self.files is not None:
+            self.files.remove(self.kind, self.step, self.future)
+            self.files = None
+
