@@ -2,7 +2,11 @@
 //! time that fits byte budgets, and the alternatives that fit.
 
 use checkpointing::{Step, StorageLevel};
-use checkpointing_schedule::plan::{self, Bytes, Candidate, LevelBudget, Plan, PlanInput};
+use checkpointing_schedule::plan::{
+    self, Bytes, Candidate, LevelBudget, Plan, PlanInput, StepProfile,
+};
+use checkpointing_schedule::schedule::{PerStep, ScheduleError};
+use checkpointing_schedule::ScheduleSpec;
 use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
 
@@ -18,33 +22,53 @@ Examples:
   checkpointing plan --steps unknown --state-bytes 80MB --ram 2GiB --disk 100GB --disk-write-seconds 0.2
   checkpointing plan --steps 1000 --state-bytes 80MB --ram 8GiB --format json
 
-RAM holds the live state and one step's adjoint data besides the snapshots.
+Steps that differ (per-step lists, VALUE*COUNT for repeats; their length is the step count):
+  checkpointing plan --forward-seconds 0.01*9,0.2 --state-bytes 80MB --ram 1GiB
+  checkpointing plan --forward-seconds 0.01*9,0.2,0.01*9,0.2,0.01*9,0.2,0.01*9,0.2,0.01*9,0.2 --state-bytes 80MB --ram 500MB
+  checkpointing plan --steps 300 --forward-seconds 0.01*99,0.5,0.01*99,0.5,0.01*99,0.5 --adjoint-seconds 0.03 --state-bytes 80MB*100,160MB*200 --ram 1.5GB
+
+GPU memory (DEVICE) besides RAM and disk, RAM reached over a 25 GB/s link:
+  checkpointing plan --steps 500 --state-bytes 1GB --device 16GB --ram 8GB --ram-bandwidth 25GB/s --disk 1TB
+  checkpointing plan --steps 500 --state-bytes 1GB --device 16GB --device-bandwidth 1TB/s --ram 8GB --ram-write-seconds 0.05 --disk 1TB
+
+RAM holds the live state and one step's adjoint data besides the snapshots (the
+largest state each, with per-step sizes); DEVICE and DISK hold snapshots only.
 Predicted time = forward-seconds x forward steps + adjoint-seconds x adjoint steps
-               + disk-write-seconds x disk writes + disk-read-seconds x disk reads.
+               + per level (write-seconds x writes + read-seconds x reads),
+summed step by step with per-step lists. RAM and DEVICE are free to write and read
+unless given times; disk takes 1 GB/s unless given times.
 Sizes take SI (kB, MB, GB, TB) or binary (KiB, MiB, GiB, TiB) units.";
 
 /// `checkpointing plan ...`
 #[derive(Args, Debug)]
 pub(crate) struct PlanArgs {
     /// Number of steps, or `unknown` (then only online schedules, planned
-    /// for 10000 steps).
+    /// for 10000 steps) [default: the length of the per-step lists].
     #[arg(long, value_parser = parse_steps, value_name = "N|unknown")]
-    steps: Steps,
-    /// Bytes of one state (one snapshot), e.g. 80MB.
-    #[arg(long, value_name = "BYTES")]
-    state_bytes: Bytes,
+    steps: Option<Steps>,
+    /// Bytes of one state (one snapshot), e.g. 80MB, or one per step, e.g.
+    /// 80MB*9,160MB.
+    #[arg(long, value_parser = parse_sizes, value_name = "BYTES|LIST")]
+    state_bytes: PerStep<Bytes>,
     /// RAM budget, e.g. 8GiB.
     #[arg(long, value_name = "BYTES")]
     ram: Bytes,
+    /// Seconds to write one snapshot to RAM [default: 0].
+    #[arg(long, conflicts_with = "ram_bandwidth")]
+    ram_write_seconds: Option<f64>,
+    /// Seconds to read one snapshot from RAM [default: --ram-write-seconds].
+    #[arg(long, conflicts_with = "ram_bandwidth")]
+    ram_read_seconds: Option<f64>,
+    /// RAM bandwidth, e.g. 25GB/s (a host link): a snapshot takes latency +
+    /// state bytes / bandwidth each way [default: free].
+    #[arg(long, value_parser = parse_bandwidth, value_name = "BYTES/s")]
+    ram_bandwidth: Option<Bytes>,
+    /// RAM latency per snapshot, seconds, with --ram-bandwidth.
+    #[arg(long, default_value_t = 0.0)]
+    ram_latency_seconds: f64,
     /// Disk budget, e.g. 500GB (no disk if left out).
     #[arg(long, value_name = "BYTES")]
     disk: Option<Bytes>,
-    /// Seconds of one forward step.
-    #[arg(long, default_value_t = 1.0)]
-    forward_seconds: f64,
-    /// Seconds of one adjoint step [default: twice --forward-seconds].
-    #[arg(long)]
-    adjoint_seconds: Option<f64>,
     /// Seconds to write one snapshot to disk.
     #[arg(long, conflicts_with = "disk_bandwidth")]
     disk_write_seconds: Option<f64>,
@@ -58,6 +82,32 @@ pub(crate) struct PlanArgs {
     /// Disk latency per snapshot, seconds, with --disk-bandwidth.
     #[arg(long, default_value_t = 0.0)]
     disk_latency_seconds: f64,
+    /// Device (GPU) memory budget for snapshots, e.g. 20GB (no device if
+    /// left out); hierarchical-revolve is then planned over DEVICE, RAM and
+    /// DISK.
+    #[arg(long, value_name = "BYTES")]
+    device: Option<Bytes>,
+    /// Seconds to write one snapshot to the device [default: 0].
+    #[arg(long, conflicts_with = "device_bandwidth")]
+    device_write_seconds: Option<f64>,
+    /// Seconds to read one snapshot from the device [default:
+    /// --device-write-seconds].
+    #[arg(long, conflicts_with = "device_bandwidth")]
+    device_read_seconds: Option<f64>,
+    /// Device copy bandwidth, e.g. 1TB/s: a snapshot takes latency + state
+    /// bytes / bandwidth each way [default: free].
+    #[arg(long, value_parser = parse_bandwidth, value_name = "BYTES/s")]
+    device_bandwidth: Option<Bytes>,
+    /// Device latency per snapshot, seconds, with --device-bandwidth.
+    #[arg(long, default_value_t = 0.0)]
+    device_latency_seconds: f64,
+    /// Seconds of one forward step, or one per step, e.g. 0.01*9,0.2.
+    #[arg(long, value_parser = parse_seconds, default_value = "1", value_name = "SECONDS|LIST")]
+    forward_seconds: PerStep<f64>,
+    /// Seconds of one adjoint step, or one per step [default: twice
+    /// --forward-seconds].
+    #[arg(long, value_parser = parse_seconds, value_name = "SECONDS|LIST")]
+    adjoint_seconds: Option<PerStep<f64>>,
     /// Alternatives shown in the text table (JSON lists all).
     #[arg(long, default_value_t = 10)]
     top: usize,
@@ -103,35 +153,191 @@ fn parse_bandwidth(text: &str) -> Result<Bytes, String> {
     Ok(bytes)
 }
 
-impl PlanArgs {
-    /// The planner's input from the flags.
-    fn input(&self) -> PlanInput {
-        let mut input = PlanInput::new(self.steps.0, self.state_bytes, self.ram);
-        input.forward_seconds = self.forward_seconds;
-        input.adjoint_seconds = self.adjoint_seconds.unwrap_or(2.0 * self.forward_seconds);
-        if let Some(disk) = self.disk {
-            let budget = match (self.disk_write_seconds, self.disk_bandwidth) {
-                (Some(write), _) => {
-                    LevelBudget::new(disk, write, self.disk_read_seconds.unwrap_or(write))
-                }
-                (None, bandwidth) => LevelBudget::from_bandwidth(
-                    disk,
-                    bandwidth.map_or(1e9, |b| b.0 as f64),
-                    self.disk_latency_seconds,
-                    self.state_bytes,
-                ),
-            };
-            input = input.with_level(StorageLevel::Disk, budget);
+/// One size (its own error messages), or a per-step list of them.
+fn parse_sizes(text: &str) -> Result<PerStep<Bytes>, String> {
+    if !text.contains([',', '*']) {
+        return text
+            .parse::<Bytes>()
+            .map(|b| PerStep(vec![b]))
+            .map_err(|e| e.to_string());
+    }
+    text.parse().map_err(|e: ScheduleError| e.to_string())
+}
+
+/// One time, or a per-step list of them.
+fn parse_seconds(text: &str) -> Result<PerStep<f64>, String> {
+    text.parse().map_err(|e: ScheduleError| e.to_string())
+}
+
+/// The flags of one storage level besides RAM's capacity: the one place
+/// where `--LEVEL-*` flags become a [`LevelBudget`].
+struct LevelFlags {
+    level: StorageLevel,
+    /// The flag prefix, `--disk`.
+    flag: &'static str,
+    capacity: Option<Bytes>,
+    write_seconds: Option<f64>,
+    read_seconds: Option<f64>,
+    bandwidth: Option<Bytes>,
+    latency_seconds: f64,
+    /// Bytes per second when neither times nor a bandwidth are given;
+    /// `None`: free.
+    default_bandwidth: Option<f64>,
+}
+
+impl LevelFlags {
+    /// The level's budget for states of `state` bytes, `None` without a
+    /// capacity; an error for times without a capacity.
+    fn budget(&self, state: Bytes) -> Result<Option<LevelBudget>, Failure> {
+        let Some(capacity) = self.capacity else {
+            if self.write_seconds.is_some()
+                || self.read_seconds.is_some()
+                || self.bandwidth.is_some()
+            {
+                return Err(Failure(
+                    format!("{} times given without {}", self.level.name(), self.flag),
+                    2,
+                ));
+            }
+            return Ok(None);
+        };
+        let bandwidth = self
+            .bandwidth
+            .map(|b| b.0 as f64)
+            .or(self.default_bandwidth);
+        let mut budget = match (self.write_seconds, bandwidth) {
+            (Some(write), _) => LevelBudget::new(capacity, write, write),
+            (None, Some(bandwidth)) => {
+                LevelBudget::from_bandwidth(capacity, bandwidth, self.latency_seconds, state)
+            }
+            (None, None) => LevelBudget::free(capacity),
+        };
+        if let Some(read) = self.read_seconds {
+            budget.read_seconds = read;
         }
-        input
+        Ok(Some(budget))
+    }
+}
+
+impl PlanArgs {
+    /// The flags of DEVICE, RAM and DISK.
+    fn levels(&self) -> [LevelFlags; 3] {
+        [
+            LevelFlags {
+                level: StorageLevel::Device,
+                flag: "--device",
+                capacity: self.device,
+                write_seconds: self.device_write_seconds,
+                read_seconds: self.device_read_seconds,
+                bandwidth: self.device_bandwidth,
+                latency_seconds: self.device_latency_seconds,
+                default_bandwidth: None,
+            },
+            LevelFlags {
+                level: StorageLevel::Ram,
+                flag: "--ram",
+                capacity: Some(self.ram),
+                write_seconds: self.ram_write_seconds,
+                read_seconds: self.ram_read_seconds,
+                bandwidth: self.ram_bandwidth,
+                latency_seconds: self.ram_latency_seconds,
+                default_bandwidth: None,
+            },
+            LevelFlags {
+                level: StorageLevel::Disk,
+                flag: "--disk",
+                capacity: self.disk,
+                write_seconds: self.disk_write_seconds,
+                read_seconds: self.disk_read_seconds,
+                bandwidth: self.disk_bandwidth,
+                latency_seconds: self.disk_latency_seconds,
+                default_bandwidth: Some(1e9),
+            },
+        ]
+    }
+
+    /// The step count: `--steps`, or the per-step lists' length (they must
+    /// agree); errors name the flags.
+    fn steps(&self) -> Result<Option<Step>, Failure> {
+        let usage = |message: String| Failure(message, 2);
+        let lists: Vec<(&str, usize)> = [
+            ("--forward-seconds", self.forward_seconds.0.len()),
+            (
+                "--adjoint-seconds",
+                self.adjoint_seconds.as_ref().map_or(1, |a| a.0.len()),
+            ),
+            ("--state-bytes", self.state_bytes.0.len()),
+        ]
+        .into_iter()
+        .filter(|&(_, len)| len > 1)
+        .collect();
+        let listed = lists.first().map(|&(flag, len)| (flag, len as Step));
+        if let Some((flag, len)) = listed {
+            if let Some(&(other, other_len)) = lists.iter().find(|&&(_, l)| l as Step != len) {
+                return Err(usage(format!(
+                    "{flag} lists {len} values but {other} lists {other_len}"
+                )));
+            }
+        }
+        match (self.steps, listed) {
+            (None, None) => Err(usage(
+                "give --steps, or per-step lists (e.g. --forward-seconds 0.01*9,0.2)".into(),
+            )),
+            (None, Some((_, len))) => Ok(Some(len)),
+            (Some(Steps(None)), Some((flag, _))) => Err(usage(format!(
+                "{flag} gives per-step values, which need a known step count, not --steps unknown"
+            ))),
+            (Some(Steps(Some(n))), Some((flag, len))) if n != len => {
+                Err(usage(format!("{flag} lists {len} values for --steps {n}")))
+            }
+            (Some(Steps(steps)), _) => Ok(steps),
+        }
+    }
+
+    /// The planner's input from the flags.
+    fn input(&self) -> Result<PlanInput, Failure> {
+        let steps = self.steps()?;
+        let forward = &self.forward_seconds.0;
+        let adjoint: Vec<f64> = match &self.adjoint_seconds {
+            Some(a) => a.0.clone(),
+            None => forward.iter().map(|f| 2.0 * f).collect(),
+        };
+        let sizes: Vec<u64> = self.state_bytes.0.iter().map(|b| b.0).collect();
+        // Level times from a bandwidth take the mean state.
+        let mean_state = Bytes(
+            (sizes.iter().map(|&b| b as u128).sum::<u128>() / sizes.len().max(1) as u128) as u64,
+        );
+        let per_step = forward.len() > 1 || adjoint.len() > 1 || sizes.len() > 1;
+        let mut input = PlanInput::new(steps, Bytes(sizes[0]), self.ram);
+        input.forward_seconds = forward[0];
+        input.adjoint_seconds = adjoint[0];
+        if let (true, Some(n)) = (per_step, steps) {
+            let each = |values: &[f64]| match values {
+                [one] => vec![*one; n as usize],
+                many => many.to_vec(),
+            };
+            let bytes = match &sizes[..] {
+                [one] => vec![*one; n as usize],
+                many => many.to_vec(),
+            };
+            let profile = StepProfile {
+                forward_seconds: each(forward),
+                adjoint_seconds: each(&adjoint),
+                state_bytes: bytes,
+            };
+            input = input.with_profile(profile);
+        }
+        for flags in self.levels() {
+            if let Some(budget) = flags.budget(mean_state)? {
+                input = input.with_level(flags.level, budget);
+            }
+        }
+        Ok(input)
     }
 }
 
 pub(crate) fn run(args: &PlanArgs) -> Result<(), Failure> {
-    if args.disk.is_none() && (args.disk_write_seconds.is_some() || args.disk_bandwidth.is_some()) {
-        return Err(Failure("disk times given without --disk".into(), 2));
-    }
-    let input = args.input();
+    let input = args.input()?;
     let plan = plan::plan(&input).map_err(|e| Failure(e.to_string(), 2))?;
     match args.format {
         PlanFormat::Json => println!("{}", report(&input, &plan)),
@@ -149,8 +355,38 @@ fn report(input: &PlanInput, plan: &Plan) -> Value {
     })
 }
 
+/// The longest spec printed whole in the text output.
+const SPEC_LINE: usize = 300;
+
 fn bytes(n: u64) -> String {
     Bytes(n).to_string()
+}
+
+/// A candidate's parameters for the table: as `show` prints them, but
+/// hierarchical-revolve's levels as on its command line and
+/// heterogeneous-revolve's budget alone (its lists are the input's).
+fn summary(spec: &ScheduleSpec) -> String {
+    match spec {
+        ScheduleSpec::HierarchicalRevolve(p) => {
+            let levels: Vec<String> = p.levels.iter().map(|l| l.to_string()).collect();
+            format!("levels={}", levels.join(","))
+        }
+        ScheduleSpec::HeterogeneousRevolve(p) => format!("budget={}", Bytes(p.budget)),
+        other => parameters(other),
+    }
+}
+
+/// `min` when all are equal, else `min to max`.
+fn range<T: PartialOrd + Copy>(values: &[T], show: impl Fn(T) -> String) -> String {
+    let first = values[0];
+    let (min, max) = values.iter().fold((first, first), |(lo, hi), &v| {
+        (if v < lo { v } else { lo }, if v > hi { v } else { hi })
+    });
+    if min == max {
+        show(min)
+    } else {
+        format!("{} to {}", show(min), show(max))
+    }
 }
 
 fn print_text(input: &PlanInput, plan: &Plan, top: usize) {
@@ -164,31 +400,34 @@ fn print_text(input: &PlanInput, plan: &Plan, top: usize) {
             )
         })
     };
-    let steps = match input.steps {
-        Some(n) => format!("{n} steps"),
-        None => format!(
+    let steps = match (input.steps, &input.profile) {
+        (Some(n), Some(p)) => format!(
+            "{n} steps (forward {} s, adjoint {} s)",
+            range(&p.forward_seconds, |s| s.to_string()),
+            range(&p.adjoint_seconds, |s| s.to_string())
+        ),
+        (Some(n), None) => format!("{n} steps"),
+        (None, _) => format!(
             "an unknown number of steps (online schedules, planned for {})",
             plan.steps
         ),
     };
+    let states = match &input.profile {
+        Some(p) => range(&p.state_bytes, bytes),
+        None => input.state_bytes.to_string(),
+    };
     let budgets: Vec<String> = StorageLevel::STORED.into_iter().filter_map(level).collect();
-    println!(
-        "{steps} of {} states; {}",
-        input.state_bytes,
-        budgets.join(", ")
-    );
+    println!("{steps} of {states} states; {}", budgets.join(", "));
     let best = &plan.best;
-    println!(
-        "recommended: {} {}",
-        best.spec.name(),
-        parameters(&best.spec)
-    );
-    println!(
-        "  spec:      {}",
-        serde_json::to_string(&best.spec).expect("specs serialize")
-    );
+    println!("recommended: {} {}", best.spec.name(), summary(&best.spec));
+    let spec = serde_json::to_string(&best.spec).expect("specs serialize");
+    if spec.len() <= SPEC_LINE {
+        println!("  spec:      {spec}");
+    } else {
+        println!("  spec:      (per-step lists; --format json prints it whole)");
+    }
     println!("  command:   {}", spec_command_line(&best.spec));
-    println!("  predicted: {}", prediction(best));
+    println!("  predicted: {}", prediction(input, best));
     println!("  peak:      {}", peaks(input, best));
     let fitting = plan.alternatives.len();
     if fitting == 0 {
@@ -204,33 +443,57 @@ fn print_text(input: &PlanInput, plan: &Plan, top: usize) {
             ""
         }
     );
-    println!(
+    let device = input.levels[StorageLevel::Device].is_some();
+    let mut header = format!(
         "{:>4} {:<22} {:<44} {:>14} {:>12} {:>11} {:>11}",
         "rank", "schedule", "parameters", "predicted s", "forward", "peak RAM", "peak disk"
     );
+    if device {
+        header += &format!(" {:>11}", "peak device");
+    }
+    println!("{header}");
     for (rank, c) in plan.alternatives.iter().take(top).enumerate() {
-        println!(
+        let mut row = format!(
             "{:>4} {:<22} {:<44} {:>14.3} {:>12} {:>11} {:>11}",
             rank + 2,
             c.spec.name(),
-            parameters(&c.spec),
+            summary(&c.spec),
             c.predicted_seconds,
             c.cost.forward_steps,
             bytes(c.peak_bytes[StorageLevel::Ram]),
             bytes(c.peak_bytes[StorageLevel::Disk]),
         );
+        if device {
+            row += &format!(" {:>11}", bytes(c.peak_bytes[StorageLevel::Device]));
+        }
+        println!("{row}");
     }
 }
 
-fn prediction(c: &Candidate) -> String {
-    let disk = &c.cost.levels[StorageLevel::Disk];
+fn prediction(input: &PlanInput, c: &Candidate) -> String {
+    // Disk always; DEVICE when given; RAM when it takes time.
+    let shown = |l: StorageLevel| match (l, input.levels[l]) {
+        (StorageLevel::Disk, _) => true,
+        (StorageLevel::Ram, Some(b)) => b.write_seconds > 0.0 || b.read_seconds > 0.0,
+        (_, budget) => budget.is_some(),
+    };
+    let traffic: String = StorageLevel::STORED
+        .into_iter()
+        .filter(|&l| shown(l))
+        .map(|l| {
+            let level = &c.cost.levels[l];
+            let name = l.name().to_lowercase();
+            format!(
+                ", {} {name} writes, {} {name} reads",
+                level.writes, level.reads
+            )
+        })
+        .collect();
     format!(
-        "{:.3} s ({} forward steps, {} adjoint, {} disk writes, {} disk reads{})",
+        "{:.3} s ({} forward steps, {} adjoint{traffic}{})",
         c.predicted_seconds,
         c.cost.forward_steps,
         c.cost.adjoint_steps,
-        disk.writes,
-        disk.reads,
         if c.replayed {
             ""
         } else {

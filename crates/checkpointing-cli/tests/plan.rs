@@ -5,7 +5,7 @@ mod common;
 use common::{stdout, usage_error};
 
 use checkpointing::schedule::CandidateBudget;
-use checkpointing::ScheduleSpec;
+use checkpointing::{HeterogeneousChain, ScheduleSpec};
 use serde_json::Value;
 
 /// The spec a `checkpointing schedule ...` line names.
@@ -143,7 +143,195 @@ fn help_has_examples() {
         text.contains("Examples:\n  checkpointing plan --steps"),
         "{text}"
     );
-    assert!(text.contains("--disk-bandwidth"), "{text}");
+    for needle in [
+        "--disk-bandwidth",
+        "checkpointing plan --forward-seconds 0.01*9,0.2 --state-bytes 80MB",
+        "--state-bytes 80MB*100,160MB*200",
+        "--device 16GB --ram 8GB --ram-bandwidth 25GB/s",
+        "--device-bandwidth 1TB/s",
+    ] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+}
+
+/// The `plan` command's JSON report for `args` (after `plan`).
+fn json_plan(args: &[&str]) -> Value {
+    let mut all = vec!["plan"];
+    all.extend(args);
+    all.extend(["--format", "json"]);
+    serde_json::from_str(&stdout(&all)).unwrap()
+}
+
+/// The best candidate and the alternatives of a report.
+fn candidates(report: &Value) -> Vec<&Value> {
+    let plan = &report["plan"];
+    std::iter::once(&plan["best"])
+        .chain(plan["alternatives"].as_array().unwrap())
+        .collect()
+}
+
+/// Forward seconds of 50 steps: 0.01, every 10th 0.2.
+const COSTLY_TENTH: &str = "0.01*9,0.2,0.01*9,0.2,0.01*9,0.2,0.01*9,0.2,0.01*9,0.2";
+
+#[test]
+fn uneven_steps_plan_heterogeneous_revolve_on_the_real_chain() {
+    let report = json_plan(&[
+        "--forward-seconds",
+        COSTLY_TENTH,
+        "--state-bytes",
+        "80MB",
+        "--ram",
+        "500MB",
+    ]);
+    assert_eq!(report["input"]["steps"], 50, "the lists give the steps");
+    let best: ScheduleSpec =
+        serde_json::from_value(report["plan"]["best"]["spec"].clone()).unwrap();
+    assert_eq!(best.name(), "heterogeneous-revolve");
+    assert_eq!(
+        parse_command_line(report["command"].as_str().unwrap()),
+        best
+    );
+    // The prediction is the chain's cost of the schedule's actions:
+    // forward seconds as listed, adjoint twice them.
+    let forward: Vec<f64> = (0..50)
+        .map(|i| if i % 10 == 9 { 0.2 } else { 0.01 })
+        .collect();
+    let adjoint = forward.iter().map(|f| 2.0 * f).collect();
+    let chain = HeterogeneousChain::new(forward, adjoint, vec![80_000_000; 50]).unwrap();
+    let actions = best.drive().unwrap().map(Result::unwrap);
+    let account = chain.account(actions);
+    let predicted = report["plan"]["best"]["predicted_seconds"]
+        .as_f64()
+        .unwrap();
+    assert_eq!(predicted, account.total());
+    let revolve = candidates(&report)
+        .into_iter()
+        .find(|c| c["spec"]["schedule"] == "revolve")
+        .unwrap();
+    assert!(predicted < revolve["predicted_seconds"].as_f64().unwrap());
+    for c in candidates(&report) {
+        assert!(
+            c["peak_bytes"]["ram"].as_u64().unwrap() <= 500_000_000,
+            "{c}"
+        );
+    }
+}
+
+#[test]
+fn uneven_steps_in_text() {
+    let text = stdout(&[
+        "plan",
+        "--steps",
+        "50",
+        "--forward-seconds",
+        COSTLY_TENTH,
+        "--state-bytes",
+        "80MB*25,160MB*25",
+        "--ram",
+        "1GB",
+    ]);
+    assert!(
+        text.starts_with(
+            "50 steps (forward 0.01 to 0.2 s, adjoint 0.02 to 0.4 s) of 80 MB to 160 MB states"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("--format json prints it whole"), "{text}");
+}
+
+#[test]
+fn uniform_lists_plan_as_scalars() {
+    let scalars = json_plan(&[
+        "--steps",
+        "120",
+        "--forward-seconds",
+        "0.5",
+        "--state-bytes",
+        "1MB",
+        "--ram",
+        "9MB",
+        "--disk",
+        "30MB",
+    ]);
+    let lists = json_plan(&[
+        "--forward-seconds",
+        "0.5*120",
+        "--adjoint-seconds",
+        "1*120",
+        "--state-bytes",
+        "1MB*120",
+        "--ram",
+        "9MB",
+        "--disk",
+        "30MB",
+    ]);
+    assert_eq!(scalars["plan"], lists["plan"]);
+}
+
+#[test]
+fn device_budget_plans_device_snapshots() {
+    let report = json_plan(&[
+        "--steps",
+        "300",
+        "--state-bytes",
+        "1MB",
+        "--device",
+        "6MB",
+        "--device-write-seconds",
+        "0.01",
+        "--ram",
+        "6MB",
+        "--disk",
+        "20MB",
+        "--disk-write-seconds",
+        "0.5",
+    ]);
+    let best = &report["plan"]["best"];
+    assert_eq!(best["spec"]["schedule"], "hierarchical-revolve", "{best}");
+    assert!(
+        best["cost"]["device"]["peak"].as_u64().unwrap() > 0,
+        "{best}"
+    );
+    for c in candidates(&report) {
+        for (level, budget) in [
+            ("device", 6_000_000),
+            ("ram", 6_000_000),
+            ("disk", 20_000_000),
+        ] {
+            assert!(
+                c["peak_bytes"][level].as_u64().unwrap() <= budget,
+                "{level}: {c}"
+            );
+        }
+    }
+    let spec: ScheduleSpec = serde_json::from_value(best["spec"].clone()).unwrap();
+    assert_eq!(
+        parse_command_line(report["command"].as_str().unwrap()),
+        spec
+    );
+}
+
+#[test]
+fn alternatives_are_distinct() {
+    let report = json_plan(&[
+        "--steps",
+        "5000",
+        "--state-bytes",
+        "80MB",
+        "--ram",
+        "2GiB",
+        "--disk",
+        "100GB",
+    ]);
+    let mut seen = std::collections::HashSet::new();
+    for c in candidates(&report) {
+        let key = (
+            c["spec"]["schedule"].to_string(),
+            format!("{:.8e}", c["predicted_seconds"].as_f64().unwrap()),
+            c["peak_bytes"].to_string(),
+        );
+        assert!(seen.insert(key), "{c}");
+    }
 }
 
 #[test]
@@ -208,4 +396,71 @@ fn bad_input_is_a_one_line_error() {
         "unknown",
     );
     usage_error(&["plan", "--steps", "10", "--ram", "1GB"], "--state-bytes");
+    // Per-step lists.
+    let lists = |extra: &[&'static str]| -> Vec<&'static str> {
+        ["plan", "--state-bytes", "1MB", "--ram", "10MB"]
+            .iter()
+            .chain(extra)
+            .copied()
+            .collect()
+    };
+    usage_error(&lists(&[]), "give --steps");
+    usage_error(
+        &lists(&["--steps", "10", "--forward-seconds", "1*9"]),
+        "--forward-seconds lists 9 values for --steps 10",
+    );
+    usage_error(
+        &lists(&["--forward-seconds", "1*9", "--adjoint-seconds", "1*8"]),
+        "--forward-seconds lists 9 values but --adjoint-seconds lists 8",
+    );
+    usage_error(
+        &lists(&["--steps", "unknown", "--forward-seconds", "1*9"]),
+        "known step count",
+    );
+    usage_error(&lists(&["--forward-seconds", "1*9,x"]), "is not a number");
+    usage_error(
+        &lists(&["--forward-seconds", "1*9,-1"]),
+        "forward seconds of step 9",
+    );
+    usage_error(
+        &[
+            "plan",
+            "--steps",
+            "9",
+            "--state-bytes",
+            "1MB,2XB",
+            "--ram",
+            "10MB",
+        ],
+        "per-step list",
+    );
+    usage_error(
+        &[
+            "plan",
+            "--steps",
+            "9",
+            "--state-bytes",
+            "8XB",
+            "--ram",
+            "10MB",
+        ],
+        "unknown unit",
+    );
+    usage_error(
+        &lists(&["--steps", "10", "--device-write-seconds", "1"]),
+        "without --device",
+    );
+    usage_error(
+        &lists(&[
+            "--steps",
+            "10",
+            "--device",
+            "1GB",
+            "--device-write-seconds",
+            "1",
+            "--device-bandwidth",
+            "1GB/s",
+        ]),
+        "cannot be used with",
+    );
 }

@@ -15,6 +15,11 @@
 //!      + Σ_levels (write_seconds · writes + read_seconds · reads)
 //! ```
 //!
+//! Configurations that differ only in parameters that change nothing
+//! predicted (the same schedule, predicted time to a relative 10⁻⁹ and peak
+//! bytes on every level: several splits that give the same cost) are
+//! collapsed into the one with the smallest parameters.
+//!
 //! # What RAM holds
 //!
 //! RAM holds, besides the snapshots, the live state and the adjoint data of
@@ -24,8 +29,58 @@
 //! a candidate's RAM peak in bytes is
 //! `(2 + peak RAM snapshots + max(peak_work_steps − 1, 0)) · state_bytes`,
 //! and RAM holds `capacity / state_bytes − 2` snapshots. DISK and DEVICE hold
-//! `capacity / state_bytes` snapshots. DEVICE budgets are checked (a
-//! candidate must fit them) but no schedule is configured for DEVICE yet.
+//! `capacity / state_bytes` snapshots (only snapshots: on a GPU whose
+//! memory also holds the live state and the adjoint's data, give the DEVICE
+//! budget net of them).
+//!
+//! # Steps that differ
+//!
+//! A [`StepProfile`] ([`PlanInput::with_profile`]) gives each step its own
+//! forward and adjoint seconds and each state its own bytes. Then:
+//!
+//! * snapshot counts are taken for the largest state, so a uniform
+//!   schedule with `k` RAM snapshots fits `k` largest states and the
+//!   overhead (the live state and the taped step, each counted as the
+//!   largest state, and any adjoint data held beyond one step likewise);
+//! * every replayed candidate is costed on the real chain, in the same pass
+//!   as its replay: its predicted time is the sum of `forward_seconds[i]`
+//!   over every forward step `i` it advances (recomputations included) and
+//!   of every `adjoint_seconds[i]`, plus the level traffic, and its peak
+//!   bytes per level are the most bytes of snapshots it really holds at
+//!   once (state `i` taking `state_bytes[i]`), as
+//!   [`HeterogeneousChain::account`](crate::HeterogeneousChain::account)
+//!   counts RAM, plus the overhead above;
+//! * `heterogeneous-revolve` ([`crate::HeterogeneousRevolve`]), optimal
+//!   for such a chain, is configured with RAM less that overhead as its
+//!   byte budget and costed the same way (its prediction is its table's);
+//! * costs that the uniform schedules' tables take relative to a forward
+//!   step (H-Revolve's disk costs) are relative to the mean forward step,
+//!   and a closed-form estimate (past [`REPLAY_STEP_LIMIT`]) takes the
+//!   mean times and the largest state.
+//!
+//! heterogeneous-revolve's table grows as `n³·M` (`n⁴·M` for its exact
+//! model; `M` its memory units, at most
+//! [`HeterogeneousRevolve::DEFAULT_UNITS`](crate::HeterogeneousRevolve::DEFAULT_UNITS)),
+//! bounded by
+//! [`HeterogeneousRevolve::CELL_LIMIT`](crate::HeterogeneousRevolve::CELL_LIMIT)
+//! and [`HeterogeneousRevolve::WORK_LIMIT`](crate::HeterogeneousRevolve::WORK_LIMIT);
+//! the planner takes it only within [`HETEROGENEOUS_WORK_LIMIT`]
+//! evaluations and the cell limit (a few hundred steps; with few memory
+//! units, up to about 800). Beyond, it is skipped, and the plan is the
+//! best of the uniform schedules, each costed on the real chain as above:
+//! valid within the byte budgets, though blind to where the costly steps
+//! are. A profile whose steps are all equal plans exactly as the scalar
+//! input does.
+//!
+//! # DEVICE
+//!
+//! With a DEVICE budget (and a known step count within
+//! [`TABLE_STEP_LIMIT`]), `hierarchical-revolve`
+//! ([`crate::HierarchicalRevolve`]) is configured over DEVICE, RAM and DISK
+//! (those with a budget and snapshots), the cheapest level first by write
+//! plus read seconds, with costs relative to a forward step, costed by
+//! replay; like every candidate, its DEVICE peak must fit the DEVICE
+//! budget. The other schedules store nothing on the device.
 //!
 //! # Bounded work
 //!
@@ -35,16 +90,16 @@
 //! OnlineR2 in its range, Stumm & Walther 2010; store-all) is costed from
 //! it, its peaks taken from its parameters ([`Candidate::replayed`] is then
 //! false); the others are skipped. The table-based schedules (H-Revolve,
-//! Disk-Revolve, Mixed), whose tables grow with steps × snapshots, are
-//! considered up to [`TABLE_STEP_LIMIT`] steps. At most [`MAX_CANDIDATES`]
-//! configurations are costed.
+//! Disk-Revolve, Mixed, hierarchical-revolve), whose tables grow with
+//! steps × snapshots, are considered up to [`TABLE_STEP_LIMIT`] steps. At
+//! most [`MAX_CANDIDATES`] configurations are costed.
 //!
 //! # Unknown step counts
 //!
 //! With `steps: None` only the online schedules (single-memory,
 //! single-disk, two-level, online-r2) are considered, planned for
 //! [`ONLINE_HORIZON`] steps: they run for any count, and the prediction is
-//! for that horizon.
+//! for that horizon. A profile needs a known step count.
 //!
 //! ```
 //! use checkpointing_schedule::plan::{plan, Bytes, PlanInput};
@@ -56,6 +111,7 @@
 //! ```
 
 mod bytes;
+mod profile;
 mod search;
 #[cfg(test)]
 mod tests;
@@ -63,6 +119,7 @@ mod tests;
 use serde::Serialize;
 
 pub use bytes::{Bytes, ParseBytesError};
+pub use profile::StepProfile;
 
 use crate::action::{Step, StorageLevel};
 use crate::levels::PerLevel;
@@ -84,6 +141,11 @@ pub const REPLAY_STEP_LIMIT: u128 = 4_000_000;
 /// The most steps for which the table-based schedules (H-Revolve,
 /// Disk-Revolve, Mixed) are considered.
 pub const TABLE_STEP_LIMIT: Step = 1_000;
+
+/// The most table evaluations heterogeneous-revolve may take in a plan
+/// (about a second in a release build); a larger chain is planned without
+/// it (see the module docs).
+pub const HETEROGENEOUS_WORK_LIMIT: u64 = 300_000_000;
 
 /// The most configurations costed by one [`plan`].
 pub const MAX_CANDIDATES: usize = 300;
@@ -153,20 +215,26 @@ impl LevelBudget {
 /// assert_eq!(input.snapshots().unwrap()[StorageLevel::Ram], 8);
 /// assert_eq!(input.snapshots().unwrap()[StorageLevel::Disk], 50);
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PlanInput {
     /// Number of steps, or `None` when unknown (online schedules only,
     /// planned for [`ONLINE_HORIZON`] steps).
     pub steps: Option<Step>,
-    /// Bytes of one state (one snapshot), the same at every step.
+    /// Bytes of one state (one snapshot), the same at every step (with a
+    /// [`profile`](Self::profile): the largest state).
     pub state_bytes: Bytes,
-    /// Seconds of one forward step.
+    /// Seconds of one forward step (with a profile: the mean).
     pub forward_seconds: f64,
-    /// Seconds of one adjoint step.
+    /// Seconds of one adjoint step (with a profile: the mean).
     pub adjoint_seconds: f64,
     /// Each level's budget; `None` where it is not to be used. RAM is
     /// required.
     pub levels: PerLevel<Option<LevelBudget>>,
+    /// Per-step times and sizes where steps differ; `None` when every step
+    /// is as the scalar fields say. When given, [`plan`] takes the steps,
+    /// times and sizes from it and the three scalars above from its
+    /// summaries (set them with [`PlanInput::with_profile`]).
+    pub profile: Option<StepProfile>,
 }
 
 impl PlanInput {
@@ -183,7 +251,31 @@ impl PlanInput {
             forward_seconds: 1.0,
             adjoint_seconds: 2.0,
             levels,
+            profile: None,
         }
+    }
+
+    /// This input for steps that differ: the step count, times and sizes of
+    /// `profile`, with the scalar fields set to its summaries (the largest
+    /// state, the mean forward and adjoint steps). See the module docs for
+    /// how [`plan`] uses it.
+    ///
+    /// ```
+    /// use checkpointing_schedule::plan::{plan, Bytes, PlanInput, StepProfile};
+    /// let forward: Vec<f64> = (0..60).map(|i| if i % 10 == 9 { 20.0 } else { 1.0 }).collect();
+    /// let profile = StepProfile::new(forward, vec![2.0; 60], vec![1000; 60]).unwrap();
+    /// let input = PlanInput::new(None, Bytes(1), Bytes(6000)).with_profile(profile);
+    /// assert_eq!((input.steps, input.state_bytes), (Some(60), Bytes(1000)));
+    /// let plan = plan(&input).unwrap();
+    /// assert_eq!(plan.best.spec.name(), "heterogeneous-revolve");
+    /// ```
+    pub fn with_profile(mut self, profile: StepProfile) -> Self {
+        self.steps = Some(profile.steps());
+        self.state_bytes = Bytes(profile.largest_state());
+        self.forward_seconds = profile.mean_forward_seconds();
+        self.adjoint_seconds = profile.mean_adjoint_seconds();
+        self.profile = Some(profile);
+        self
     }
 
     /// This input with `budget` for `level` (DEVICE, RAM or DISK).
@@ -198,7 +290,7 @@ impl PlanInput {
     /// holds besides them); zero for an unused level.
     pub fn snapshots(&self) -> Result<PerLevel<u64>, PlanError> {
         self.check()?;
-        let state = self.state_bytes.0;
+        let state = self.largest_state().0;
         Ok(PerLevel::from_fn(|level| {
             let held = self.levels[level].map_or(0, |b| b.capacity.0 / state);
             if level == StorageLevel::Ram {
@@ -214,8 +306,37 @@ impl PlanInput {
         self.steps.unwrap_or(ONLINE_HORIZON)
     }
 
+    /// The largest state: the profile's, else [`PlanInput::state_bytes`].
+    pub fn largest_state(&self) -> Bytes {
+        self.profile
+            .as_ref()
+            .map_or(self.state_bytes, |p| Bytes(p.largest_state()))
+    }
+
+    /// The input [`plan`] works on: checked; a uniform profile replaced by
+    /// the scalars it gives (so that it plans exactly as they do), a
+    /// non-uniform one with the scalars set to its summaries.
+    fn effective(&self) -> Result<Self, PlanError> {
+        self.check()?;
+        let mut input = self.clone();
+        if let Some(profile) = input.profile.take() {
+            input.steps = Some(profile.steps());
+            input.state_bytes = Bytes(profile.largest_state());
+            if profile.is_uniform() {
+                input.forward_seconds = profile.forward_seconds[0];
+                input.adjoint_seconds = profile.adjoint_seconds[0];
+            } else {
+                input = input.with_profile(profile);
+            }
+        }
+        Ok(input)
+    }
+
     /// Refuses inputs with no answer.
     fn check(&self) -> Result<(), PlanError> {
+        if let Some(profile) = &self.profile {
+            return self.check_profile(profile);
+        }
         if self.steps == Some(0) {
             return Err(PlanError::ZeroSteps);
         }
@@ -231,10 +352,44 @@ impl PlanInput {
         };
         time("forward seconds", self.forward_seconds, true)?;
         time("adjoint seconds", self.adjoint_seconds, false)?;
+        self.check_levels()
+    }
+
+    /// [`PlanInput::check`] with a profile: the profile's own checks, and
+    /// its length against the step count (the scalars are not used).
+    fn check_profile(&self, profile: &StepProfile) -> Result<(), PlanError> {
+        profile.check()?;
+        match self.steps {
+            None => {
+                return Err(PlanError::ProfileWithUnknownSteps {
+                    len: profile.steps(),
+                })
+            }
+            Some(steps) if steps != profile.steps() => {
+                return Err(PlanError::ProfileLength {
+                    name: "forward seconds",
+                    len: profile.steps(),
+                    steps,
+                })
+            }
+            Some(_) => {}
+        }
+        self.check_levels()
+    }
+
+    /// Level times valid, RAM given.
+    fn check_levels(&self) -> Result<(), PlanError> {
+        let time = |name: &'static str, value: f64| {
+            if value.is_finite() && value >= 0.0 {
+                Ok(())
+            } else {
+                Err(PlanError::InvalidSeconds { name, value })
+            }
+        };
         for (_, budget) in self.levels.iter() {
             if let Some(b) = budget {
-                time("write seconds", b.write_seconds, false)?;
-                time("read seconds", b.read_seconds, false)?;
+                time("write seconds", b.write_seconds)?;
+                time("read seconds", b.read_seconds)?;
             }
         }
         if self.levels[StorageLevel::Ram].is_none() {
@@ -299,6 +454,32 @@ pub enum PlanError {
         /// The value given.
         value: f64,
     },
+    /// A per-step list whose length is not the step count.
+    #[error("{name} lists {len} values for {steps} steps")]
+    ProfileLength {
+        /// Which list.
+        name: &'static str,
+        /// Its values.
+        len: Step,
+        /// The step count (the forward list's length, or the one given).
+        steps: Step,
+    },
+    /// Per-step values with an unknown step count.
+    #[error("per-step values ({len} of them) need a known step count")]
+    ProfileWithUnknownSteps {
+        /// The values given.
+        len: Step,
+    },
+    /// A per-step time that is negative or not finite.
+    #[error("{name} of step {step} must be a finite, non-negative number of seconds, not {value}")]
+    InvalidStepSeconds {
+        /// Which list.
+        name: &'static str,
+        /// The step.
+        step: Step,
+        /// The value given.
+        value: f64,
+    },
     /// No schedule fits the budgets.
     #[error("nothing fits {ram} of RAM with states of {state_bytes}; the smallest RAM budget that fits a schedule (with the same disk) is {smallest_ram}")]
     NothingFits {
@@ -322,10 +503,11 @@ pub enum PlanError {
 /// assert!(plan(&PlanInput::new(Some(100), Bytes(1000), smallest_ram)).is_ok());
 /// ```
 pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
+    let input = input.effective()?;
     let snapshots = input.snapshots()?;
-    let mut fitting = search::fitting(input, &snapshots);
+    let mut fitting = search::fitting(&input, &snapshots);
     if fitting.is_empty() {
-        return Err(nothing_fits(input));
+        return Err(nothing_fits(&input));
     }
     let best = fitting.remove(0);
     Ok(Plan {
@@ -338,17 +520,26 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
 
 /// The error for an input nothing fits, with the least RAM that would fit
 /// something: RAM for the overhead and 0, 1, 2, 4, ... snapshots, tried in
-/// turn. One snapshot always fits (Revolve, or OnlineR2 for unknown steps).
+/// turn (with a profile, first the overhead and state 0: the least that
+/// heterogeneous-revolve takes). One snapshot always fits (Revolve, or
+/// OnlineR2 for unknown steps).
 fn nothing_fits(input: &PlanInput) -> PlanError {
     let ram = input.levels[StorageLevel::Ram].expect("checked");
     let state = input.state_bytes.0;
+    let overhead = RAM_OVERHEAD_STATES.saturating_mul(state);
+    let first_state = input
+        .profile
+        .as_ref()
+        .map(|p| overhead.saturating_add(p.state_bytes[0]));
+    let uniform = std::iter::once(0)
+        .chain((0..63).map(|k| 1u64 << k))
+        .map(|extra| (RAM_OVERHEAD_STATES + extra).saturating_mul(state));
     let mut smallest = None;
-    for extra in std::iter::once(0).chain((0..63).map(|k| 1u64 << k)) {
-        let bytes = (RAM_OVERHEAD_STATES + extra).saturating_mul(state);
+    for bytes in first_state.into_iter().chain(uniform) {
         if bytes <= ram.capacity.0 {
             continue;
         }
-        let mut larger = *input;
+        let mut larger = input.clone();
         larger.levels[StorageLevel::Ram] = Some(LevelBudget {
             capacity: Bytes(bytes),
             ..ram

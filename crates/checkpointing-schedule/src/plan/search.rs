@@ -1,14 +1,20 @@
 //! The candidates of a plan: configuring, costing and ranking them.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
+use super::profile::{Accountant, StepProfile};
 use super::{
-    Candidate, PlanInput, MAX_CANDIDATES, RAM_OVERHEAD_STATES, REPLAY_STEP_LIMIT, TABLE_STEP_LIMIT,
+    Candidate, PlanInput, HETEROGENEOUS_WORK_LIMIT, MAX_CANDIDATES, RAM_OVERHEAD_STATES,
+    REPLAY_STEP_LIMIT, TABLE_STEP_LIMIT,
 };
 use crate::action::{Step, StorageLevel};
 use crate::levels::PerLevel;
 use crate::replay::{Cost, LevelCost};
-use crate::schedule::{CandidateBudget, Costs, ScheduleSpec, StepCounts, Trajectory};
+use crate::schedule::{
+    CandidateBudget, Costs, HeterogeneousRevolveParams, HierarchicalRevolveParams, LevelSpec,
+    PerStep, ScheduleSpec, StepCosts, StepCounts, Trajectory,
+};
+use crate::HeterogeneousRevolve;
 
 /// Nonzero snapshot counts tried per level (the budget and its halvings).
 const SPLITS: usize = 5;
@@ -24,7 +30,21 @@ fn splits(max: u64, len: usize) -> Vec<u64> {
     values
 }
 
-/// Every configuration to cost: [`ScheduleSpec::candidates`] for each split
+/// A level's write (or read) seconds relative to a (mean) forward step, for
+/// the schedules that minimise a modelled cost (H-Revolve, Disk-Revolve).
+fn relative(input: &PlanInput, level: StorageLevel, read: bool) -> f64 {
+    input.levels[level].map_or(0.0, |b| {
+        if read {
+            b.read_seconds
+        } else {
+            b.write_seconds
+        }
+    }) / input.forward_seconds
+}
+
+/// Every configuration to cost: heterogeneous-revolve for a profile
+/// ([`heterogeneous`]) and hierarchical-revolve over DEVICE ([`device`])
+/// first, then [`ScheduleSpec::candidates`] for each split
 /// of the snapshots (RAM and disk counts each from their budget down by
 /// halves, capped at the step count; the table-based schedules with all
 /// the RAM only), with Two-level in both trajectories;
@@ -32,19 +52,9 @@ fn splits(max: u64, len: usize) -> Vec<u64> {
 /// [`MAX_CANDIDATES`], the full budgets first.
 pub(super) fn configurations(input: &PlanInput, snapshots: &PerLevel<u64>) -> Vec<ScheduleSpec> {
     let steps = input.planned_steps();
-    // Costs relative to a forward step, for the schedules that minimise a
-    // modelled cost (H-Revolve, Disk-Revolve). The adjoint step's cost is
-    // the same for every schedule (one per step), so the reference's 1 is
-    // kept: it keeps Revolve's closed form.
-    let relative = |level: StorageLevel, read: bool| {
-        input.levels[level].map_or(0.0, |b| {
-            if read {
-                b.read_seconds
-            } else {
-                b.write_seconds
-            }
-        }) / input.forward_seconds
-    };
+    // The adjoint step's cost is the same for every schedule (one per
+    // step), so the reference's 1 is kept: it keeps Revolve's closed form.
+    let relative = |level, read| relative(input, level, read);
     let costs = Costs {
         uf: 1.0,
         ub: 1.0,
@@ -53,7 +63,8 @@ pub(super) fn configurations(input: &PlanInput, snapshots: &PerLevel<u64>) -> Ve
     };
     let cap = |n: u64| n.min(steps);
     let mut seen = HashSet::new();
-    let mut specs = Vec::new();
+    let mut specs: Vec<ScheduleSpec> = heterogeneous(input).into_iter().collect();
+    specs.extend(device(input, snapshots));
     let full_ram = cap(snapshots[StorageLevel::Ram]);
     for ram in splits(full_ram, SPLITS) {
         for disk in splits(cap(snapshots[StorageLevel::Disk]), SPLITS) {
@@ -93,39 +104,234 @@ pub(super) fn configurations(input: &PlanInput, snapshots: &PerLevel<u64>) -> Ve
     specs
 }
 
-/// The configurations that fit `input`, costed, fastest first (ties: less
-/// RAM, then by name).
+/// heterogeneous-revolve on the profile's chain, with RAM less the live
+/// state and one taped step (each the largest state) for its checkpoints;
+/// `None` without a profile, when state 0 does not fit, or when its table
+/// is over [`HETEROGENEOUS_WORK_LIMIT`] evaluations or
+/// [`HeterogeneousRevolve::CELL_LIMIT`] cells.
+fn heterogeneous(input: &PlanInput) -> Option<ScheduleSpec> {
+    let profile = input.profile.as_ref()?;
+    let ram = input.levels[StorageLevel::Ram]?.capacity.0;
+    let overhead = RAM_OVERHEAD_STATES.saturating_mul(profile.largest_state());
+    let budget = ram.checked_sub(overhead)?;
+    if profile.steps() >= 2 && budget < profile.state_bytes[0] {
+        return None;
+    }
+    let (cells, work) = heterogeneous_table(profile, budget);
+    if cells > HeterogeneousRevolve::CELL_LIMIT as u128 || work > HETEROGENEOUS_WORK_LIMIT as u128 {
+        return None;
+    }
+    Some(ScheduleSpec::from(HeterogeneousRevolveParams {
+        forward: PerStep(profile.forward_seconds.clone()),
+        adjoint: PerStep(profile.adjoint_seconds.clone()),
+        bytes: PerStep(profile.state_bytes.clone()),
+        budget,
+    }))
+}
+
+/// Cells and evaluations of the table [`HeterogeneousRevolve::new`] builds
+/// for `profile` and `budget`: its granularity rule (the sizes' greatest
+/// common divisor, coarsened to at most
+/// [`HeterogeneousRevolve::DEFAULT_UNITS`] units), then the exact model if
+/// it takes at most 10⁸ evaluations, else the persistent one (see
+/// [`HeterogeneousRevolve`]'s complexity table).
+fn heterogeneous_table(profile: &StepProfile, budget: u64) -> (u128, u128) {
+    fn gcd(a: u64, b: u64) -> u64 {
+        if b == 0 {
+            a
+        } else {
+            gcd(b, a % b)
+        }
+    }
+    let exact = profile.state_bytes.iter().fold(0, |g, &b| gcd(g, b)).max(1);
+    let granularity = if budget / exact > HeterogeneousRevolve::DEFAULT_UNITS {
+        exact.max(budget.div_ceil(HeterogeneousRevolve::DEFAULT_UNITS))
+    } else {
+        exact
+    };
+    let all = profile
+        .state_bytes
+        .iter()
+        .map(|&b| b.div_ceil(granularity))
+        .fold(0u64, u64::saturating_add);
+    let units = (budget / granularity).min(all) as u128 + 1;
+    let n = profile.steps() as u128;
+    let triples = n * (n + 1) * (n + 2) / 6;
+    let (cells, work) = (triples * units, triples * (n + 1) * units);
+    if cells <= HeterogeneousRevolve::CELL_LIMIT as u128 && work <= 100_000_000 {
+        return (cells, work);
+    }
+    let pairs = n * (n + 1) / 2;
+    (pairs * units, (pairs * (n + 1) / 3 + pairs) * units)
+}
+
+/// hierarchical-revolve over every level with a budget and snapshots
+/// (DEVICE, RAM, DISK), cheapest first by write plus read seconds (ties in
+/// that order), costs relative to a forward step, the disk count from its
+/// budget down by halves; none without DEVICE snapshots, for an unknown
+/// step count, or past [`TABLE_STEP_LIMIT`] steps.
+fn device(input: &PlanInput, snapshots: &PerLevel<u64>) -> Vec<ScheduleSpec> {
+    let steps = input.planned_steps();
+    if snapshots[StorageLevel::Device] == 0 || input.steps.is_none() || steps > TABLE_STEP_LIMIT {
+        return Vec::new();
+    }
+    let level = |level: StorageLevel, count: u64| {
+        LevelSpec::new(
+            level,
+            count.min(steps),
+            relative(input, level, false),
+            relative(input, level, true),
+        )
+    };
+    splits(snapshots[StorageLevel::Disk].min(steps), SPLITS)
+        .into_iter()
+        .filter(|&disk| disk > 0 || snapshots[StorageLevel::Disk] == 0)
+        .map(|disk| {
+            let mut levels: Vec<LevelSpec> = StorageLevel::STORED
+                .into_iter()
+                .map(|l| match l {
+                    StorageLevel::Disk => level(l, disk),
+                    _ => level(l, snapshots[l]),
+                })
+                .filter(|spec| spec.snapshots > 0)
+                .collect();
+            levels.sort_by(|a, b| {
+                (a.write_cost + a.read_cost).total_cmp(&(b.write_cost + b.read_cost))
+            });
+            ScheduleSpec::from(HierarchicalRevolveParams {
+                max_n: steps,
+                levels,
+                step_costs: StepCosts { uf: 1.0, ub: 1.0 },
+            })
+        })
+        .collect()
+}
+
+/// The configurations that fit `input`, costed, near-duplicates collapsed
+/// ([`collapse`]), fastest first (ties: less RAM, then by name, then the
+/// smaller parameters).
 pub(super) fn fitting(input: &PlanInput, snapshots: &PerLevel<u64>) -> Vec<Candidate> {
-    let mut candidates: Vec<Candidate> = configurations(input, snapshots)
+    let candidates: Vec<Candidate> = configurations(input, snapshots)
         .into_iter()
         .filter_map(|spec| {
-            let (cost, replayed) = cost_of(&spec)?;
-            let candidate = predict(input, spec, cost, replayed);
+            let costed = cost_of(&spec, input.profile.as_ref())?;
+            let candidate = predict(input, spec, costed);
             fits(input, &candidate).then_some(candidate)
         })
         .collect();
+    let mut candidates = collapse(candidates);
     candidates.sort_by(|a, b| {
         a.predicted_seconds
             .total_cmp(&b.predicted_seconds)
             .then(a.peak_bytes[StorageLevel::Ram].cmp(&b.peak_bytes[StorageLevel::Ram]))
             .then(a.spec.name().cmp(b.spec.name()))
+            .then_with(|| parameter_size(&a.spec).cmp(&parameter_size(&b.spec)))
     });
     candidates
 }
 
-/// The replayed cost of `spec`, or within [`REPLAY_STEP_LIMIT`] steps of
-/// its closed form an estimate (`false`); `None` for invalid parameters
-/// or a replay too long with no closed form.
-fn cost_of(spec: &ScheduleSpec) -> Option<(Cost, bool)> {
+/// One candidate per schedule name, predicted time (to a relative 10⁻⁹)
+/// and peak bytes per level: of configurations that differ only in
+/// parameters that change nothing predicted, the one with the smallest
+/// parameters ([`parameter_size`]).
+pub(super) fn collapse(candidates: Vec<Candidate>) -> Vec<Candidate> {
+    type Key = (&'static str, String, Vec<u64>);
+    let key = |c: &Candidate| -> Key {
+        (
+            c.spec.name(),
+            format!("{:.8e}", c.predicted_seconds),
+            c.peak_bytes.iter().map(|(_, &b)| b).collect(),
+        )
+    };
+    let mut kept: HashMap<Key, usize> = HashMap::new();
+    let mut out: Vec<Candidate> = Vec::new();
+    for candidate in candidates {
+        match kept.get(&key(&candidate)) {
+            Some(&at) => {
+                if parameter_size(&candidate.spec) < parameter_size(&out[at].spec) {
+                    out[at] = candidate;
+                }
+            }
+            None => {
+                kept.insert(key(&candidate), out.len());
+                out.push(candidate);
+            }
+        }
+    }
+    out
+}
+
+/// How large a configuration's parameters are: the sum of its integer
+/// parameters (snapshots, periods, ...; not the step count, the same for
+/// all), then its JSON text.
+pub(super) fn parameter_size(spec: &ScheduleSpec) -> (u128, String) {
+    fn sum(value: &serde_json::Value) -> u128 {
+        match value {
+            serde_json::Value::Number(n) => n.as_u64().map_or(0, u128::from),
+            serde_json::Value::Array(items) => items.iter().map(sum).sum(),
+            serde_json::Value::Object(fields) => fields
+                .iter()
+                .filter(|(key, _)| !matches!(key.as_str(), "max_n" | "steps"))
+                .map(|(_, v)| sum(v))
+                .sum(),
+            _ => 0,
+        }
+    }
+    let value = serde_json::to_value(spec).expect("specs serialize");
+    (sum(&value), value.to_string())
+}
+
+/// A configuration's cost: the replay's (or a closed form's estimate,
+/// `replayed` false) and, with a profile and a replay, its exact seconds
+/// and bytes on the chain.
+pub(super) struct Costed {
+    cost: Cost,
+    replayed: bool,
+    exact: Option<ChainSeconds>,
+}
+
+/// Seconds and peak bytes of a replayed configuration on a profile.
+struct ChainSeconds {
+    forward: f64,
+    adjoint: f64,
+    peak: PerLevel<u64>,
+}
+
+/// The replayed cost of `spec` (with `profile`, its seconds and bytes on
+/// the chain, counted in the same pass), or beyond
+/// [`REPLAY_STEP_LIMIT`] steps its closed form's estimate; `None` for
+/// invalid parameters or a replay too long with no closed form.
+fn cost_of(spec: &ScheduleSpec, profile: Option<&StepProfile>) -> Option<Costed> {
     let closed = spec.closed_form_steps();
     let estimate = closed.map_or(4 * spec.steps() as u128, |c| {
         c.forward_steps + c.adjoint_steps as u128
     });
     if estimate <= REPLAY_STEP_LIMIT {
-        return spec.cost().ok().map(|cost| (cost, true));
+        let mut accountant = profile.map(Accountant::new);
+        let cost = spec
+            .cost_observed(|action| {
+                if let Some(a) = accountant.as_mut() {
+                    a.observe(action);
+                }
+            })
+            .ok()?;
+        let exact = accountant.map(|a| ChainSeconds {
+            forward: a.forward,
+            adjoint: a.adjoint,
+            peak: a.peak,
+        });
+        return Some(Costed {
+            cost,
+            replayed: true,
+            exact,
+        });
     }
     spec.build().ok()?;
-    estimated(spec, &closed?).map(|cost| (cost, false))
+    estimated(spec, &closed?).map(|cost| Costed {
+        cost,
+        replayed: false,
+        exact: None,
+    })
 }
 
 /// A [`Cost`] from a closed form's step counts, with the peaks and traffic
@@ -171,21 +377,28 @@ fn saturate(n: u128) -> Step {
     Step::try_from(n).unwrap_or(Step::MAX)
 }
 
-/// `spec`'s predicted time and peak bytes (see the module docs).
-pub(super) fn predict(
-    input: &PlanInput,
-    spec: ScheduleSpec,
-    cost: Cost,
-    replayed: bool,
-) -> Candidate {
+/// `spec`'s predicted time and peak bytes (see the module docs): on a
+/// profile, from the exact seconds and bytes where replayed, else from its
+/// summaries (mean times, largest state).
+pub(super) fn predict(input: &PlanInput, spec: ScheduleSpec, costed: Costed) -> Candidate {
+    let Costed {
+        cost,
+        replayed,
+        exact,
+    } = costed;
     let state = input.state_bytes.0;
-    let peak_bytes = PerLevel::from_fn(|level| {
-        let states = if level == StorageLevel::Ram {
-            cost.ram_states().saturating_add(RAM_OVERHEAD_STATES)
-        } else {
-            cost.levels[level].peak
-        };
-        states.saturating_mul(state)
+    let overhead = cost
+        .extra_work_steps()
+        .saturating_add(RAM_OVERHEAD_STATES)
+        .saturating_mul(state);
+    let peak_bytes = PerLevel::from_fn(|level| match &exact {
+        Some(e) if level == StorageLevel::Ram => e.peak[level].saturating_add(overhead),
+        Some(e) => e.peak[level],
+        None if level == StorageLevel::Ram => cost.levels[level]
+            .peak
+            .saturating_mul(state)
+            .saturating_add(overhead),
+        None => cost.levels[level].peak.saturating_mul(state),
     });
     let traffic: f64 = input
         .levels
@@ -196,14 +409,18 @@ pub(super) fn predict(
             c.writes as f64 * b.write_seconds + c.reads as f64 * b.read_seconds
         })
         .sum();
-    let predicted_seconds = input.forward_seconds * cost.forward_steps as f64
-        + input.adjoint_seconds * cost.adjoint_steps as f64
-        + traffic;
+    let steps = match &exact {
+        Some(e) => e.forward + e.adjoint,
+        None => {
+            input.forward_seconds * cost.forward_steps as f64
+                + input.adjoint_seconds * cost.adjoint_steps as f64
+        }
+    };
     Candidate {
         spec,
         cost,
         replayed,
-        predicted_seconds,
+        predicted_seconds: steps + traffic,
         peak_bytes,
     }
 }

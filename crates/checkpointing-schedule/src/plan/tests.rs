@@ -1,3 +1,5 @@
+use std::collections::HashSet;
+
 use proptest::prelude::*;
 
 use super::*;
@@ -87,21 +89,21 @@ fn bad_inputs() {
     assert_eq!(
         plan(&PlanInput {
             steps: Some(0),
-            ..good
+            ..good.clone()
         }),
         Err(PlanError::ZeroSteps)
     );
     assert_eq!(
         plan(&PlanInput {
             state_bytes: Bytes(0),
-            ..good
+            ..good.clone()
         }),
         Err(PlanError::ZeroStateBytes)
     );
     for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
         let result = plan(&PlanInput {
             forward_seconds: bad,
-            ..good
+            ..good.clone()
         });
         assert!(
             matches!(result, Err(PlanError::InvalidSeconds { .. })),
@@ -109,7 +111,7 @@ fn bad_inputs() {
         );
     }
     let disk = LevelBudget::new(Bytes(MB), -1.0, 0.0);
-    let result = plan(&good.with_level(StorageLevel::Disk, disk));
+    let result = plan(&good.clone().with_level(StorageLevel::Disk, disk));
     assert!(matches!(
         result,
         Err(PlanError::InvalidSeconds {
@@ -117,7 +119,7 @@ fn bad_inputs() {
             ..
         })
     ));
-    let mut no_ram = good;
+    let mut no_ram = good.clone();
     no_ram.levels[StorageLevel::Ram] = None;
     assert_eq!(plan(&no_ram), Err(PlanError::NoRam));
 }
@@ -186,6 +188,298 @@ proptest! {
             }
             Err(PlanError::NothingFits { smallest_ram, .. }) => {
                 prop_assert!(ram < 3 * state);
+                input.levels[StorageLevel::Ram] = Some(LevelBudget::free(smallest_ram));
+                prop_assert!(plan(&input).is_ok());
+            }
+            Err(e) => prop_assert!(false, "{}", e),
+        }
+    }
+}
+
+/// `n` steps of 1 s forward, every 10th 20 s, adjoint 2 s, states of `bytes`.
+fn costly_every_tenth(n: usize, bytes: u64) -> StepProfile {
+    let forward = (0..n)
+        .map(|i| if i % 10 == 9 { 20.0 } else { 1.0 })
+        .collect();
+    StepProfile::new(forward, vec![2.0; n], vec![bytes; n]).unwrap()
+}
+
+/// A schedule's actions as the planner drives them (online ones finalized).
+fn actions(spec: &ScheduleSpec) -> impl Iterator<Item = crate::Action> {
+    spec.drive().unwrap().map(Result::unwrap)
+}
+
+/// The chain of a profile.
+fn chain(profile: &StepProfile) -> crate::HeterogeneousChain {
+    crate::HeterogeneousChain::new(
+        profile.forward_seconds.clone(),
+        profile.adjoint_seconds.clone(),
+        profile.state_bytes.clone(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn uneven_steps_pick_heterogeneous_revolve() {
+    let profile = costly_every_tenth(100, MB);
+    let input = PlanInput::new(None, Bytes(1), Bytes(7 * MB)).with_profile(profile.clone());
+    let plan = plan(&input).unwrap();
+    assert_eq!(plan.snapshots[StorageLevel::Ram], 5);
+    assert_eq!(plan.best.spec.name(), "heterogeneous-revolve", "{plan:#?}");
+    let ScheduleSpec::HeterogeneousRevolve(params) = &plan.best.spec else {
+        unreachable!()
+    };
+    // RAM less the live state and one taped step.
+    assert_eq!(params.budget, 5 * MB);
+    // The prediction is the chain's cost of the actions, recomputed.
+    let chain = chain(&profile);
+    let account = chain.account(actions(&plan.best.spec));
+    assert_eq!(plan.best.predicted_seconds, account.total());
+    assert_eq!(
+        plan.best.peak_bytes[StorageLevel::Ram],
+        account.peak_bytes + 2 * MB
+    );
+    // Revolve, on the same chain and RAM, costs more, and is costed on the
+    // real chain, not at the mean step.
+    let revolve = all(&plan).find(|c| c.spec.name() == "revolve").unwrap();
+    assert!(plan.best.predicted_seconds < revolve.predicted_seconds);
+    let revolve_account = chain.account(actions(&revolve.spec));
+    assert_eq!(revolve.predicted_seconds, revolve_account.total());
+    for c in all(&plan) {
+        assert!(c.peak_bytes[StorageLevel::Ram] <= 7 * MB, "{c:?}");
+        if c.replayed {
+            let a = chain.account(actions(&c.spec));
+            assert_eq!(c.predicted_seconds, a.total(), "{:?}", c.spec);
+        }
+    }
+}
+
+#[test]
+fn uniform_lists_plan_as_scalars() {
+    let disk = LevelBudget::new(Bytes(40 * MB), 0.3, 0.2);
+    let scalar = PlanInput {
+        forward_seconds: 0.5,
+        adjoint_seconds: 1.5,
+        ..PlanInput::new(Some(150), Bytes(MB), Bytes(9 * MB))
+    }
+    .with_level(StorageLevel::Disk, disk);
+    let lists = scalar
+        .clone()
+        .with_profile(StepProfile::uniform(150, 0.5, 1.5, MB));
+    assert_eq!(plan(&lists).unwrap(), plan(&scalar).unwrap());
+}
+
+#[test]
+fn uneven_sizes_fit_by_their_exact_bytes() {
+    // States alternate 1 MB and 3 MB: uniform schedules get snapshots for
+    // the largest, and every peak is the exact bytes held.
+    let n = 60;
+    let bytes: Vec<u64> = (0..n)
+        .map(|i| if i % 2 == 0 { MB } else { 3 * MB })
+        .collect();
+    let profile = StepProfile::new(vec![1.0; n], vec![2.0; n], bytes).unwrap();
+    let ram = 20 * MB;
+    let input = PlanInput::new(Some(n as u64), Bytes(1), Bytes(ram)).with_profile(profile.clone());
+    let plan = plan(&input).unwrap();
+    assert_eq!(plan.snapshots[StorageLevel::Ram], 4);
+    let chain = chain(&profile);
+    for c in all(&plan) {
+        assert!(c.peak_bytes[StorageLevel::Ram] <= ram, "{c:?}");
+        let a = chain.account(actions(&c.spec));
+        let extra = c.cost.extra_work_steps() * 3 * MB;
+        assert_eq!(
+            c.peak_bytes[StorageLevel::Ram],
+            a.peak_bytes + 6 * MB + extra
+        );
+    }
+    // heterogeneous-revolve stores the small states: more of them, less
+    // recomputation than Revolve's 4 snapshots.
+    let revolve = all(&plan).find(|c| c.spec.name() == "revolve").unwrap();
+    let hetero = all(&plan)
+        .find(|c| c.spec.name() == "heterogeneous-revolve")
+        .unwrap();
+    assert!(hetero.predicted_seconds < revolve.predicted_seconds);
+}
+
+#[test]
+fn profile_errors() {
+    let profile = costly_every_tenth(10, MB);
+    let input = PlanInput::new(Some(10), Bytes(MB), Bytes(10 * MB)).with_profile(profile);
+    assert!(plan(&input).is_ok());
+    let mut wrong_steps = input.clone();
+    wrong_steps.steps = Some(11);
+    assert_eq!(
+        plan(&wrong_steps),
+        Err(PlanError::ProfileLength {
+            name: "forward seconds",
+            len: 10,
+            steps: 11
+        })
+    );
+    let mut unknown = input.clone();
+    unknown.steps = None;
+    assert_eq!(
+        plan(&unknown),
+        Err(PlanError::ProfileWithUnknownSteps { len: 10 })
+    );
+    let mut short = input.clone();
+    short.profile.as_mut().unwrap().adjoint_seconds.pop();
+    assert!(matches!(
+        plan(&short),
+        Err(PlanError::ProfileLength {
+            name: "adjoint seconds",
+            ..
+        })
+    ));
+    let mut nan = input;
+    nan.profile.as_mut().unwrap().forward_seconds[3] = f64::NAN;
+    assert!(matches!(
+        plan(&nan),
+        Err(PlanError::InvalidStepSeconds { step: 3, .. })
+    ));
+}
+
+#[test]
+fn too_long_a_chain_is_planned_with_uniform_schedules_on_it() {
+    // Past HETEROGENEOUS_WORK_LIMIT heterogeneous-revolve is skipped; the
+    // uniform schedules are still costed on the real chain.
+    let profile = costly_every_tenth(3000, MB);
+    let input = PlanInput::new(None, Bytes(1), Bytes(12 * MB)).with_profile(profile.clone());
+    let plan = plan(&input).unwrap();
+    assert!(all(&plan).all(|c| c.spec.name() != "heterogeneous-revolve"));
+    let chain = chain(&profile);
+    let a = chain.account(actions(&plan.best.spec));
+    assert_eq!(plan.best.predicted_seconds, a.total());
+}
+
+#[test]
+fn near_duplicates_are_collapsed() {
+    // The README's example: before collapsing, two-level with 24, 12, 6
+    // and 3 binomial snapshots (period 4) tied in time and peaks; 3 is kept.
+    let input = PlanInput::new(Some(5000), Bytes(80 * MB), Bytes(2 << 30)).with_level(
+        StorageLevel::Disk,
+        LevelBudget::from_bandwidth(Bytes(100_000 * MB), 1e9, 0.0, Bytes(80 * MB)),
+    );
+    let plan = plan(&input).unwrap();
+    let mut seen = HashSet::new();
+    for c in all(&plan) {
+        let key = (
+            c.spec.name(),
+            format!("{:.8e}", c.predicted_seconds),
+            c.peak_bytes.iter().map(|(_, &b)| b).collect::<Vec<_>>(),
+        );
+        assert!(seen.insert(key), "duplicate {c:?}");
+    }
+    let two_level: Vec<_> = all(&plan)
+        .filter(|c| {
+            c.spec.name() == "two-level" && c.predicted_seconds == plan.best.predicted_seconds
+        })
+        .collect();
+    assert_eq!(two_level.len(), 1, "{two_level:#?}");
+    let ScheduleSpec::TwoLevel(p) = &two_level[0].spec else {
+        unreachable!()
+    };
+    assert_eq!(p.binomial_snapshots, 3, "{p:?}");
+    let mut larger = p.clone();
+    larger.binomial_snapshots = 24;
+    let larger = ScheduleSpec::from(larger).cost().unwrap();
+    assert_eq!(larger.forward_steps, two_level[0].cost.forward_steps);
+    assert_eq!(larger.ram_states(), two_level[0].cost.ram_states());
+}
+
+#[test]
+fn device_budgets_configure_hierarchical_revolve() {
+    // 4 RAM snapshots, 6 on the device, 20 on disk.
+    let input = PlanInput::new(Some(300), Bytes(MB), Bytes(6 * MB))
+        .with_level(
+            StorageLevel::Device,
+            LevelBudget::new(Bytes(6 * MB), 0.01, 0.01),
+        )
+        .with_level(
+            StorageLevel::Disk,
+            LevelBudget::new(Bytes(20 * MB), 0.5, 0.5),
+        );
+    let plan = plan(&input).unwrap();
+    assert_eq!(plan.snapshots[StorageLevel::Device], 6);
+    assert_eq!(plan.best.spec.name(), "hierarchical-revolve", "{plan:#?}");
+    let best = &plan.best;
+    assert!(best.cost.levels[StorageLevel::Device].peak > 0);
+    for (level, capacity) in [
+        (StorageLevel::Device, 6 * MB),
+        (StorageLevel::Ram, 6 * MB),
+        (StorageLevel::Disk, 20 * MB),
+    ] {
+        for c in all(&plan) {
+            assert!(c.peak_bytes[level] <= capacity, "{level}: {c:?}");
+        }
+    }
+    // Cheaper levels first: the device (0.01 s) before disk (0.5 s), RAM
+    // (free) before both.
+    let ScheduleSpec::HierarchicalRevolve(p) = &best.spec else {
+        unreachable!()
+    };
+    let order: Vec<_> = p.levels.iter().map(|l| l.level).collect();
+    assert_eq!(
+        order,
+        [StorageLevel::Ram, StorageLevel::Device, StorageLevel::Disk]
+    );
+    // The prediction counts the device traffic.
+    let device = &best.cost.levels[StorageLevel::Device];
+    let disk = &best.cost.levels[StorageLevel::Disk];
+    let expected = best.cost.forward_steps as f64
+        + 2.0 * best.cost.adjoint_steps as f64
+        + 0.01 * (device.writes + device.reads) as f64
+        + 0.5 * (disk.writes + disk.reads) as f64;
+    assert!((best.predicted_seconds - expected).abs() < 1e-9 * expected);
+    // Without the device, it is slower.
+    let mut without = input.clone();
+    without.levels[StorageLevel::Device] = None;
+    assert!(super::plan(&without).unwrap().best.predicted_seconds > best.predicted_seconds);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    /// With steps that differ, every candidate's peaks (exact bytes) fit
+    /// each level, and a replayed prediction is the chain's cost of its
+    /// actions plus the level traffic.
+    #[test]
+    fn uneven_peaks_never_exceed_the_budgets(
+        steps in proptest::collection::vec((0.01f64..5.0, 0.0f64..5.0, 1u64..6), 1..40),
+        ram_states in 2u64..12,
+        disk_states in proptest::option::of(0u64..20),
+        disk_seconds in 0.0f64..2.0,
+    ) {
+        let unit = 1000;
+        let profile = StepProfile::new(
+            steps.iter().map(|s| s.0).collect(),
+            steps.iter().map(|s| s.1).collect(),
+            steps.iter().map(|s| s.2 * unit).collect(),
+        ).unwrap();
+        let largest = profile.largest_state();
+        let ram = ram_states * largest;
+        let mut input = PlanInput::new(None, Bytes(1), Bytes(ram)).with_profile(profile.clone());
+        let disk = disk_states.map_or(0, |d| d * largest);
+        if disk_states.is_some() {
+            input = input.with_level(StorageLevel::Disk, LevelBudget::new(Bytes(disk), disk_seconds, disk_seconds));
+        }
+        let chain = chain(&profile);
+        match plan(&input) {
+            Ok(plan) => {
+                for c in all(&plan) {
+                    prop_assert!(c.peak_bytes[StorageLevel::Ram] <= ram, "{:?}", c);
+                    prop_assert!(c.peak_bytes[StorageLevel::Disk] <= disk, "{:?}", c);
+                    prop_assert_eq!(c.cost.adjoint_steps, steps.len() as u64);
+                    let a = chain.account(actions(&c.spec));
+                    let d = &c.cost.levels[StorageLevel::Disk];
+                    let traffic = (d.writes + d.reads) as f64 * disk_seconds * disk_states.map_or(0.0, |_| 1.0);
+                    if !profile.is_uniform() {
+                        prop_assert!((c.predicted_seconds - a.total() - traffic).abs() <= 1e-9 * c.predicted_seconds, "{:?}", c);
+                    }
+                }
+            }
+            Err(PlanError::NothingFits { smallest_ram, .. }) => {
+                prop_assert!(ram < 3 * largest);
                 input.levels[StorageLevel::Ram] = Some(LevelBudget::free(smallest_ram));
                 prop_assert!(plan(&input).is_ok());
             }
