@@ -363,3 +363,18 @@ fn bad_inputs_are_typed_errors() {
     assert_eq!(schedule.model(), ChainModel::Persistent);
     check(&medium, &schedule, 10);
 }
+
+/// A chain of a million steps is refused by the table's limits, without
+/// overflowing the size arithmetic (n³ is past u64 for n ≈ 2.6·10⁶).
+#[test]
+fn a_huge_chain_is_too_large_not_an_overflow() {
+    for n in [1_000_000usize, 16_000_000] {
+        let chain = HeterogeneousChain::new(vec![1.0; n], vec![1.0; n], vec![8; n]).unwrap();
+        let (_, cells, work) = HeterogeneousRevolve::table_size(&chain, 80);
+        assert!(cells > HeterogeneousRevolve::CELL_LIMIT && work >= cells);
+        assert!(matches!(
+            HeterogeneousRevolve::new(&chain, 80).unwrap_err(),
+            checkpointing_schedule::ScheduleError::TooLarge { .. }
+        ));
+    }
+}

@@ -117,52 +117,17 @@ fn heterogeneous(input: &PlanInput) -> Option<ScheduleSpec> {
     if profile.steps() >= 2 && budget < profile.state_bytes[0] {
         return None;
     }
-    let (cells, work) = heterogeneous_table(profile, budget);
-    if cells > HeterogeneousRevolve::CELL_LIMIT as u128 || work > HETEROGENEOUS_WORK_LIMIT as u128 {
-        return None;
-    }
-    Some(ScheduleSpec::from(HeterogeneousRevolveParams {
+    let params = HeterogeneousRevolveParams {
         forward: PerStep(profile.forward_seconds.clone()),
         adjoint: PerStep(profile.adjoint_seconds.clone()),
         bytes: PerStep(profile.state_bytes.clone()),
         budget,
-    }))
-}
-
-/// Cells and evaluations of the table [`HeterogeneousRevolve::new`] builds
-/// for `profile` and `budget`: its granularity rule (the sizes' greatest
-/// common divisor, coarsened to at most
-/// [`HeterogeneousRevolve::DEFAULT_UNITS`] units), then the exact model if
-/// it takes at most 10⁸ evaluations, else the persistent one (see
-/// [`HeterogeneousRevolve`]'s complexity table).
-fn heterogeneous_table(profile: &StepProfile, budget: u64) -> (u128, u128) {
-    fn gcd(a: u64, b: u64) -> u64 {
-        if b == 0 {
-            a
-        } else {
-            gcd(b, a % b)
-        }
-    }
-    let exact = profile.state_bytes.iter().fold(0, |g, &b| gcd(g, b)).max(1);
-    let granularity = if budget / exact > HeterogeneousRevolve::DEFAULT_UNITS {
-        exact.max(budget.div_ceil(HeterogeneousRevolve::DEFAULT_UNITS))
-    } else {
-        exact
     };
-    let all = profile
-        .state_bytes
-        .iter()
-        .map(|&b| b.div_ceil(granularity))
-        .fold(0u64, u64::saturating_add);
-    let units = (budget / granularity).min(all) as u128 + 1;
-    let n = profile.steps() as u128;
-    let triples = n * (n + 1) * (n + 2) / 6;
-    let (cells, work) = (triples * units, triples * (n + 1) * units);
-    if cells <= HeterogeneousRevolve::CELL_LIMIT as u128 && work <= 100_000_000 {
-        return (cells, work);
+    let (_, cells, work) = HeterogeneousRevolve::table_size(&params.chain().ok()?, budget);
+    if cells > HeterogeneousRevolve::CELL_LIMIT || work > HETEROGENEOUS_WORK_LIMIT {
+        return None;
     }
-    let pairs = n * (n + 1) / 2;
-    (pairs * units, (pairs * (n + 1) / 3 + pairs) * units)
+    Some(ScheduleSpec::from(params))
 }
 
 /// hierarchical-revolve over every level with a budget and snapshots

@@ -233,12 +233,7 @@ impl HeterogeneousRevolve {
     /// ));
     /// ```
     pub fn new(chain: &HeterogeneousChain, budget: u64) -> Result<Self, ScheduleError> {
-        let exact = chain.bytes.iter().fold(0, |g, &b| gcd(g, b)).max(1);
-        let granularity = if budget / exact > Self::DEFAULT_UNITS {
-            exact.max(budget.div_ceil(Self::DEFAULT_UNITS))
-        } else {
-            exact
-        };
+        let granularity = Self::default_granularity(chain, budget);
         let exact = Self::build(
             chain,
             budget,
@@ -256,6 +251,64 @@ impl HeterogeneousRevolve {
             ),
             other => other,
         }
+    }
+
+    /// The memory unit [`HeterogeneousRevolve::new`] counts in: the sizes'
+    /// greatest common divisor, coarsened to `⌈budget / DEFAULT_UNITS⌉`
+    /// bytes when the budget holds more than [`Self::DEFAULT_UNITS`] of them.
+    fn default_granularity(chain: &HeterogeneousChain, budget: u64) -> u64 {
+        let exact = chain.bytes.iter().fold(0, |g, &b| gcd(g, b)).max(1);
+        if budget / exact > Self::DEFAULT_UNITS {
+            exact.max(budget.div_ceil(Self::DEFAULT_UNITS))
+        } else {
+            exact
+        }
+    }
+
+    /// Memory units of `granularity` bytes that a table for `budget` has:
+    /// the budget's, but never more than all the states take together.
+    fn table_units(chain: &HeterogeneousChain, budget: u64, granularity: u64) -> u64 {
+        let all = chain
+            .bytes
+            .iter()
+            .map(|&b| b.div_ceil(granularity))
+            .fold(0, u64::saturating_add);
+        (budget / granularity).min(all)
+    }
+
+    /// The table [`HeterogeneousRevolve::new`] builds for `chain` and
+    /// `budget`, without building it: the model it picks and the table's
+    /// cells and evaluations (saturated at `u64::MAX`). Lets a caller skip a
+    /// chain too large to solve in its time budget.
+    ///
+    /// ```
+    /// use checkpointing_schedule::{ChainModel, HeterogeneousChain, HeterogeneousRevolve};
+    /// let chain = HeterogeneousChain::uniform(40, 1.0, 1.0, 8).unwrap();
+    /// let (model, cells, evaluations) = HeterogeneousRevolve::table_size(&chain, 80);
+    /// assert_eq!(model, ChainModel::Exact);
+    /// assert_eq!(cells, 40 * 41 * 42 / 6 * 11); // triples (i, l, j) × 10 units + 1
+    /// assert!(evaluations > cells);
+    /// // 400 steps are past the exact model's default work: persistent.
+    /// let longer = HeterogeneousChain::uniform(400, 1.0, 1.0, 8).unwrap();
+    /// assert_eq!(HeterogeneousRevolve::table_size(&longer, 80).0, ChainModel::Persistent);
+    /// ```
+    pub fn table_size(chain: &HeterogeneousChain, budget: u64) -> (ChainModel, u64, u64) {
+        let granularity = Self::default_granularity(chain, budget);
+        let units = Self::table_units(chain, budget, granularity);
+        let n = chain.steps();
+        let size = |model| {
+            let (cells, work) = table::dimensions(model, n);
+            (
+                cells.saturating_mul(units + 1),
+                work.saturating_mul(units + 1),
+            )
+        };
+        let (cells, work) = size(ChainModel::Exact);
+        if cells <= Self::CELL_LIMIT && work <= table::EXACT_DEFAULT_WORK {
+            return (ChainModel::Exact, cells, work);
+        }
+        let (cells, work) = size(ChainModel::Persistent);
+        (ChainModel::Persistent, cells, work)
     }
 
     /// The optimal schedule of `chain` in `model` with at most `budget`
@@ -330,12 +383,7 @@ impl HeterogeneousRevolve {
             });
         }
         // More units than all states together is never used.
-        let all: u64 = chain
-            .bytes
-            .iter()
-            .map(|&b| units_of(b))
-            .fold(0, u64::saturating_add);
-        let units = (budget / granularity).min(all);
+        let units = Self::table_units(chain, budget, granularity);
         let first = units_of(chain.bytes[0]);
         if first > units {
             return Err(ScheduleError::InvalidParameter {

@@ -88,16 +88,20 @@ pub(crate) struct Table {
 /// Number of `(i, l, j)` triples with `i <= l < j <= n` (exact) or `(i, j)`
 /// pairs with `i < j <= n` (persistent), and the candidate evaluations.
 pub(crate) fn dimensions(model: ChainModel, n: u64) -> (u64, u64) {
+    // In u128, saturated: a chain of millions of steps must be refused by
+    // the limits, not overflow.
+    let n = u128::from(n);
+    let saturate = |x: u128| u64::try_from(x).unwrap_or(u64::MAX);
     match model {
         // sum over l of (l + 1)(n - l) = n(n+1)(n+2)/6 triples; each
         // evaluates O(j - i) candidates for Q and for R.
         ChainModel::Exact => {
             let triples = n * (n + 1) * (n + 2) / 6;
-            (triples, triples * (n + 1))
+            (saturate(triples), saturate(triples.saturating_mul(n + 1)))
         }
         ChainModel::Persistent => {
             let pairs = n * (n + 1) / 2;
-            (pairs, pairs * (n + 1) / 3 + pairs)
+            (saturate(pairs), saturate(pairs * (n + 1) / 3 + pairs))
         }
     }
 }
