@@ -22,16 +22,20 @@
 //! * It runs [`PlanBudget::probe_steps`] forward steps from a copy of the
 //!   initial state, then the adjoint of those steps from
 //!   `terminal(x_k)`, the terminal condition applied to the probe's last
-//!   state: `terminal` is called once more than in a plain run, so it is
-//!   `FnMut` and must not assume it sees the final state only. The run then
-//!   redoes those `k` forward steps from the start (the schedule begins at
-//!   step 0): that is the measurement's cost, `k` forward and `k` adjoint
-//!   steps, besides the store probes. It holds `k + 2` states meanwhile.
+//!   state, [`PROBE_ROUNDS`] times, each on a fresh clone, and keeps the
+//!   least of the rounds' median step times (a round slowed throughout, by
+//!   a cold cache or another process, does not set the prediction).
+//!   `terminal` is called [`PROBE_ROUNDS`] times more than in a plain run,
+//!   so it is `FnMut` and must not assume it sees the final state only. The
+//!   run then starts from step 0: that is the measurement's cost,
+//!   `PROBE_ROUNDS · k` forward and adjoint steps, besides the store
+//!   probes. It holds `k + 2` states meanwhile.
 //! * Online, `stop` is asked after each probe step as it is in the run and
-//!   ends the probe early when it says so: it must answer from its
-//!   arguments alone.
+//!   ends the round early when it says so: it must answer from its
+//!   arguments alone (it is asked again for the same steps in each round).
 //! * It writes, reads and removes one snapshot under [`PROBE_STEP`] (no
-//!   schedule reaches that step) [`STORE_ROUNDS`] times per measured level.
+//!   schedule reaches that step) [`STORE_ROUNDS`] times per measured level
+//!   and keeps the mean times (slow writes are part of what a run pays).
 //!   A run's [`ExecutionStats`] report the stores' counters since their
 //!   creation; [`Executor::run_planned`] subtracts the probe's writes,
 //!   reads and bytes from them (the probe's own are in
@@ -53,8 +57,22 @@ pub const PROBE_STEP: Step = Step::MAX;
 /// Forward and adjoint steps timed by default ([`PlanBudget::probe_steps`]).
 pub const DEFAULT_PROBE_STEPS: Step = 5;
 
-/// Writes, reads and removals timed per store (the median is kept).
-pub const STORE_ROUNDS: usize = 3;
+/// Writes, reads and removals timed per store (their mean is kept: a
+/// store's slow writes, such as a disk's, are part of what a run pays).
+pub const STORE_ROUNDS: usize = 5;
+
+/// Times the probe steps are run, each from the initial state on a fresh
+/// clone of the problem (the least of the rounds' medians is kept).
+pub const PROBE_ROUNDS: usize = 3;
+
+/// The times of one round of probe steps.
+#[derive(Default)]
+struct StepTimes {
+    forwards: Vec<Duration>,
+    adjoints: Vec<Duration>,
+    copies: Vec<Duration>,
+    fresh_copies: Vec<Duration>,
+}
 
 /// The least forward-step time passed to the planner, which needs a
 /// positive one (a step faster than the clock's resolution).
@@ -147,7 +165,7 @@ impl PlanBudget {
 #[non_exhaustive]
 pub struct LevelMeasurement {
     /// Seconds to save one snapshot, copying the state first as the
-    /// executor does (median of [`STORE_ROUNDS`]).
+    /// executor does (mean of [`STORE_ROUNDS`]).
     pub write_seconds: f64,
     /// Seconds of a read that keeps the snapshot (a `Copy` action).
     pub copy_read_seconds: f64,
@@ -189,16 +207,16 @@ impl LevelMeasurement {
 pub struct Measurements {
     /// Forward (and adjoint) steps timed.
     pub steps: Step,
-    /// Seconds of one forward step (median).
+    /// Seconds of one forward step (the least of the rounds' medians).
     pub forward_seconds: f64,
-    /// Seconds of one adjoint step (median).
+    /// Seconds of one adjoint step (the least of the rounds' medians).
     pub adjoint_seconds: f64,
     /// Seconds of one copy of the state into a buffer of a previous state
-    /// (median): the executor makes one for each adjoint step, keeping the
+    /// (as the step times): the executor makes one for each adjoint step, keeping the
     /// step's adjoint dependencies, into a recycled buffer when it has one.
     pub copy_seconds: f64,
     /// Seconds of one copy of the state into a newly allocated buffer
-    /// (median), as the executor makes when no buffer is spare (store-all
+    /// (as the step times), as the executor makes when no buffer is spare (store-all
     /// keeping every state, a long period in WORK). Not in the model;
     /// reported to tell the two apart.
     pub fresh_copy_seconds: f64,
@@ -306,6 +324,14 @@ pub struct PlannedOutcome<A> {
 /// An online loop's stop condition, asked during the probe steps.
 type StopProbe<'a, S> = &'a mut dyn FnMut(Step, &S) -> bool;
 
+/// The mean of some durations, in seconds.
+fn mean(times: &[Duration]) -> f64 {
+    match times.len() {
+        0 => 0.0,
+        n => times.iter().sum::<Duration>().as_secs_f64() / n as f64,
+    }
+}
+
 /// The median of some durations, in seconds.
 fn median(mut times: Vec<Duration>) -> f64 {
     if times.is_empty() {
@@ -393,9 +419,9 @@ fn probe_store<S: Clone + Footprint>(
         writes => traffic.bytes_written / writes,
     };
     Ok(LevelMeasurement {
-        write_seconds: median(writes),
-        copy_read_seconds: median(copies),
-        move_read_seconds: median(moves),
+        write_seconds: mean(&writes),
+        copy_read_seconds: mean(&copies),
+        move_read_seconds: mean(&moves),
         snapshot_bytes,
         traffic,
     })
@@ -453,32 +479,45 @@ where
             .steps
             .map_or(budget.probe_steps, |n| n.min(budget.probe_steps))
             .max(1);
-        let mut probe = problem.clone();
+        let mut rounds: Vec<StepTimes> = Vec::with_capacity(PROBE_ROUNDS);
         let mut state = initial.clone();
         let mut footprint = state.footprint();
-        let (mut forwards, mut adjoints) = (Vec::new(), Vec::new());
-        let (mut copies, mut fresh_copies) = (Vec::new(), Vec::new());
-        let mut before: Vec<S> = Vec::new();
-        let mut recycled = initial.clone();
-        for i in 0..steps {
-            timed(&mut copies, || recycled.clone_from(&state));
-            before.push(timed(&mut fresh_copies, || state.clone()));
-            timed(&mut forwards, || probe.forward(i, &mut state)).map_err(user("forward", i))?;
-            footprint = footprint.max(state.footprint());
-            if let Some(stop) = stop.as_mut() {
-                if stop(i + 1, &state) {
-                    break;
+        let mut taken = 0;
+        for _ in 0..PROBE_ROUNDS {
+            let mut probe = problem.clone();
+            state.clone_from(initial);
+            let mut times = StepTimes::default();
+            let mut before: Vec<S> = Vec::new();
+            let mut recycled = initial.clone();
+            for i in 0..steps {
+                timed(&mut times.copies, || recycled.clone_from(&state));
+                before.push(timed(&mut times.fresh_copies, || state.clone()));
+                timed(&mut times.forwards, || probe.forward(i, &mut state))
+                    .map_err(user("forward", i))?;
+                footprint = footprint.max(state.footprint());
+                if let Some(stop) = stop.as_mut() {
+                    if stop(i + 1, &state) {
+                        break;
+                    }
                 }
             }
+            taken = before.len() as Step;
+            let mut adjoint = terminal(&state).map_err(user("terminal condition", taken))?;
+            for (i, x) in before.iter().enumerate().rev() {
+                let i = i as Step;
+                timed(&mut times.adjoints, || probe.adjoint(i, x, &mut adjoint))
+                    .map_err(user("adjoint", i))?;
+            }
+            rounds.push(times);
         }
-        let taken = before.len() as Step;
-        let mut adjoint = terminal(&state).map_err(user("terminal condition", taken))?;
-        for (i, x) in before.iter().enumerate().rev() {
-            let i = i as Step;
-            timed(&mut adjoints, || probe.adjoint(i, x, &mut adjoint))
-                .map_err(user("adjoint", i))?;
-        }
-        drop((probe, before, adjoint, recycled));
+        // The least of the rounds' medians: a round slowed throughout (a
+        // cold cache, another process) does not set the prediction.
+        let least = |time: fn(&StepTimes) -> &Vec<Duration>| {
+            rounds
+                .iter()
+                .map(|round| median(time(round).clone()))
+                .fold(f64::INFINITY, f64::min)
+        };
 
         let mut levels = PerLevel::default();
         for level in StorageLevel::STORED {
@@ -498,10 +537,10 @@ where
         }
         Ok(Measurements {
             steps: taken,
-            forward_seconds: median(forwards),
-            adjoint_seconds: median(adjoints),
-            copy_seconds: median(copies),
-            fresh_copy_seconds: median(fresh_copies),
+            forward_seconds: least(|t| &t.forwards),
+            adjoint_seconds: least(|t| &t.adjoints),
+            copy_seconds: least(|t| &t.copies),
+            fresh_copy_seconds: least(|t| &t.fresh_copies),
             state_bytes: (std::mem::size_of::<Checkpoint<S>>() + footprint) as u64,
             levels,
             seconds: start.elapsed().as_secs_f64(),
