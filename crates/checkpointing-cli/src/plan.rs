@@ -444,17 +444,25 @@ fn print_text(input: &PlanInput, plan: &Plan, top: usize) {
         }
     );
     let device = input.levels[StorageLevel::Device].is_some();
+    // The parameters' column as wide as its widest row.
+    let shown = &plan.alternatives[..plan.alternatives.len().min(top)];
+    let width = shown
+        .iter()
+        .map(|c| summary(&c.spec).len())
+        .max()
+        .unwrap_or(0)
+        .max("parameters".len());
     let mut header = format!(
-        "{:>4} {:<22} {:<44} {:>14} {:>12} {:>11} {:>11}",
+        "{:>4} {:<22} {:<width$} {:>14} {:>12} {:>11} {:>11}",
         "rank", "schedule", "parameters", "predicted s", "forward", "peak RAM", "peak disk"
     );
     if device {
         header += &format!(" {:>11}", "peak device");
     }
     println!("{header}");
-    for (rank, c) in plan.alternatives.iter().take(top).enumerate() {
+    for (rank, c) in shown.iter().enumerate() {
         let mut row = format!(
-            "{:>4} {:<22} {:<44} {:>14.3} {:>12} {:>11} {:>11}",
+            "{:>4} {:<22} {:<width$} {:>14.3} {:>12} {:>11} {:>11}",
             rank + 2,
             c.spec.name(),
             summary(&c.spec),

@@ -583,8 +583,8 @@ where
     /// Measures the problem and the stores ([`measure`](Self::measure)),
     /// plans for `budget` ([`plan`]) and runs the planned schedule from
     /// `initial`. `terminal` receives the final state and returns
-    /// `λ_{max_n}`; it is also applied once to the probe's last state (see
-    /// the [module docs](self)). The outcome holds the gradient, the plan,
+    /// `λ_{max_n}`; it is also applied to the probe's last state, once per
+    /// probe round (see the [module docs](self)). The outcome holds the gradient, the plan,
     /// the measurements, the predicted and the measured time.
     ///
     /// Errors: [`ExecutorError::WrongMode`] without a step count in
