@@ -24,8 +24,6 @@
 //! assert_eq!(burgers.grad_viscosity, reference.grad_viscosity);
 //! ```
 
-use checkpointing::{Problem, Step, UserError};
-
 /// A periodic Burgers problem on `cells` cells of `[0, 1)`.
 #[derive(Debug, Clone)]
 pub struct Burgers {
@@ -179,50 +177,6 @@ impl Burgers {
     pub fn objective_gradient(u: &[f64]) -> Vec<f64> {
         u.to_vec()
     }
-
-    /// The final field after `steps` steps from `initial`.
-    pub fn run_forward(&mut self, mut u: Vec<f64>, steps: Step) -> Vec<f64> {
-        for _ in 0..steps {
-            self.step(&mut u);
-        }
-        u
-    }
-
-    /// Store-all reference: every state kept, then the adjoint. Returns
-    /// `(J, ∂J/∂u_0)`; `∂J/∂ν` accumulates in
-    /// [`grad_viscosity`](Self::grad_viscosity).
-    pub fn gradient_store_all(&mut self, initial: Vec<f64>, steps: Step) -> (f64, Vec<f64>) {
-        let mut states = Vec::with_capacity(steps as usize);
-        let mut u = initial;
-        for _ in 0..steps {
-            states.push(u.clone());
-            self.step(&mut u);
-        }
-        let j = Self::objective(&u);
-        let mut mu = Self::objective_gradient(&u);
-        for state in states.iter().rev() {
-            self.adjoint_step(state, &mut mu);
-        }
-        (j, mu)
-    }
 }
 
-impl Problem for Burgers {
-    type State = Vec<f64>;
-    type Adjoint = Vec<f64>;
-
-    fn forward(&mut self, _step: Step, state: &mut Vec<f64>) -> Result<(), UserError> {
-        self.step(state);
-        Ok(())
-    }
-
-    fn adjoint(
-        &mut self,
-        _step: Step,
-        state: &Vec<f64>,
-        mu: &mut Vec<f64>,
-    ) -> Result<(), UserError> {
-        self.adjoint_step(state, mu);
-        Ok(())
-    }
-}
+checkpointing_problems::field_problem!(Burgers);

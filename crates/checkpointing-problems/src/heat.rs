@@ -10,7 +10,7 @@
 //! is the energy of the final field, `J = Σ T_N[i]²`, and the gradient is
 //! `∂J/∂T_0`.
 
-use checkpointing::{Problem, ResumableProblem, Step, UserError};
+use checkpointing::ResumableProblem;
 
 /// The heat-equation problem: parameters and a scratch buffer.
 #[derive(Debug, Clone)]
@@ -103,52 +103,9 @@ impl HeatEquation {
         }
         std::mem::swap(mu, &mut self.scratch);
     }
-
-    /// The final field after `steps` steps from `initial`.
-    pub fn run_forward(&mut self, mut t: Vec<f64>, steps: Step) -> Vec<f64> {
-        for _ in 0..steps {
-            self.step(&mut t);
-        }
-        t
-    }
-
-    /// Store-all reference: every state kept, then the adjoint. Returns
-    /// `(J, ∂J/∂T_0)`.
-    pub fn gradient_store_all(&mut self, initial: Vec<f64>, steps: Step) -> (f64, Vec<f64>) {
-        let mut states = Vec::with_capacity(steps as usize);
-        let mut t = initial;
-        for _ in 0..steps {
-            states.push(t.clone());
-            self.step(&mut t);
-        }
-        let j = Self::objective(&t);
-        let mut mu = Self::objective_gradient(&t);
-        for state in states.iter().rev() {
-            self.adjoint_step(state, &mut mu);
-        }
-        (j, mu)
-    }
 }
 
-impl Problem for HeatEquation {
-    type State = Vec<f64>;
-    type Adjoint = Vec<f64>;
-
-    fn forward(&mut self, _step: Step, state: &mut Vec<f64>) -> Result<(), UserError> {
-        self.step(state);
-        Ok(())
-    }
-
-    fn adjoint(
-        &mut self,
-        _step: Step,
-        state: &Vec<f64>,
-        mu: &mut Vec<f64>,
-    ) -> Result<(), UserError> {
-        self.adjoint_step(state, mu);
-        Ok(())
-    }
-}
+crate::field_problem!(HeatEquation);
 
 /// A run can resume: the journal keeps `∂J/∂λ` accumulated so far.
 impl ResumableProblem for HeatEquation {

@@ -3,6 +3,8 @@
 //!
 //! * [`heat`]: the explicit 1D heat equation of Checkpointing.jl's example,
 //!   with a hand-written adjoint.
+//! * [`field_problem!`]: what explicit schemes on a `Vec<f64>` field share
+//!   (the `Problem` implementation, a forward run, a store-all gradient).
 //! * [`demo`]: the `checkpointing demo heat` run: a checkpointed gradient
 //!   under any [`ScheduleSpec`](checkpointing::ScheduleSpec), checked
 //!   against store-all, with measurements.
@@ -10,4 +12,5 @@
 #![warn(missing_docs)]
 
 pub mod demo;
+pub mod field;
 pub mod heat;
