@@ -193,6 +193,7 @@ impl LevelFlags {
             if self.write_seconds.is_some()
                 || self.read_seconds.is_some()
                 || self.bandwidth.is_some()
+                || self.latency_seconds != 0.0
             {
                 return Err(Failure(
                     format!("{} times given without {}", self.level.name(), self.flag),
@@ -201,6 +202,25 @@ impl LevelFlags {
             }
             return Ok(None);
         };
+        let latency = self.latency_seconds;
+        if !(latency.is_finite() && latency >= 0.0) {
+            return Err(Failure(
+                format!(
+                    "{}-latency-seconds must be a finite number of seconds, not {latency}",
+                    self.flag
+                ),
+                2,
+            ));
+        }
+        if self.write_seconds.is_some() && latency != 0.0 {
+            return Err(Failure(
+                format!(
+                    "{flag}-latency-seconds goes with {flag}-bandwidth, not {flag}-write-seconds (which includes it)",
+                    flag = self.flag
+                ),
+                2,
+            ));
+        }
         let bandwidth = self
             .bandwidth
             .map(|b| b.0 as f64)

@@ -351,6 +351,33 @@ fn bad_input_is_a_one_line_error() {
         "forward seconds",
     );
     usage_error(
+        &with(&["--ram", "10MB", "--disk-latency-seconds", "1"]),
+        "DISK times given without --disk",
+    );
+    usage_error(
+        &with(&[
+            "--ram",
+            "10MB",
+            "--disk",
+            "1GB",
+            "--disk-write-seconds",
+            "1",
+            "--disk-latency-seconds",
+            "1",
+        ]),
+        "--disk-latency-seconds goes with --disk-bandwidth",
+    );
+    usage_error(
+        &with(&[
+            "--ram",
+            "10MB",
+            "--disk",
+            "1GB",
+            "--disk-latency-seconds=-1",
+        ]),
+        "--disk-latency-seconds must be a finite number of seconds",
+    );
+    usage_error(
         &with(&["--ram", "10MB", "--disk-write-seconds", "1"]),
         "without --disk",
     );
