@@ -3,7 +3,8 @@
 
 use checkpointing::{Step, StorageLevel};
 use checkpointing_schedule::plan::{
-    self, Bytes, Candidate, LevelBudget, Plan, PlanInput, StepProfile,
+    self, Bytes, Candidate, LevelBudget, LevelTimes, Plan, PlanInput, StepProfile,
+    DEFAULT_DISK_BYTES_PER_SECOND,
 };
 use checkpointing_schedule::schedule::{PerStep, ScheduleError};
 use checkpointing_schedule::ScheduleSpec;
@@ -169,17 +170,14 @@ fn parse_seconds(text: &str) -> Result<PerStep<f64>, String> {
     text.parse().map_err(|e: ScheduleError| e.to_string())
 }
 
-/// The flags of one storage level besides RAM's capacity: the one place
-/// where `--LEVEL-*` flags become a [`LevelBudget`].
+/// The flags of one storage level: its capacity and [`LevelTimes`], which
+/// turns them into a [`LevelBudget`].
 struct LevelFlags {
     level: StorageLevel,
     /// The flag prefix, `--disk`.
     flag: &'static str,
     capacity: Option<Bytes>,
-    write_seconds: Option<f64>,
-    read_seconds: Option<f64>,
-    bandwidth: Option<Bytes>,
-    latency_seconds: f64,
+    times: LevelTimes,
     /// Bytes per second when neither times nor a bandwidth are given;
     /// `None`: free.
     default_bandwidth: Option<f64>,
@@ -190,11 +188,7 @@ impl LevelFlags {
     /// capacity; an error for times without a capacity.
     fn budget(&self, state: Bytes) -> Result<Option<LevelBudget>, Failure> {
         let Some(capacity) = self.capacity else {
-            if self.write_seconds.is_some()
-                || self.read_seconds.is_some()
-                || self.bandwidth.is_some()
-                || self.latency_seconds != 0.0
-            {
+            if self.times.given() {
                 return Err(Failure(
                     format!("{} times given without {}", self.level.name(), self.flag),
                     2,
@@ -202,40 +196,10 @@ impl LevelFlags {
             }
             return Ok(None);
         };
-        let latency = self.latency_seconds;
-        if !(latency.is_finite() && latency >= 0.0) {
-            return Err(Failure(
-                format!(
-                    "{}-latency-seconds must be a finite number of seconds, not {latency}",
-                    self.flag
-                ),
-                2,
-            ));
-        }
-        if self.write_seconds.is_some() && latency != 0.0 {
-            return Err(Failure(
-                format!(
-                    "{flag}-latency-seconds goes with {flag}-bandwidth, not {flag}-write-seconds (which includes it)",
-                    flag = self.flag
-                ),
-                2,
-            ));
-        }
-        let bandwidth = self
-            .bandwidth
-            .map(|b| b.0 as f64)
-            .or(self.default_bandwidth);
-        let mut budget = match (self.write_seconds, bandwidth) {
-            (Some(write), _) => LevelBudget::new(capacity, write, write),
-            (None, Some(bandwidth)) => {
-                LevelBudget::from_bandwidth(capacity, bandwidth, self.latency_seconds, state)
-            }
-            (None, None) => LevelBudget::free(capacity),
-        };
-        if let Some(read) = self.read_seconds {
-            budget.read_seconds = read;
-        }
-        Ok(Some(budget))
+        self.times
+            .budget(self.level, capacity, state, self.default_bandwidth)
+            .map(Some)
+            .map_err(|e| Failure(e.to_string(), 2))
     }
 }
 
@@ -247,31 +211,37 @@ impl PlanArgs {
                 level: StorageLevel::Device,
                 flag: "--device",
                 capacity: self.device,
-                write_seconds: self.device_write_seconds,
-                read_seconds: self.device_read_seconds,
-                bandwidth: self.device_bandwidth,
-                latency_seconds: self.device_latency_seconds,
+                times: LevelTimes {
+                    write_seconds: self.device_write_seconds,
+                    read_seconds: self.device_read_seconds,
+                    bytes_per_second: self.device_bandwidth.map(|b| b.0 as f64),
+                    latency_seconds: self.device_latency_seconds,
+                },
                 default_bandwidth: None,
             },
             LevelFlags {
                 level: StorageLevel::Ram,
                 flag: "--ram",
                 capacity: Some(self.ram),
-                write_seconds: self.ram_write_seconds,
-                read_seconds: self.ram_read_seconds,
-                bandwidth: self.ram_bandwidth,
-                latency_seconds: self.ram_latency_seconds,
+                times: LevelTimes {
+                    write_seconds: self.ram_write_seconds,
+                    read_seconds: self.ram_read_seconds,
+                    bytes_per_second: self.ram_bandwidth.map(|b| b.0 as f64),
+                    latency_seconds: self.ram_latency_seconds,
+                },
                 default_bandwidth: None,
             },
             LevelFlags {
                 level: StorageLevel::Disk,
                 flag: "--disk",
                 capacity: self.disk,
-                write_seconds: self.disk_write_seconds,
-                read_seconds: self.disk_read_seconds,
-                bandwidth: self.disk_bandwidth,
-                latency_seconds: self.disk_latency_seconds,
-                default_bandwidth: Some(1e9),
+                times: LevelTimes {
+                    write_seconds: self.disk_write_seconds,
+                    read_seconds: self.disk_read_seconds,
+                    bytes_per_second: self.disk_bandwidth.map(|b| b.0 as f64),
+                    latency_seconds: self.disk_latency_seconds,
+                },
+                default_bandwidth: Some(DEFAULT_DISK_BYTES_PER_SECOND),
             },
         ]
     }
@@ -320,7 +290,10 @@ impl PlanArgs {
         let forward = &self.forward_seconds.0;
         let adjoint: Vec<f64> = match &self.adjoint_seconds {
             Some(a) => a.0.clone(),
-            None => forward.iter().map(|f| 2.0 * f).collect(),
+            None => forward
+                .iter()
+                .map(|f| plan::ADJOINT_PER_FORWARD * f)
+                .collect(),
         };
         let sizes: Vec<u64> = self.state_bytes.0.iter().map(|b| b.0).collect();
         // Level times from a bandwidth take the mean state.

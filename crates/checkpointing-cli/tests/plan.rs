@@ -365,7 +365,7 @@ fn bad_input_is_a_one_line_error() {
             "--disk-latency-seconds",
             "1",
         ]),
-        "--disk-latency-seconds goes with --disk-bandwidth",
+        "DISK times: a latency goes with a bandwidth",
     );
     usage_error(
         &with(&[
@@ -375,7 +375,7 @@ fn bad_input_is_a_one_line_error() {
             "1GB",
             "--disk-latency-seconds=-1",
         ]),
-        "--disk-latency-seconds must be a finite number of seconds",
+        "DISK times: the latency must be a finite number of seconds",
     );
     usage_error(
         &with(&["--ram", "10MB", "--disk-write-seconds", "1"]),

@@ -12,7 +12,9 @@
 //! units are exactly the command's.
 
 use checkpointing::{ScheduleSpec, StorageLevel};
-use checkpointing_schedule::plan::{self, Bytes, Candidate, LevelBudget, PlanInput};
+use checkpointing_schedule::plan::{
+    self, Bytes, Candidate, LevelTimes, PlanInput, DEFAULT_DISK_BYTES_PER_SECOND,
+};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt, PyString};
@@ -67,67 +69,6 @@ fn bytes_argument(name: &str, value: &Bound<'_, PyAny>, per_second: bool) -> PyR
         "{name} must be an int ({unit}, not {}",
         value.get_type().name()?
     )))
-}
-
-/// The disk times, as the command takes them: write (and read) seconds per
-/// snapshot, or a bandwidth (default 1 GB/s) and a latency.
-struct DiskTimes<'a, 'py> {
-    write_seconds: Option<f64>,
-    read_seconds: Option<f64>,
-    bandwidth: Option<&'a Bound<'py, PyAny>>,
-    latency_seconds: f64,
-}
-
-impl DiskTimes<'_, '_> {
-    fn any_given(&self) -> bool {
-        self.write_seconds.is_some()
-            || self.read_seconds.is_some()
-            || self.bandwidth.is_some()
-            || self.latency_seconds != 0.0
-    }
-
-    /// The disk's budget, as `checkpointing plan` derives it from its
-    /// flags; combinations that the command would ignore are refused here.
-    fn budget(&self, capacity: Bytes, state_bytes: Bytes) -> PyResult<LevelBudget> {
-        match (self.write_seconds, self.read_seconds, self.bandwidth) {
-            (Some(_), _, Some(_)) | (None, Some(_), Some(_)) => Err(plan_error(
-                "give disk_write_seconds (and disk_read_seconds) or disk_bandwidth, not both",
-            )),
-            (None, Some(_), None) => Err(plan_error(
-                "disk_read_seconds needs disk_write_seconds (or give disk_bandwidth)",
-            )),
-            (Some(_), _, None) if self.latency_seconds != 0.0 => Err(plan_error(
-                "disk_latency_seconds goes with disk_bandwidth, not disk_write_seconds",
-            )),
-            (Some(write), read, None) => {
-                Ok(LevelBudget::new(capacity, write, read.unwrap_or(write)))
-            }
-            (None, None, bandwidth) => {
-                let latency = self.latency_seconds;
-                if !(latency.is_finite() && latency >= 0.0) {
-                    return Err(plan_error(format!(
-                        "disk latency seconds must be a finite number of seconds, not {latency}"
-                    )));
-                }
-                let bytes_per_second = match bandwidth {
-                    Some(value) => {
-                        let bandwidth = bytes_argument("disk_bandwidth", value, true)?;
-                        if bandwidth.0 == 0 {
-                            return Err(plan_error("the bandwidth must be positive"));
-                        }
-                        bandwidth.0 as f64
-                    }
-                    None => 1e9,
-                };
-                Ok(LevelBudget::from_bandwidth(
-                    capacity,
-                    bytes_per_second,
-                    latency,
-                    state_bytes,
-                ))
-            }
-        }
-    }
 }
 
 /// The stored levels that `input` budgets, with `value` of each: the keys
@@ -419,21 +360,31 @@ pub(crate) fn _plan(
     };
     let state_bytes = bytes_argument("state_bytes", state_bytes, false)?;
     let ram = bytes_argument("ram", ram, false)?;
-    let times = DiskTimes {
+    let times = LevelTimes {
         write_seconds: disk_write_seconds,
         read_seconds: disk_read_seconds,
-        bandwidth: disk_bandwidth,
+        bytes_per_second: disk_bandwidth
+            .map(|b| bytes_argument("disk_bandwidth", b, true).map(|b| b.0 as f64))
+            .transpose()?,
         latency_seconds: disk_latency_seconds,
     };
     let mut input = PlanInput::new(steps, state_bytes, ram);
     input.forward_seconds = forward_seconds;
-    input.adjoint_seconds = adjoint_seconds.unwrap_or(2.0 * forward_seconds);
+    input.adjoint_seconds = adjoint_seconds.unwrap_or(plan::ADJOINT_PER_FORWARD * forward_seconds);
     match disk {
         Some(disk) => {
             let capacity = bytes_argument("disk", disk, false)?;
-            input = input.with_level(StorageLevel::Disk, times.budget(capacity, state_bytes)?);
+            let budget = times
+                .budget(
+                    StorageLevel::Disk,
+                    capacity,
+                    state_bytes,
+                    Some(DEFAULT_DISK_BYTES_PER_SECOND),
+                )
+                .map_err(plan_error)?;
+            input = input.with_level(StorageLevel::Disk, budget);
         }
-        None if times.any_given() => return Err(plan_error("disk times given without disk")),
+        None if times.given() => return Err(plan_error("disk times given without disk")),
         None => {}
     }
     let planned = plan::plan(&input).map_err(plan_error)?;

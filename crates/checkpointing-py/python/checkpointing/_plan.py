@@ -61,7 +61,8 @@ def plan(
       (bytes per second, an ``int`` or a string such as ``"1GB/s"``;
       1 GB/s when neither is given) with ``disk_latency_seconds``: a
       snapshot then takes ``latency + state_bytes / bandwidth`` seconds
-      each way.
+      each way; ``disk_read_seconds`` alone replaces the read time the
+      bandwidth gives.
 
     The predicted time is ``forward_seconds x forward steps +
     adjoint_seconds x adjoint steps + write seconds x disk writes + read
@@ -70,7 +71,7 @@ def plan(
     Raises :class:`PlanError` (a ``ValueError``) with the planner's message
     for arguments with no plan: zero steps, a size that is not a byte count,
     a negative or non-finite time, disk times without ``disk``, both disk
-    times and a bandwidth, or budgets that nothing fits (the message gives
+    write seconds and a bandwidth, a latency without a bandwidth, or budgets that nothing fits (the message gives
     the smallest RAM budget that would fit); ``TypeError`` for arguments of
     the wrong type (a ``float`` size, a ``bool``).
 

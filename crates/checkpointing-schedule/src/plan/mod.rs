@@ -111,6 +111,7 @@
 //! ```
 
 mod bytes;
+mod level;
 mod profile;
 mod search;
 #[cfg(test)]
@@ -119,6 +120,7 @@ mod tests;
 use serde::Serialize;
 
 pub use bytes::{Bytes, ParseBytesError};
+pub use level::{LevelBudget, LevelTimes, DEFAULT_DISK_BYTES_PER_SECOND};
 pub use profile::StepProfile;
 
 use crate::action::{Step, StorageLevel};
@@ -129,6 +131,11 @@ use crate::schedule::ScheduleSpec;
 /// States RAM holds besides the snapshots: the live state and the adjoint
 /// data of the step being reversed (counted as one state).
 pub const RAM_OVERHEAD_STATES: u64 = 2;
+
+/// An adjoint step's time in forward steps when the user gives none: a
+/// common ratio for a tape-based adjoint (the command's and Python's
+/// default, and [`PlanInput::new`]'s).
+pub const ADJOINT_PER_FORWARD: f64 = 2.0;
 
 /// The horizon, in steps, for which online schedules are planned when the
 /// step count is unknown.
@@ -149,61 +156,6 @@ pub const HETEROGENEOUS_WORK_LIMIT: u64 = 300_000_000;
 
 /// The most configurations costed by one [`plan`].
 pub const MAX_CANDIDATES: usize = 300;
-
-/// One storage level's capacity and the time to write or read a snapshot.
-///
-/// ```
-/// use checkpointing_schedule::plan::{Bytes, LevelBudget};
-/// // 500 GB at 1 GB/s with 1 ms latency, for 100 MB states: 0.101 s a snapshot.
-/// let disk = LevelBudget::from_bandwidth(Bytes(500_000_000_000), 1e9, 1e-3, Bytes(100_000_000));
-/// assert!((disk.write_seconds - 0.101).abs() < 1e-12);
-/// assert_eq!(disk.read_seconds, disk.write_seconds);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct LevelBudget {
-    /// Bytes the level can hold.
-    pub capacity: Bytes,
-    /// Seconds to write one snapshot (one state).
-    pub write_seconds: f64,
-    /// Seconds to read one snapshot.
-    pub read_seconds: f64,
-}
-
-impl LevelBudget {
-    /// A level of `capacity` bytes whose writes and reads take the given
-    /// seconds per snapshot.
-    pub fn new(capacity: Bytes, write_seconds: f64, read_seconds: f64) -> Self {
-        Self {
-            capacity,
-            write_seconds,
-            read_seconds,
-        }
-    }
-
-    /// A level whose writes and reads cost nothing (RAM, in the default
-    /// model).
-    ///
-    /// ```
-    /// use checkpointing_schedule::plan::{Bytes, LevelBudget};
-    /// assert_eq!(LevelBudget::free(Bytes(8)).write_seconds, 0.0);
-    /// ```
-    pub fn free(capacity: Bytes) -> Self {
-        Self::new(capacity, 0.0, 0.0)
-    }
-
-    /// A level moving `bytes_per_second` after `latency_seconds`, for
-    /// states of `state_bytes`: `latency + state_bytes / bandwidth` seconds
-    /// per snapshot, both ways.
-    pub fn from_bandwidth(
-        capacity: Bytes,
-        bytes_per_second: f64,
-        latency_seconds: f64,
-        state_bytes: Bytes,
-    ) -> Self {
-        let seconds = latency_seconds + state_bytes.0 as f64 / bytes_per_second;
-        Self::new(capacity, seconds, seconds)
-    }
-}
 
 /// What [`plan`] plans for.
 ///
@@ -249,7 +201,7 @@ impl PlanInput {
             steps,
             state_bytes,
             forward_seconds: 1.0,
-            adjoint_seconds: 2.0,
+            adjoint_seconds: ADJOINT_PER_FORWARD,
             levels,
             profile: None,
         }
@@ -435,6 +387,15 @@ pub struct Plan {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PlanError {
+    /// A level's times given in a way that has no single meaning (see
+    /// [`LevelTimes::budget`]).
+    #[error("{level} times: {reason}")]
+    InvalidLevelTimes {
+        /// The level.
+        level: StorageLevel,
+        /// What is wrong.
+        reason: String,
+    },
     /// No steps to reverse.
     #[error("steps must be positive")]
     ZeroSteps,

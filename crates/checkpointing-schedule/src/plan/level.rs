@@ -1,0 +1,166 @@
+//! One storage level in the plan: its capacity and snapshot times
+//! ([`LevelBudget`]), and the ways a user gives those times
+//! ([`LevelTimes`]), the one mapping of the command's flags and Python's
+//! arguments.
+
+use serde::Serialize;
+
+use super::{Bytes, PlanError};
+use crate::action::StorageLevel;
+
+/// One storage level's capacity and the time to write or read a snapshot.
+///
+/// ```
+/// use checkpointing_schedule::plan::{Bytes, LevelBudget};
+/// // 500 GB at 1 GB/s with 1 ms latency, for 100 MB states: 0.101 s a snapshot.
+/// let disk = LevelBudget::from_bandwidth(Bytes(500_000_000_000), 1e9, 1e-3, Bytes(100_000_000));
+/// assert!((disk.write_seconds - 0.101).abs() < 1e-12);
+/// assert_eq!(disk.read_seconds, disk.write_seconds);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LevelBudget {
+    /// Bytes the level can hold.
+    pub capacity: Bytes,
+    /// Seconds to write one snapshot (one state).
+    pub write_seconds: f64,
+    /// Seconds to read one snapshot.
+    pub read_seconds: f64,
+}
+
+impl LevelBudget {
+    /// A level of `capacity` bytes whose writes and reads take the given
+    /// seconds per snapshot.
+    pub fn new(capacity: Bytes, write_seconds: f64, read_seconds: f64) -> Self {
+        Self {
+            capacity,
+            write_seconds,
+            read_seconds,
+        }
+    }
+
+    /// A level whose writes and reads cost nothing (RAM, in the default
+    /// model).
+    ///
+    /// ```
+    /// use checkpointing_schedule::plan::{Bytes, LevelBudget};
+    /// assert_eq!(LevelBudget::free(Bytes(8)).write_seconds, 0.0);
+    /// ```
+    pub fn free(capacity: Bytes) -> Self {
+        Self::new(capacity, 0.0, 0.0)
+    }
+
+    /// A level moving `bytes_per_second` after `latency_seconds`, for
+    /// states of `state_bytes`: `latency + state_bytes / bandwidth` seconds
+    /// per snapshot, both ways.
+    pub fn from_bandwidth(
+        capacity: Bytes,
+        bytes_per_second: f64,
+        latency_seconds: f64,
+        state_bytes: Bytes,
+    ) -> Self {
+        let seconds = latency_seconds + state_bytes.0 as f64 / bytes_per_second;
+        Self::new(capacity, seconds, seconds)
+    }
+}
+
+/// The disk's bandwidth when the user gives no disk times: 1 GB/s, both
+/// ways (the command's and Python's default).
+pub const DEFAULT_DISK_BYTES_PER_SECOND: f64 = 1e9;
+
+/// A level's snapshot times as a user gives them: seconds per snapshot
+/// (`write_seconds`, and `read_seconds` when reads differ), or a bandwidth
+/// with a latency, or nothing. `checkpointing plan`'s `--disk-write-seconds`
+/// ... flags and Python's `disk_write_seconds=` ... arguments are this.
+///
+/// ```
+/// use checkpointing_schedule::plan::{Bytes, LevelTimes};
+/// use checkpointing_schedule::StorageLevel;
+/// let disk = LevelTimes { bytes_per_second: Some(1e9), latency_seconds: 1e-3, ..LevelTimes::default() };
+/// let budget = disk.budget(StorageLevel::Disk, Bytes(500_000_000_000), Bytes(100_000_000), None).unwrap();
+/// assert!((budget.write_seconds - 0.101).abs() < 1e-12);
+/// let bad = LevelTimes { write_seconds: Some(0.2), latency_seconds: 1e-3, ..LevelTimes::default() };
+/// assert!(bad.budget(StorageLevel::Disk, Bytes(1000), Bytes(10), None).is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct LevelTimes {
+    /// Seconds to write one snapshot (reads take as long unless
+    /// `read_seconds` says otherwise).
+    pub write_seconds: Option<f64>,
+    /// Seconds to read one snapshot, overriding what the write seconds or
+    /// the bandwidth give.
+    pub read_seconds: Option<f64>,
+    /// Bytes per second, both ways (with `latency_seconds`), instead of
+    /// `write_seconds`.
+    pub bytes_per_second: Option<f64>,
+    /// Seconds per snapshot before the bandwidth's time; only with a
+    /// bandwidth (given or the level's default).
+    pub latency_seconds: f64,
+}
+
+impl LevelTimes {
+    /// Whether any time was given (a level without a capacity must have
+    /// none).
+    pub fn given(&self) -> bool {
+        self.write_seconds.is_some()
+            || self.read_seconds.is_some()
+            || self.bytes_per_second.is_some()
+            || self.latency_seconds != 0.0
+    }
+
+    /// The budget of `level`, `capacity` bytes, for states of `state_bytes`:
+    /// `write_seconds` per snapshot, or `latency + state_bytes / bandwidth`
+    /// with the bandwidth given or else `default_bytes_per_second`, or free
+    /// when there is neither; `read_seconds` replaces the read time.
+    ///
+    /// Errors ([`PlanError::InvalidLevelTimes`]): both write seconds and a
+    /// bandwidth; a latency with write seconds (which include it) or with
+    /// no bandwidth at all; a
+    /// negative or non-finite latency; a bandwidth that is not positive.
+    /// (Negative write or read seconds are [`plan`](super::plan)'s
+    /// `InvalidSeconds`.)
+    pub fn budget(
+        &self,
+        level: StorageLevel,
+        capacity: Bytes,
+        state_bytes: Bytes,
+        default_bytes_per_second: Option<f64>,
+    ) -> Result<LevelBudget, PlanError> {
+        let invalid = |reason: String| PlanError::InvalidLevelTimes { level, reason };
+        let latency = self.latency_seconds;
+        if !(latency.is_finite() && latency >= 0.0) {
+            return Err(invalid(format!(
+                "the latency must be a finite number of seconds, not {latency}"
+            )));
+        }
+        if self.write_seconds.is_some() && self.bytes_per_second.is_some() {
+            return Err(invalid(
+                "give write seconds per snapshot or a bandwidth, not both".into(),
+            ));
+        }
+        let bandwidth = self.bytes_per_second.or(default_bytes_per_second);
+        if latency != 0.0 && (self.write_seconds.is_some() || bandwidth.is_none()) {
+            return Err(invalid(
+                "a latency goes with a bandwidth, not with write seconds per snapshot (which include it)"
+                    .into(),
+            ));
+        }
+        if let Some(bandwidth) = self.bytes_per_second {
+            if !(bandwidth > 0.0 && bandwidth.is_finite()) {
+                return Err(invalid(format!(
+                    "the bandwidth must be positive, not {bandwidth} bytes per second"
+                )));
+            }
+        }
+        let mut budget = match (self.write_seconds, bandwidth) {
+            (Some(write), _) => LevelBudget::new(capacity, write, write),
+            (None, Some(bandwidth)) => {
+                LevelBudget::from_bandwidth(capacity, bandwidth, latency, state_bytes)
+            }
+            (None, None) => LevelBudget::free(capacity),
+        };
+        if let Some(read) = self.read_seconds {
+            budget.read_seconds = read;
+        }
+        Ok(budget)
+    }
+}
