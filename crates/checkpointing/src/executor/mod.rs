@@ -14,6 +14,7 @@
 mod actions;
 mod builder;
 mod journal;
+mod measure;
 mod outcome;
 mod planned;
 mod problem;
@@ -22,11 +23,9 @@ mod window;
 #[cfg(feature = "fuzzing")]
 pub(crate) use journal::{decode_journal_file, seal_journal};
 pub use journal::{Journal, JournalError, ResumableProblem};
+pub use measure::{LevelMeasurement, Measurements, PROBE_ROUNDS, PROBE_STEP, STORE_ROUNDS};
 pub use outcome::{ExecutionStats, ExecutorError, Outcome, Progress};
-pub use planned::{
-    LevelMeasurement, Measurements, PlanBudget, PlannedOutcome, DEFAULT_PROBE_STEPS, PROBE_STEP,
-    STORE_ROUNDS,
-};
+pub use planned::{PlanBudget, PlannedOutcome, DEFAULT_PROBE_STEPS};
 pub use problem::{FnProblem, Problem, UserError};
 use window::Window;
 

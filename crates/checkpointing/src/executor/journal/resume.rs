@@ -210,7 +210,7 @@ where
     }
 
     /// [`run_resumable`](Self::run_resumable) for a schedule that has no
-    /// [`ScheduleSpec`], with a journal made by
+    /// [`ScheduleSpec`](crate::ScheduleSpec), with a journal made by
     /// [`Journal::for_schedule`]: the caller builds `schedule` (the same
     /// on every attempt) and the journal identifies it by name. This is
     /// how a three-level run, with a DEVICE store, is made resumable.

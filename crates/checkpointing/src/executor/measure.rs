@@ -1,0 +1,434 @@
+//! Measuring a problem and its stores for the planner: [`Executor::measure`]
+//! and what it returns ([`Measurements`]), the planner's input
+//! ([`Measurements::plan_input`]).
+//!
+//! What the measurement runs and costs is documented on
+//! [`Executor::measure`].
+
+use std::time::{Duration, Instant};
+
+use super::planned::PlanBudget;
+use super::{ExecutionStats, Executor, ExecutorError, Problem, UserError};
+use crate::action::Step;
+use crate::plan::{Bytes, LevelBudget, PlanInput, RAM_OVERHEAD_STATES};
+use crate::storage::{Checkpoint, Footprint, SnapshotStore, StorageError, StoreStats};
+use crate::{PerLevel, StorageLevel};
+
+/// The step under which the store probes save their snapshot. Schedules
+/// number steps from 0 to `max_n`, which is below it.
+pub const PROBE_STEP: Step = Step::MAX;
+
+/// Writes, reads and removals timed per store (their mean is kept: a
+/// store's slow writes, such as a disk's, are part of what a run pays).
+pub const STORE_ROUNDS: usize = 5;
+
+/// Times the probe steps are run, each from the initial state on a fresh
+/// clone of the problem (the least of the rounds' medians is kept).
+pub const PROBE_ROUNDS: usize = 3;
+
+/// The times of one round of probe steps.
+#[derive(Default)]
+struct StepTimes {
+    forwards: Vec<Duration>,
+    adjoints: Vec<Duration>,
+    copies: Vec<Duration>,
+    fresh_copies: Vec<Duration>,
+}
+
+/// The least forward-step time passed to the planner, which needs a
+/// positive one (a step faster than the clock's resolution).
+const MIN_FORWARD_SECONDS: f64 = 1e-9;
+
+/// One store's measured costs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct LevelMeasurement {
+    /// Seconds to save one snapshot, copying the state first as the
+    /// executor does (mean of [`STORE_ROUNDS`]).
+    pub write_seconds: f64,
+    /// Seconds of a read that keeps the snapshot (a `Copy` action).
+    pub copy_read_seconds: f64,
+    /// Seconds of a read that removes it (a `Move` action).
+    pub move_read_seconds: f64,
+    /// Bytes one snapshot takes in this store (its counted bytes written,
+    /// e.g. the serialized size on disk; the state's footprint for a store
+    /// that counts none).
+    pub snapshot_bytes: u64,
+    /// The probe's traffic on this store.
+    pub traffic: StoreStats,
+}
+
+impl LevelMeasurement {
+    /// The read time given to the planner, which does not tell copies from
+    /// moves: their mean.
+    pub fn read_seconds(&self) -> f64 {
+        (self.copy_read_seconds + self.move_read_seconds) / 2.0
+    }
+}
+
+/// What [`Executor::measure`] found: per-step times, the state's size and
+/// each measured store's costs.
+///
+/// ```
+/// use checkpointing::plan::{plan, Bytes};
+/// use checkpointing::{Executor, FnProblem, PlanBudget, StorageLevel};
+/// let problem = FnProblem::new(|_, x: &mut Vec<f64>| x.iter_mut().for_each(|v| *v = v.sin()),
+///                              |_, x: &Vec<f64>, l: &mut Vec<f64>| l.iter_mut().zip(x).for_each(|(l, x)| *l *= x.cos()));
+/// let budget = PlanBudget::new(200, Bytes(10 * 8_100));
+/// let m = Executor::in_memory().measure(&problem, &vec![0.5; 1000], &budget, |x| Ok(x.clone())).unwrap();
+/// assert!(m.forward_seconds > 0.0 && m.levels[StorageLevel::Ram].is_some());
+/// assert!(m.levels[StorageLevel::Disk].is_none());     // no disk budget
+/// let plan = plan(&m.plan_input(&budget)).unwrap();
+/// assert!(plan.best.cost.forward_steps > 200);        // 8 states of RAM: recomputation
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct Measurements {
+    /// Forward (and adjoint) steps timed.
+    pub steps: Step,
+    /// Seconds of one forward step (the least of the rounds' medians).
+    pub forward_seconds: f64,
+    /// Seconds of one adjoint step (the least of the rounds' medians).
+    pub adjoint_seconds: f64,
+    /// Seconds of one copy of the state into a buffer of a previous state
+    /// (as the step times): the executor makes one for each adjoint step, keeping the
+    /// step's adjoint dependencies, into a recycled buffer when it has one.
+    pub copy_seconds: f64,
+    /// Seconds of one copy of the state into a newly allocated buffer
+    /// (as the step times), as the executor makes when no buffer is spare (store-all
+    /// keeping every state, a long period in WORK). Not in the model;
+    /// reported to tell the two apart.
+    pub fresh_copy_seconds: f64,
+    /// Bytes of one snapshot in memory: the largest [`Footprint`] of the
+    /// states seen, plus a [`Checkpoint`]'s own size.
+    pub state_bytes: u64,
+    /// Each measured store's costs (`None` for a level not measured).
+    pub levels: PerLevel<Option<LevelMeasurement>>,
+    /// Wall time of the whole measurement.
+    pub seconds: f64,
+}
+
+impl Measurements {
+    /// The planner's input for `budget`: these times and sizes, the
+    /// adjoint step's time including its state copy, and each measured
+    /// level's bytes converted into snapshots of the size measured in that
+    /// store (e.g. serialized on disk), expressed in `state_bytes` units as
+    /// the planner counts.
+    pub fn plan_input(&self, budget: &PlanBudget) -> PlanInput {
+        let state = self.state_bytes.max(1);
+        let mut input = PlanInput::new(budget.steps, Bytes(state), budget.ram);
+        input.forward_seconds = self.forward_seconds.max(MIN_FORWARD_SECONDS);
+        input.adjoint_seconds = self.adjoint_seconds + self.copy_seconds;
+        for (level, measured) in self.levels.iter() {
+            let (Some(bytes), Some(m)) = (budget.bytes(level), measured) else {
+                continue;
+            };
+            let snapshot = m.snapshot_bytes.max(1);
+            let capacity = if level == StorageLevel::Ram {
+                // The overhead states are live states, of footprint size.
+                let overhead = RAM_OVERHEAD_STATES * state;
+                match bytes.0.checked_sub(overhead) {
+                    Some(rest) => overhead + rest / snapshot * state,
+                    None => bytes.0,
+                }
+            } else {
+                bytes.0 / snapshot * state
+            };
+            input = input.with_level(
+                level,
+                LevelBudget::new(Bytes(capacity), m.write_seconds, m.read_seconds()),
+            );
+        }
+        input
+    }
+
+    /// The planner's time model applied to the counts a run reports:
+    /// forward steps, adjoint steps (with their state copies) and each
+    /// measured level's writes and reads. For an offline run of the plan's
+    /// schedule this is its prediction; for an online run, the prediction
+    /// for the steps the loop really took.
+    pub fn model_seconds(&self, stats: &ExecutionStats) -> f64 {
+        let traffic: f64 = self
+            .levels
+            .iter()
+            .filter_map(|(level, m)| m.map(|m| (level, m)))
+            .map(|(level, m)| {
+                let s = &stats.levels[level];
+                s.writes as f64 * m.write_seconds + s.reads as f64 * m.read_seconds()
+            })
+            .sum();
+        self.forward_seconds * stats.forward_steps as f64
+            + (self.adjoint_seconds + self.copy_seconds) * stats.adjoint_steps as f64
+            + traffic
+    }
+
+    /// Removes the store probes' traffic from a run's counters.
+    pub(super) fn discount(&self, stats: &mut ExecutionStats) {
+        for (level, m) in self.levels.iter() {
+            if let Some(m) = m {
+                let s = &mut stats.levels[level];
+                s.writes = s.writes.saturating_sub(m.traffic.writes);
+                s.reads = s.reads.saturating_sub(m.traffic.reads);
+                s.bytes_written = s.bytes_written.saturating_sub(m.traffic.bytes_written);
+                s.bytes_read = s.bytes_read.saturating_sub(m.traffic.bytes_read);
+            }
+        }
+    }
+}
+
+/// An online loop's stop condition, asked during the probe steps.
+pub(super) type StopProbe<'a, S> = &'a mut dyn FnMut(Step, &S) -> bool;
+
+/// The mean of some durations, in seconds.
+fn mean(times: &[Duration]) -> f64 {
+    match times.len() {
+        0 => 0.0,
+        n => times.iter().sum::<Duration>().as_secs_f64() / n as f64,
+    }
+}
+
+/// The median of some durations, in seconds.
+fn median(mut times: Vec<Duration>) -> f64 {
+    if times.is_empty() {
+        return 0.0;
+    }
+    times.sort_unstable();
+    let mid = times.len() / 2;
+    if times.len() % 2 == 1 {
+        times[mid].as_secs_f64()
+    } else {
+        (times[mid - 1] + times[mid]).as_secs_f64() / 2.0
+    }
+}
+
+/// Times `f`.
+fn timed<T>(times: &mut Vec<Duration>, f: impl FnOnce() -> T) -> T {
+    let start = Instant::now();
+    let value = f();
+    times.push(start.elapsed());
+    value
+}
+
+/// Times [`STORE_ROUNDS`] writes, copying reads and taking reads of
+/// `state` under [`PROBE_STEP`], as the executor performs them.
+fn probe_store<S: Clone + Footprint>(
+    store: &mut dyn SnapshotStore<Checkpoint<S>>,
+    state: &S,
+) -> Result<LevelMeasurement, StorageError> {
+    let before = store.stats();
+    let (mut writes, mut copies, mut moves) = (Vec::new(), Vec::new(), Vec::new());
+    let mut spare: Option<S> = None;
+    for _ in 0..STORE_ROUNDS {
+        timed(&mut writes, || {
+            let ics = match spare.take() {
+                Some(mut buffer) => {
+                    buffer.clone_from(state);
+                    buffer
+                }
+                None => state.clone(),
+            };
+            // The executor asks first whether the step is held.
+            if store.contains(PROBE_STEP) {
+                return Err(StorageError::AlreadyStored { step: PROBE_STEP });
+            }
+            store.save(
+                PROBE_STEP,
+                Checkpoint {
+                    ics: Some(ics),
+                    deps: Vec::new(),
+                },
+            )?;
+            store.flush()
+        })?;
+        let read = timed(&mut copies, || {
+            let mut copy = Checkpoint {
+                ics: spare.take(),
+                deps: Vec::new(),
+            };
+            store.load_into(PROBE_STEP, &mut copy).map(|()| copy)
+        });
+        let read = match read {
+            Ok(copy) => copy,
+            Err(error) => {
+                let _ = store.remove(PROBE_STEP);
+                return Err(error);
+            }
+        };
+        let taken = timed(&mut moves, || {
+            let taken = store.take(PROBE_STEP)?;
+            store.flush().map(|()| taken)
+        })?;
+        drop(taken);
+        spare = read.ics;
+    }
+    let after = store.stats();
+    let traffic = StoreStats {
+        writes: after.writes.saturating_sub(before.writes),
+        reads: after.reads.saturating_sub(before.reads),
+        bytes_written: after.bytes_written.saturating_sub(before.bytes_written),
+        bytes_read: after.bytes_read.saturating_sub(before.bytes_read),
+        ..StoreStats::default()
+    };
+    let snapshot_bytes = match traffic.writes {
+        0 => 0,
+        writes => traffic.bytes_written / writes,
+    };
+    Ok(LevelMeasurement {
+        write_seconds: mean(&writes),
+        copy_read_seconds: mean(&copies),
+        move_read_seconds: mean(&moves),
+        snapshot_bytes,
+        traffic,
+    })
+}
+
+impl<'p, S> Executor<'p, S>
+where
+    S: Clone + Footprint + 'p,
+{
+    /// Measures `problem` from `initial` and the stores of the levels
+    /// `budget` gives bytes to. `terminal` seeds the timed adjoint steps;
+    /// it is applied to the probe's last state, once per round.
+    ///
+    /// # What the measurement does to your problem and your stores
+    ///
+    /// * It runs on a **clone** of the problem (`P: Clone`), so the parameter
+    ///   gradients the adjoint accumulates in the problem are those of the real
+    ///   run alone. The clone must not share those accumulators with the
+    ///   original (a `Clone` that shares them through `Rc<RefCell<_>>` or a
+    ///   reference would see the measurement's adjoint steps too).
+    /// * It runs [`PlanBudget::probe_steps`] forward steps from a copy of the
+    ///   initial state, then the adjoint of those steps from
+    ///   `terminal(x_k)`, the terminal condition applied to the probe's last
+    ///   state, [`PROBE_ROUNDS`] times, each on a fresh clone, and keeps the
+    ///   least of the rounds' median step times (a round slowed throughout, by
+    ///   a cold cache or another process, does not set the prediction).
+    ///   `terminal` is called [`PROBE_ROUNDS`] times more than in a plain run,
+    ///   so it is `FnMut` and must not assume it sees the final state only. The
+    ///   run then starts from step 0: that is the measurement's cost,
+    ///   `PROBE_ROUNDS · k` forward and adjoint steps, besides the store
+    ///   probes. It holds `k + 2` states meanwhile.
+    /// * Online, `stop` is asked after each probe step as it is in the run and
+    ///   ends the round early when it says so: it must answer from its
+    ///   arguments alone (it is asked again for the same steps in each round).
+    /// * It writes, reads and removes one snapshot under [`PROBE_STEP`] (no
+    ///   schedule reaches that step) [`STORE_ROUNDS`] times per measured level
+    ///   and keeps the mean times (slow writes are part of what a run pays).
+    ///   A run's [`ExecutionStats`] report the stores' counters since their
+    ///   creation; [`Executor::run_planned`] subtracts the probe's writes,
+    ///   reads and bytes from them (the probe's own are in
+    ///   [`LevelMeasurement::traffic`]), but a store's peaks may include the
+    ///   probe's one snapshot.
+    ///
+    ///
+    /// Errors: the problem's or the stores' errors, and
+    /// [`ExecutorError::NoStore`] for a budgeted level without a store.
+    pub fn measure<P>(
+        &mut self,
+        problem: &P,
+        initial: &S,
+        budget: &PlanBudget,
+        mut terminal: impl FnMut(&S) -> Result<P::Adjoint, UserError>,
+    ) -> Result<Measurements, ExecutorError>
+    where
+        P: Problem<State = S> + Clone,
+    {
+        self.measure_until(problem, initial, budget, None, &mut terminal)
+    }
+
+    pub(super) fn measure_until<P>(
+        &mut self,
+        problem: &P,
+        initial: &S,
+        budget: &PlanBudget,
+        mut stop: Option<StopProbe<'_, S>>,
+        terminal: &mut dyn FnMut(&S) -> Result<P::Adjoint, UserError>,
+    ) -> Result<Measurements, ExecutorError>
+    where
+        P: Problem<State = S> + Clone,
+    {
+        let start = Instant::now();
+        for level in StorageLevel::STORED {
+            if budget.bytes(level).is_some() && self.level_store(level).is_none() {
+                return Err(ExecutorError::NoStore(level));
+            }
+        }
+        let user = |phase, step| {
+            move |source| ExecutorError::User {
+                phase,
+                step,
+                source,
+            }
+        };
+        let steps = budget
+            .steps
+            .map_or(budget.probe_steps, |n| n.min(budget.probe_steps))
+            .max(1);
+        let mut rounds: Vec<StepTimes> = Vec::with_capacity(PROBE_ROUNDS);
+        let mut state = initial.clone();
+        let mut footprint = state.footprint();
+        let mut taken = 0;
+        for _ in 0..PROBE_ROUNDS {
+            let mut probe = problem.clone();
+            state.clone_from(initial);
+            let mut times = StepTimes::default();
+            let mut before: Vec<S> = Vec::new();
+            let mut recycled = initial.clone();
+            for i in 0..steps {
+                timed(&mut times.copies, || recycled.clone_from(&state));
+                before.push(timed(&mut times.fresh_copies, || state.clone()));
+                timed(&mut times.forwards, || probe.forward(i, &mut state))
+                    .map_err(user("forward", i))?;
+                footprint = footprint.max(state.footprint());
+                if let Some(stop) = stop.as_mut() {
+                    if stop(i + 1, &state) {
+                        break;
+                    }
+                }
+            }
+            taken = before.len() as Step;
+            let mut adjoint = terminal(&state).map_err(user("terminal condition", taken))?;
+            for (i, x) in before.iter().enumerate().rev() {
+                let i = i as Step;
+                timed(&mut times.adjoints, || probe.adjoint(i, x, &mut adjoint))
+                    .map_err(user("adjoint", i))?;
+            }
+            rounds.push(times);
+        }
+        // The least of the rounds' medians: a round slowed throughout (a
+        // cold cache, another process) does not set the prediction.
+        let least = |time: fn(&StepTimes) -> &Vec<Duration>| {
+            rounds
+                .iter()
+                .map(|round| median(time(round).clone()))
+                .fold(f64::INFINITY, f64::min)
+        };
+
+        let mut levels = PerLevel::default();
+        for level in StorageLevel::STORED {
+            if budget.bytes(level).is_none() {
+                continue;
+            }
+            let store = self.level_store(level).expect("checked above");
+            let measured = probe_store(store, &state)
+                .map_err(|source| ExecutorError::Storage { level, source })?;
+            levels[level] = Some(LevelMeasurement {
+                snapshot_bytes: match measured.snapshot_bytes {
+                    0 => (std::mem::size_of::<Checkpoint<S>>() + footprint) as u64,
+                    bytes => bytes,
+                },
+                ..measured
+            });
+        }
+        Ok(Measurements {
+            steps: taken,
+            forward_seconds: least(|t| &t.forwards),
+            adjoint_seconds: least(|t| &t.adjoints),
+            copy_seconds: least(|t| &t.copies),
+            fresh_copy_seconds: least(|t| &t.fresh_copies),
+            state_bytes: (std::mem::size_of::<Checkpoint<S>>() + footprint) as u64,
+            levels,
+            seconds: start.elapsed().as_secs_f64(),
+        })
+    }
+}
