@@ -4,9 +4,11 @@
 //! heterogeneous chains: how to train deep neural networks with limited
 //! memory", arXiv:1911.13214. The model, the recurrence, its complexity and
 //! its limits are documented on [`HeterogeneousRevolve`] (this module is
-//! private, the type is public); `table.rs` holds the tables.
+//! private, the type is public); `table.rs` holds the tables, `emit.rs`
+//! unfolds them into actions, `params.rs` names the schedule in a spec.
 
 mod chain;
+mod emit;
 mod params;
 mod table;
 
@@ -14,10 +16,10 @@ pub use chain::{ChainCost, HeterogeneousChain};
 pub use params::{HeterogeneousRevolveParams, PerStep};
 
 pub use table::ChainModel;
-use table::{Choice, Table};
+use table::Table;
 
 use super::{impl_schedule_position, Cursor, Pending, Schedule, ScheduleError};
-use crate::action::{Action, Step};
+use crate::action::Step;
 use crate::StorageLevel;
 
 /// The optimal schedule of a [`HeterogeneousChain`] (steps with their own
@@ -430,134 +432,6 @@ impl HeterogeneousRevolve {
     /// The family of schedules the table optimised over.
     pub fn model(&self) -> ChainModel {
         self.model
-    }
-
-    /// Queues `action`, after which the forward is at `n`.
-    fn push(&mut self, action: Action, n: usize) {
-        if let Action::Reverse { n0, .. } = action {
-            self.r = self.cursor.steps() - n0;
-        }
-        self.pending.push(action, n as Step, self.r);
-    }
-
-    /// Makes state `i` live: restores it (a `Move` on its last use, else a
-    /// `Copy`) unless it already is; returns whether the next forward from
-    /// `i` stores it (a live state not yet stored, unless this is its last
-    /// use).
-    fn restore(&mut self, i: usize, live: bool, last_use: bool) -> bool {
-        if live {
-            return !last_use;
-        }
-        let (n, from, to) = (i as Step, StorageLevel::Ram, StorageLevel::Work);
-        let action = if last_use {
-            Action::Move { n, from, to }
-        } else {
-            Action::Copy { n, from, to }
-        };
-        self.push(action, i);
-        false
-    }
-
-    /// `Forward(a, b)`, storing `a` in RAM if `store`.
-    fn advance(&mut self, a: usize, b: usize, store: bool) {
-        let storage = if store {
-            StorageLevel::Ram
-        } else {
-            StorageLevel::Work
-        };
-        let action = Action::Forward {
-            n0: a as Step,
-            n1: b as Step,
-            write_ics: store,
-            write_adj_deps: false,
-            storage,
-        };
-        self.push(action, b);
-    }
-
-    /// Tapes step `k` and reverses it.
-    fn tape_and_reverse(&mut self, k: usize) {
-        let (n0, n1) = (k as Step, k as Step + 1);
-        let action = Action::Forward {
-            n0,
-            n1,
-            write_ics: false,
-            write_adj_deps: true,
-            storage: StorageLevel::Work,
-        };
-        self.push(action, k + 1);
-        if n1 == self.cursor.steps() && !self.forward_ended {
-            self.forward_ended = true;
-            self.push(Action::EndForward, k + 1);
-        }
-        let reverse = Action::Reverse {
-            n1,
-            n0,
-            clear_adj_deps: true,
-        };
-        self.push(reverse, k + 1);
-    }
-
-    /// Queues the actions of the next frame, or `EndReverse`.
-    fn refill(&mut self) {
-        let Some(Frame { i, l, j, m, live }) = self.stack.pop() else {
-            let n = self.cursor.n() as usize;
-            self.push(Action::EndReverse, n);
-            self.done = true;
-            return;
-        };
-        let choice = self
-            .table
-            .as_ref()
-            .map_or(Choice::Sweep, |t| t.choice(i, l, j, m));
-        match choice {
-            Choice::Sweep => {
-                let last_use = j - 1 == l;
-                let store = self.restore(i, live, last_use);
-                if i + 1 < j {
-                    self.advance(i, j - 1, store);
-                }
-                self.tape_and_reverse(j - 1);
-                if !last_use {
-                    let (j, live) = (j - 1, false);
-                    self.stack.push(Frame { i, l, j, m, live });
-                }
-            }
-            Choice::Shift(k) => {
-                let Some(table) = &self.table else { return };
-                let freed = (m + table.size(i)).min(self.units as usize) - table.size(k);
-                self.restore(i, live, true);
-                self.advance(i, k, false);
-                self.stack.push(Frame {
-                    i: k,
-                    l,
-                    j,
-                    m: freed,
-                    live: true,
-                });
-            }
-            Choice::Split(lp) => {
-                let Some(table) = &self.table else { return };
-                let k = table.split_at(i, lp, j, m);
-                let rest = m - table.size(k);
-                self.stack.push(Frame {
-                    i,
-                    l,
-                    j: lp,
-                    m,
-                    live: false,
-                });
-                self.stack.push(Frame {
-                    i: k,
-                    l: lp,
-                    j,
-                    m: rest,
-                    live: true,
-                });
-                let store = self.restore(i, live, false);
-                self.advance(i, k, store);
-            }
-        }
     }
 }
 
