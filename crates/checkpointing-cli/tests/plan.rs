@@ -336,158 +336,34 @@ fn alternatives_are_distinct() {
 
 #[test]
 fn bad_input_is_a_one_line_error() {
-    let base = ["plan", "--steps", "100", "--state-bytes", "1MB"];
-    let with = |extra: &[&'static str]| -> Vec<&'static str> {
-        base.iter().chain(extra).copied().collect()
-    };
-    usage_error(&with(&["--ram", "8XB"]), "unknown unit");
-    usage_error(&with(&["--ram", "99999999PiB"]), "2^64");
-    usage_error(
-        &with(&["--ram", "1.5MB"]),
-        "smallest RAM budget that fits a schedule (with the same disk) is 3 MB",
-    );
-    usage_error(
-        &with(&["--ram", "10MB", "--forward-seconds", "0"]),
-        "forward seconds",
-    );
-    usage_error(
-        &with(&["--ram", "10MB", "--disk-latency-seconds", "1"]),
-        "DISK times given without --disk",
-    );
-    usage_error(
-        &with(&[
-            "--ram",
-            "10MB",
-            "--disk",
-            "1GB",
-            "--disk-write-seconds",
-            "1",
-            "--disk-latency-seconds",
-            "1",
-        ]),
-        "DISK times: a latency goes with a bandwidth",
-    );
-    usage_error(
-        &with(&[
-            "--ram",
-            "10MB",
-            "--disk",
-            "1GB",
-            "--disk-latency-seconds=-1",
-        ]),
-        "DISK times: the latency must be a finite number of seconds",
-    );
-    usage_error(
-        &with(&["--ram", "10MB", "--disk-write-seconds", "1"]),
-        "without --disk",
-    );
-    usage_error(
-        &with(&[
-            "--ram",
-            "10MB",
-            "--disk",
-            "1GB",
-            "--disk-write-seconds",
-            "1",
-            "--disk-bandwidth",
-            "1GB/s",
-        ]),
-        "cannot be used with",
-    );
-    usage_error(
-        &with(&["--ram", "10MB", "--disk", "1GB", "--disk-bandwidth", "0/s"]),
-        "positive",
-    );
-    usage_error(
-        &[
-            "plan",
-            "--steps",
-            "0",
-            "--state-bytes",
-            "1MB",
-            "--ram",
-            "1GB",
-        ],
-        "positive",
-    );
-    usage_error(
-        &[
-            "plan",
-            "--steps",
-            "lots",
-            "--state-bytes",
-            "1MB",
-            "--ram",
-            "1GB",
-        ],
-        "unknown",
-    );
-    usage_error(&["plan", "--steps", "10", "--ram", "1GB"], "--state-bytes");
-    // Per-step lists.
-    let lists = |extra: &[&'static str]| -> Vec<&'static str> {
-        ["plan", "--state-bytes", "1MB", "--ram", "10MB"]
-            .iter()
-            .chain(extra)
-            .copied()
-            .collect()
-    };
-    usage_error(&lists(&[]), "give --steps");
-    usage_error(
-        &lists(&["--steps", "10", "--forward-seconds", "1*9"]),
-        "--forward-seconds lists 9 values for --steps 10",
-    );
-    usage_error(
-        &lists(&["--forward-seconds", "1*9", "--adjoint-seconds", "1*8"]),
-        "--forward-seconds lists 9 values but --adjoint-seconds lists 8",
-    );
-    usage_error(
-        &lists(&["--steps", "unknown", "--forward-seconds", "1*9"]),
-        "known step count",
-    );
-    usage_error(&lists(&["--forward-seconds", "1*9,x"]), "is not a number");
-    usage_error(
-        &lists(&["--forward-seconds", "1*9,-1"]),
-        "forward seconds of step 9",
-    );
-    usage_error(
-        &[
-            "plan",
-            "--steps",
-            "9",
-            "--state-bytes",
-            "1MB,2XB",
-            "--ram",
-            "10MB",
-        ],
-        "per-step list",
-    );
-    usage_error(
-        &[
-            "plan",
-            "--steps",
-            "9",
-            "--state-bytes",
-            "8XB",
-            "--ram",
-            "10MB",
-        ],
-        "unknown unit",
-    );
-    usage_error(
-        &lists(&["--steps", "10", "--device-write-seconds", "1"]),
-        "without --device",
-    );
-    usage_error(
-        &lists(&[
-            "--steps",
-            "10",
-            "--device",
-            "1GB",
-            "--device-write-seconds",
-            "1",
-            "--device-bandwidth",
-            "1GB/s",
-        ]),
-        "cannot be used with",
-    );
+    // (the command line, split at spaces; what its one-line error says)
+    let cases = [
+        ("plan --steps 100 --state-bytes 1MB --ram 8XB", "unknown unit"),
+        ("plan --steps 100 --state-bytes 1MB --ram 99999999PiB", "2^64"),
+        ("plan --steps 100 --state-bytes 1MB --ram 1.5MB", "smallest RAM budget that fits a schedule (with the same disk) is 3 MB"),
+        ("plan --steps 100 --state-bytes 1MB --ram 10MB --forward-seconds 0", "forward seconds"),
+        ("plan --steps 100 --state-bytes 1MB --ram 10MB --disk-latency-seconds 1", "DISK times given without --disk"),
+        ("plan --steps 100 --state-bytes 1MB --ram 10MB --disk 1GB --disk-write-seconds 1 --disk-latency-seconds 1", "DISK times: a latency goes with a bandwidth"),
+        ("plan --steps 100 --state-bytes 1MB --ram 10MB --disk 1GB --disk-latency-seconds=-1", "DISK times: the latency must be a finite number of seconds"),
+        ("plan --steps 100 --state-bytes 1MB --ram 10MB --disk-write-seconds 1", "without --disk"),
+        ("plan --steps 100 --state-bytes 1MB --ram 10MB --disk 1GB --disk-write-seconds 1 --disk-bandwidth 1GB/s", "cannot be used with"),
+        ("plan --steps 100 --state-bytes 1MB --ram 10MB --disk 1GB --disk-bandwidth 0/s", "positive"),
+        ("plan --steps 0 --state-bytes 1MB --ram 1GB", "positive"),
+        ("plan --steps lots --state-bytes 1MB --ram 1GB", "unknown"),
+        ("plan --steps 10 --ram 1GB", "--state-bytes"),
+        ("plan --state-bytes 1MB --ram 10MB", "give --steps"),
+        ("plan --state-bytes 1MB --ram 10MB --steps 10 --forward-seconds 1*9", "--forward-seconds lists 9 values for --steps 10"),
+        ("plan --state-bytes 1MB --ram 10MB --forward-seconds 1*9 --adjoint-seconds 1*8", "--forward-seconds lists 9 values but --adjoint-seconds lists 8"),
+        ("plan --state-bytes 1MB --ram 10MB --steps unknown --forward-seconds 1*9", "known step count"),
+        ("plan --state-bytes 1MB --ram 10MB --forward-seconds 1*9,x", "is not a number"),
+        ("plan --state-bytes 1MB --ram 10MB --forward-seconds 1*9,-1", "forward seconds of step 9"),
+        ("plan --steps 9 --state-bytes 1MB,2XB --ram 10MB", "per-step list"),
+        ("plan --steps 9 --state-bytes 8XB --ram 10MB", "unknown unit"),
+        ("plan --state-bytes 1MB --ram 10MB --steps 10 --device-write-seconds 1", "without --device"),
+        ("plan --state-bytes 1MB --ram 10MB --steps 10 --device 1GB --device-write-seconds 1 --device-bandwidth 1GB/s", "cannot be used with"),
+    ];
+    for (line, needle) in cases {
+        let args: Vec<&str> = line.split_whitespace().collect();
+        usage_error(&args, needle);
+    }
 }
