@@ -143,11 +143,7 @@ fn parse_steps(text: &str) -> Result<Steps, String> {
 }
 
 fn parse_bandwidth(text: &str) -> Result<Bytes, String> {
-    let bytes: Bytes = text
-        .strip_suffix("/s")
-        .unwrap_or(text)
-        .parse()
-        .map_err(|e: plan::ParseBytesError| e.to_string())?;
+    let bytes = Bytes::parse_per_second(text).map_err(|e| e.to_string())?;
     if bytes.0 == 0 {
         return Err("the bandwidth must be positive".into());
     }

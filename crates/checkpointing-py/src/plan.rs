@@ -43,15 +43,12 @@ fn bytes_argument(name: &str, value: &Bound<'_, PyAny>, per_second: bool) -> PyR
     };
     if let Ok(text) = value.cast::<PyString>() {
         let text = text.to_cow()?;
-        let text: &str = &text;
-        let text = if per_second {
-            text.strip_suffix("/s").unwrap_or(text)
+        let parsed = if per_second {
+            Bytes::parse_per_second(&text)
         } else {
-            text
+            text.parse::<Bytes>()
         };
-        return text
-            .parse::<Bytes>()
-            .map_err(|e| plan_error(format!("{name}: {e}")));
+        return parsed.map_err(|e| plan_error(format!("{name}: {e}")));
     }
     if value.is_instance_of::<PyInt>() && !value.is_instance_of::<PyBool>() {
         let n: i128 = value

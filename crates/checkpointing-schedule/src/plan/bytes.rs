@@ -120,6 +120,22 @@ impl FromStr for Bytes {
     }
 }
 
+impl Bytes {
+    /// A rate in bytes per second, as written on the command line and in
+    /// Python: a size with an optional `/s` (`"1GB/s"`, `"500MB"`).
+    ///
+    /// ```
+    /// use checkpointing_schedule::plan::Bytes;
+    /// assert_eq!(Bytes::parse_per_second("1GB/s").unwrap(), Bytes(1_000_000_000));
+    /// assert_eq!(Bytes::parse_per_second("2KiB").unwrap(), Bytes(2048));
+    /// assert!(Bytes::parse_per_second("1GB/h").is_err());
+    /// ```
+    pub fn parse_per_second(text: &str) -> Result<Self, ParseBytesError> {
+        let text = text.trim();
+        text.strip_suffix("/s").unwrap_or(text).parse()
+    }
+}
+
 /// SI units for printing, largest first.
 const SI_UNITS: [(&str, u64); 5] = [
     ("PB", 1_000_000_000_000_000),
