@@ -109,7 +109,7 @@ fn revolve(max_n: u64, s: u64) -> ScheduleSpec {
     ScheduleSpec::Revolve(checkpointing::schedule::RevolveParams {
         max_n,
         snapshots_in_ram: s,
-        costs: Default::default(),
+        ..Default::default()
     })
 }
 

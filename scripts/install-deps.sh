@@ -7,7 +7,7 @@
 # the reference checkpoint-schedules 1.0.4 (the Python package's tests), as
 # listed in scripts/requirements-test.txt; gcc, gfortran, pkg-config and
 # valgrind (checkpointing-capi's C and Fortran examples and tests, run by
-# crates/checkpointing-capi/run-c-tests.sh).
+# crates/checkpointing-capi/run-c-tests.sh), and xz (its revolve() fixtures).
 # Idempotent; uses apt-get (via sudo when not root) and pip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +26,7 @@ command -v gcc >/dev/null || packages+=(gcc libc6-dev)
 command -v gfortran >/dev/null || packages+=(gfortran)
 command -v pkg-config >/dev/null || packages+=(pkg-config)
 command -v valgrind >/dev/null || packages+=(valgrind)
+command -v xz >/dev/null || packages+=(xz-utils)
 command -v python3 >/dev/null || packages+=(python3)
 if command -v python3 >/dev/null && ! python3 -c "import venv, ensurepip" 2>/dev/null; then
     packages+=(python3-venv)

@@ -2,9 +2,11 @@
 # Builds libcheckpointing_capi with cargo, compiles the C and Fortran
 # examples and tests against it with gcc and gfortran (through the generated
 # pkg-config file), runs them, and runs the C programs under valgrind
-# (--error-exitcode=1, full leak check) when valgrind is installed.
+# (--error-exitcode=1, full leak check) when valgrind is installed, then
+# compares revolve() with the published Algorithm 799, call for call, over
+# the fixtures of tests/fixtures/revolve (xz-compressed).
 # Respects CARGO_TARGET_DIR (default: target/ at the workspace root). Called
-# by scripts/test.sh; needs gcc, gfortran, pkg-config and valgrind
+# by scripts/test.sh; needs gcc, gfortran, pkg-config, valgrind and xz
 # (scripts/install-deps.sh installs them).
 set -euo pipefail
 crate="$(cd "$(dirname "$0")" && pwd)"
@@ -32,6 +34,9 @@ gcc "${warn[@]}" $cflags "$crate/examples/heat.c" -o "$out/heat" $static_libs -l
 gcc "${warn[@]}" $cflags "$crate/examples/readme.c" -o "$out/readme" $libs -lm
 gcc "${warn[@]}" $cflags "$crate/tests/revolve_classic.c" -o "$out/revolve_classic" $libs -lm
 gcc "${warn[@]}" $cflags "$crate/tests/bad_input.c" -o "$out/bad_input" $libs
+# Written for the classic revolve.h of Algorithm 799 (maxrange and adjust
+# included), unchanged.
+gcc "${warn[@]}" $cflags "$crate/tests/revolve_fixtures.c" -o "$out/revolve_fixtures" $libs
 gfortran -std=f2008 -Wall -Werror -O2 -g -J "$out" -c "$crate/fortran/checkpointing.f90" \
     -o "$out/checkpointing_f.o"
 gfortran -std=f2008 -Wall -Werror -O2 -g -I "$out" -J "$out" "$crate/examples/heat.f90" \
@@ -63,5 +68,24 @@ if command -v valgrind >/dev/null; then
 else
     echo "valgrind not installed: skipped (scripts/install-deps.sh installs it)"
 fi
+# revolve() against the published Algorithm 799: the fixtures hold what the
+# driver printed linked with the published revolve.c
+# (scripts/revolve-fixtures.sh); linked with ours it must print the same,
+# byte for byte, under valgrind where installed.
+same_as_fixture() {
+    local set="$1" fixture="$crate/tests/fixtures/revolve/$1.txt.xz"
+    local under=()
+    if command -v valgrind >/dev/null; then
+        under=(valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite)
+    fi
+    "${under[@]}" "$out/revolve_fixtures" "$set" > "$out/revolve_$set.txt" || return 1
+    if ! xz -dc "$fixture" | sed '/^# /d' | cmp - "$out/revolve_$set.txt"; then
+        xz -dc "$fixture" | sed '/^# /d' | diff - "$out/revolve_$set.txt" | head -20
+        return 1
+    fi
+}
+for set in grid large online aux; do
+    run "revolve() = Algorithm 799: $set" same_as_fixture "$set"
+done
 echo "checkpointing-capi C/Fortran: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -106,7 +106,7 @@ fn specs(steps: Step) -> Vec<ScheduleSpec> {
             checkpointing::schedule::RevolveParams {
                 max_n: steps,
                 snapshots_in_ram: s,
-                costs: Default::default(),
+                ..Default::default()
             },
         ));
     }
@@ -269,7 +269,7 @@ fn matches_central_finite_differences() {
         let spec = ScheduleSpec::Revolve(checkpointing::schedule::RevolveParams {
             max_n: STEPS,
             snapshots_in_ram: 4,
-            costs: Default::default(),
+            ..Default::default()
         });
         let (grad, _) = gradient(&mut heat, &spec, initial.clone());
         for j in [0, 1, 2, 5, 10, 25, 50] {
@@ -300,7 +300,7 @@ fn snapshot_memory_stays_within_snapshots_plus_two_states() {
     let spec = ScheduleSpec::Revolve(checkpointing::schedule::RevolveParams {
         max_n: steps,
         snapshots_in_ram: s,
-        costs: Default::default(),
+        ..Default::default()
     });
     let (_, stats) = gradient(&mut heat, &spec, initial);
     let bound = (s + 2) * state_bytes + 4096;

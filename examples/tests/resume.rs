@@ -187,7 +187,7 @@ fn killed_revolve_runs_in_ram_only_resume_to_the_exact_gradient() {
     let spec = ScheduleSpec::Revolve(schedule::RevolveParams {
         max_n: STEPS,
         snapshots_in_ram: 4,
-        costs: Default::default(),
+        ..Default::default()
     });
     kill_and_resume(spec, "disk", 4);
 }

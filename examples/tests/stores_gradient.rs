@@ -51,7 +51,7 @@ fn specs() -> Vec<ScheduleSpec> {
         ScheduleSpec::Revolve(schedule::RevolveParams {
             max_n: STEPS,
             snapshots_in_ram: 4,
-            costs: Default::default(),
+            ..Default::default()
         }),
     ]
 }

@@ -61,14 +61,35 @@
 // Storage code: accelerator memory.
 #define CKPT_DEVICE 2
 
-// `info` after `error`: `check`, `capo` or `fine` are inconsistent (as
-// Algorithm 799's 9), or not the values the previous call returned, or the
-// driver was not initialised (`check = -1`, `capo < fine`).
+// `info` after `error`, ours (Algorithm 799 has no 9): a use that is
+// undefined in the published code (a NULL argument, `check` or `capo` not
+// the values the previous call returned, a call after `info = 10`, a
+// first call that is no start), or, for the extended driver, `check < -1`,
+// `capo > fine` or a driver not initialised.
 #define CKPT_REVOLVE_INFO_ARGUMENTS 9
 
-// `info` after `error`: too few snapshots (`snaps < 1` for more than one
-// step; Algorithm 799's 11).
+// `info` after `error` (Algorithm 799's 10): more checkpoints than the 64
+// slots.
+#define CKPT_REVOLVE_INFO_CHECKUP 10
+
+// `info` after `error` (Algorithm 799's 11): more checkpoints than `snaps`
+// (`snaps < 1` for more than one step, or `snaps` lowered below the
+// checkpoints held).
 #define CKPT_REVOLVE_INFO_SNAPS 11
+
+// `info` after `error` (Algorithm 799's 12): the prediction asked for with
+// `info > 0` failed in `numforw`.
+#define CKPT_REVOLVE_INFO_NUMFORW 12
+
+// `info` after `error` (Algorithm 799's 13): `fine` grown while every one
+// of the `snaps` slots holds a checkpoint.
+#define CKPT_REVOLVE_INFO_FINE_GROWN 13
+
+// `info` after `error` (Algorithm 799's 14): `snaps` above the 64 slots.
+#define CKPT_REVOLVE_INFO_SNAPS_ABOVE_CHECKUP 14
+
+// `info` after `error` (Algorithm 799's 15): more than 64 repetitions.
+#define CKPT_REVOLVE_INFO_REPSUP 15
 
 // `info` after `error`: the schedule produced an action that has no
 // `revolve()` equivalent (a multi-step reverse, adjoint dependencies kept
@@ -240,6 +261,11 @@ size_t ckpt_last_error_copy(char *buffer,
 // none.
 const char *ckpt_status_name(int32_t status);
 
+// C's `printf`: Algorithm 799 prints with it, and so do we, into the
+// caller's `stdout` buffer.
+extern int printf(const char *format,
+                  ...);
+
 // [`revolve`] under a namespaced name (the same function), for code that
 // includes `checkpointing.h` rather than `revolve.h`.
 //
@@ -252,7 +278,10 @@ enum CkptRevolveAction ckpt_revolve(int *check,
                                     int snaps,
                                     int *info);
 
-// [`numforw`] under a namespaced name.
+// The advanced steps of an optimal reversal (the binomial minimum minus
+// `steps`) without Algorithm 799's limits of 64 snaps and 64 repetitions
+// and without printing; −1 if there is none (`steps < 1`, `snaps < 1`, or
+// it does not fit an int).
 int ckpt_numforw(int steps,
                  int snaps);
 

@@ -17,9 +17,10 @@
 //!   ([`ckpt_schedule_free`]).
 //! * [`ckpt_spec_cost`] replays a spec and returns its [`CkptCost`].
 //! * [`revolve`] / [`ckpt_revolve`]: the `revolve()` routine of Griewank and
-//!   Walther (ACM TOMS 26(1), 2000, Algorithm 799), same arguments and action
-//!   codes, on top of our `Revolve`; [`ckpt_revolve_driver_new`] drives any
-//!   single-level schedule through the same protocol.
+//!   Walther (ACM TOMS 26(1), 2000, Algorithm 799), call for call what the
+//!   published code does (with [`numforw`], [`expense`], [`maxrange`],
+//!   [`adjust`]); [`ckpt_revolve_driver_new`] drives any single-level
+//!   schedule through the same protocol.
 //!
 //! Every function returns a [`CkptStatus`] (or, for the `revolve()` family,
 //! [`CkptRevolveAction::Error`] with an `info` code); on failure
@@ -43,9 +44,11 @@ mod schedule;
 pub use error::{ckpt_last_error, ckpt_last_error_copy, ckpt_status_name, CkptStatus};
 pub use record::*;
 pub use revolve::{
-    ckpt_numforw, ckpt_revolve, ckpt_revolve_driver_free, ckpt_revolve_driver_new,
-    ckpt_revolve_driver_next, expense, numforw, revolve, CkptRevolveAction, CkptRevolveDriver,
-    CKPT_REVOLVE_INFO_ARGUMENTS, CKPT_REVOLVE_INFO_SCHEDULE, CKPT_REVOLVE_INFO_SNAPS,
+    adjust, ckpt_numforw, ckpt_revolve, ckpt_revolve_driver_free, ckpt_revolve_driver_new,
+    ckpt_revolve_driver_next, expense, maxrange, numforw, revolve, CkptRevolveAction,
+    CkptRevolveDriver, CKPT_REVOLVE_INFO_ARGUMENTS, CKPT_REVOLVE_INFO_CHECKUP,
+    CKPT_REVOLVE_INFO_FINE_GROWN, CKPT_REVOLVE_INFO_NUMFORW, CKPT_REVOLVE_INFO_REPSUP,
+    CKPT_REVOLVE_INFO_SCHEDULE, CKPT_REVOLVE_INFO_SNAPS, CKPT_REVOLVE_INFO_SNAPS_ABOVE_CHECKUP,
     CKPT_REVOLVE_INFO_UNTRANSLATABLE,
 };
 pub use schedule::*;

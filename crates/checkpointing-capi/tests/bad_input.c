@@ -125,14 +125,20 @@ int main(void) {
     CHECK(u == 9);
     EXPECT(ckpt_binomial_forward_steps(0, 2, &u), CKPT_STATUS_INVALID_PARAMETER);
 
-    /* revolve(): inconsistent arguments, no snapshot, NULL pointers, no init. */
-    int check = -2, capo = 0, fine = 10, info = 0;
-    CHECK(revolve(&check, &capo, &fine, 3, &info) == error && info == 9);
+    /* revolve(): inconsistent arguments (an error that leaves info, as
+     * Algorithm 799), no snapshot (info 11), then what is undefined there and
+     * refused here with info 9: NULL pointers, a forged check, no start. */
+    int check = -2, capo = 0, fine = 10, info = 5;
+    CHECK(revolve(&check, &capo, &fine, 3, &info) == error && info == 5);
     check = -1, capo = 5, fine = 2;
-    CHECK(revolve(&check, &capo, &fine, 3, &info) == error && info == 9);
+    CHECK(revolve(&check, &capo, &fine, 3, &info) == error && info == 5);
     check = -1, capo = 0, fine = 10, info = 0;
     CHECK(revolve(&check, &capo, &fine, 0, &info) == error && info == 11);
-    CHECK(revolve(NULL, &capo, &fine, 3, &info) == error);
+    CHECK(revolve(NULL, &capo, &fine, 3, &info) == error && info == 9);
+    check = -1, capo = 0, fine = 10, info = 0;
+    CHECK(revolve(&check, &capo, &fine, 3, &info) == takeshot && check == 0);
+    check = 2;
+    CHECK(revolve(&check, &capo, &fine, 3, &info) == error && info == 9);
     CHECK(ckpt_revolve_driver_next(NULL, &check, &capo, &fine, &info) == CKPT_REVOLVE_ACTION_ERROR &&
           info == 9);
     /* A schedule revolve() cannot express (a multi-step reverse): info 20. */

@@ -81,7 +81,8 @@ static int reversal(int steps, int snaps, CkptRevolveDriver *driver, long *forwa
         case terminate:
             break;
         case error:
-            fprintf(stderr, "revolve error, info %d: %s\n", info, ckpt_last_error());
+            if (!(snaps == 1 && steps > 65 && info == 15))
+                fprintf(stderr, "revolve error, info %d: %s\n", info, ckpt_last_error());
             break;
         }
     } while (whatodo != terminate && whatodo != error);
@@ -91,7 +92,7 @@ static int reversal(int steps, int snaps, CkptRevolveDriver *driver, long *forwa
 }
 
 int main(void) {
-    int grid[][2] = {{1, 1}, {2, 1}, {5, 2}, {10, 3}, {37, 4}, {100, 1}, {100, 5},
+    int grid[][2] = {{1, 1}, {2, 1}, {5, 2}, {10, 3}, {37, 4}, {65, 1}, {100, 5},
                      {250, 7}, {1000, 10}, {1000, 3}, {5000, 20}, {20, 30}};
     for (size_t g = 0; g < sizeof grid / sizeof grid[0]; g++) {
         int steps = grid[g][0], snaps = grid[g][1], max_check;
@@ -112,16 +113,22 @@ int main(void) {
                steps, snaps, forward, (unsigned long long)want, numforw(steps, snaps),
                expense(steps, snaps));
     }
-    /* A dense grid, counts only. */
+    /* A dense grid, counts only. One snapshot for more than 65 steps takes
+     * more than Algorithm 799's 64 repetitions (REPSUP): info 15 there and
+     * here. */
     for (int steps = 1; steps <= 120; steps++)
         for (int snaps = 1; snaps <= 9; snaps++) {
             long forward, advanced;
             double gradient;
             uint64_t want = 0;
             int max_check;
-            reversal(steps, snaps, NULL, &forward, &advanced, &gradient, &max_check);
+            int rc = reversal(steps, snaps, NULL, &forward, &advanced, &gradient, &max_check);
+            if (snaps == 1 && steps > 65) {
+                CHECK(rc != 0, "grid steps %d snaps 1: no REPSUP error", steps);
+                continue;
+            }
             ckpt_binomial_forward_steps(steps, snaps, &want);
-            CHECK((uint64_t)forward == want && gradient == store_all_gradient(steps),
+            CHECK(rc == 0 && (uint64_t)forward == want && gradient == store_all_gradient(steps),
                   "grid steps %d snaps %d", steps, snaps);
         }
 

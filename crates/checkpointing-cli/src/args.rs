@@ -12,7 +12,7 @@ use checkpointing::ScheduleSpec;
 /// ```
 /// use checkpointing::schedule::RevolveParams;
 /// use checkpointing::ScheduleSpec;
-/// let spec = ScheduleSpec::from(RevolveParams { max_n: 10, snapshots_in_ram: 3, costs: Default::default() });
+/// let spec = ScheduleSpec::from(RevolveParams { max_n: 10, snapshots_in_ram: 3, ..Default::default() });
 /// let args = checkpointing_cli::spec_args(&spec);
 /// assert_eq!(args.join(" "), "revolve --max-n 10 --rd 2.0 --snapshots-in-ram 3 --ub 1.0 --uf 1.0 --wd 2.0");
 /// let cli = checkpointing_cli::parse(["checkpointing", "schedule"].into_iter().map(String::from).chain(args)).unwrap();

@@ -38,6 +38,7 @@ fn specs() -> Vec<ScheduleSpec> {
                 wd: costs.2,
                 rd: costs.3,
             },
+            trajectory: Default::default(),
         }),
         ScheduleSpec::Revolve(schedule::RevolveParams {
             max_n: 10,
@@ -48,6 +49,7 @@ fn specs() -> Vec<ScheduleSpec> {
                 wd: 2.0,
                 rd: 2.0,
             },
+            trajectory: Default::default(),
         }),
         ScheduleSpec::Hrevolve(schedule::HRevolveParams {
             max_n: 12,

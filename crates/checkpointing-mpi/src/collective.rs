@@ -53,7 +53,7 @@ pub struct MismatchError {
 /// ```no_run
 /// use checkpointing::ScheduleSpec;
 /// let universe = mpi::initialize().unwrap();
-/// let spec = ScheduleSpec::Revolve(checkpointing::schedule::RevolveParams { max_n: 100, snapshots_in_ram: 5, costs: Default::default() });
+/// let spec = ScheduleSpec::Revolve(checkpointing::schedule::RevolveParams { max_n: 100, snapshots_in_ram: 5, ..Default::default() });
 /// checkpointing_mpi::check_same_parameters(&universe.world(), "schedule", &spec).unwrap();
 /// ```
 pub fn check_same_parameters<C: Communicator, P: Serialize>(
@@ -289,7 +289,7 @@ pub struct NotDurable;
 /// ```no_run
 /// use checkpointing::{Journal, ScheduleSpec};
 /// let universe = mpi::initialize().unwrap();
-/// let spec = ScheduleSpec::Revolve(checkpointing::schedule::RevolveParams { max_n: 100, snapshots_in_ram: 5, costs: Default::default() });
+/// let spec = ScheduleSpec::Revolve(checkpointing::schedule::RevolveParams { max_n: 100, snapshots_in_ram: 5, ..Default::default() });
 /// let journal = Journal::new("/local/scratch/rank0", spec, "heat").commit_every_actions(50);
 /// let resuming = checkpointing_mpi::agree_on_journal(&universe.world(), &journal).unwrap();
 /// ```

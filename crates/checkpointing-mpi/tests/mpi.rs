@@ -83,7 +83,7 @@ fn specs() -> Vec<ScheduleSpec> {
         ScheduleSpec::Revolve(schedule::RevolveParams {
             max_n: STEPS,
             snapshots_in_ram: 5,
-            costs: Default::default(),
+            ..Default::default()
         }),
     ]
 }

@@ -58,7 +58,7 @@ impl Default for DemoConfig {
             spec: RevolveParams {
                 max_n: 500,
                 snapshots_in_ram: 4,
-                costs: Default::default(),
+                ..Default::default()
             }
             .into(),
             disk: None,

@@ -41,6 +41,7 @@ fn revolve(max_n: u64, s: u64, uf: f64) -> ScheduleSpec {
             wd: 2.0,
             rd: 2.0,
         },
+        ..Default::default()
     })
 }
 
@@ -115,7 +116,7 @@ fn others_have_none() {
         ScheduleSpec::Revolve(schedule::RevolveParams {
             max_n: 0,
             snapshots_in_ram: 3,
-            costs: Default::default(),
+            ..Default::default()
         }),
     ];
     for spec in specs {

@@ -2,7 +2,7 @@
 //! (with each schedule's declared budgets), and rejects hand-made invalid
 //! action streams at the offending action.
 
-use checkpointing_schedule::schedule::Costs;
+use checkpointing_schedule::schedule::{Costs, RevolveTrajectory};
 use checkpointing_schedule::{
     binomial_forward_steps, Action, Cost, HRevolve, Replay, ReplayErrorKind, ScheduleSpec,
     StorageLevel, Trajectory,
@@ -23,7 +23,7 @@ proptest! {
 
     #[test]
     fn revolve_is_valid_and_optimal(max_n in 1u64..3000, s in 1u64..80) {
-        let spec = ScheduleSpec::Revolve(checkpointing_schedule::schedule::RevolveParams { max_n, snapshots_in_ram: s, costs: Default::default() });
+        let spec = ScheduleSpec::Revolve(checkpointing_schedule::schedule::RevolveParams { max_n, snapshots_in_ram: s, ..Default::default() });
         let c = cost(&spec);
         prop_assert_eq!(c.adjoint_steps, max_n);
         prop_assert!(c.levels[StorageLevel::Ram].peak <= s);
@@ -31,10 +31,29 @@ proptest! {
         prop_assert_eq!(Some(c.forward_steps), binomial_forward_steps(max_n, s));
     }
 
+    /// Algorithm 799's trajectory: valid, the same forward steps as the
+    /// reference package's, never more checkpoint writes.
+    #[test]
+    fn classic_revolve_is_valid_optimal_and_writes_no_more(max_n in 1u64..3000, s in 1u64..80) {
+        let params = |trajectory| checkpointing_schedule::schedule::RevolveParams {
+            max_n,
+            snapshots_in_ram: s,
+            trajectory,
+            ..Default::default()
+        };
+        let classic = cost(&ScheduleSpec::Revolve(params(RevolveTrajectory::Classic)));
+        let reference = cost(&ScheduleSpec::Revolve(params(RevolveTrajectory::CheckpointSchedules)));
+        prop_assert_eq!(classic.adjoint_steps, max_n);
+        prop_assert!(classic.levels[StorageLevel::Ram].peak <= s);
+        prop_assert_eq!(classic.peak_work_steps, 1);
+        prop_assert_eq!(classic.forward_steps, reference.forward_steps);
+        prop_assert!(classic.levels[StorageLevel::Ram].writes <= reference.levels[StorageLevel::Ram].writes);
+    }
+
     #[test]
     fn revolve_with_other_costs_is_valid(max_n in 1u64..200, s in 1u64..10,
                                          uf in 0.0f64..4.0, ub in 0.0f64..4.0) {
-        let spec = ScheduleSpec::Revolve(checkpointing_schedule::schedule::RevolveParams { max_n, snapshots_in_ram: s, costs: checkpointing_schedule::schedule::Costs { uf, ub, wd: 2.0, rd: 2.0 } });
+        let spec = ScheduleSpec::Revolve(checkpointing_schedule::schedule::RevolveParams { max_n, snapshots_in_ram: s, costs: checkpointing_schedule::schedule::Costs { uf, ub, wd: 2.0, rd: 2.0 }, ..Default::default() });
         let c = cost(&spec);
         prop_assert_eq!(c.adjoint_steps, max_n);
         prop_assert!(c.levels[StorageLevel::Ram].peak <= s);
@@ -513,4 +532,47 @@ fn jsonl_round_trip_replays_identically() {
         .collect();
     assert_eq!(text, actions);
     assert_eq!(spec.replay().run(parsed).unwrap(), spec.cost().unwrap());
+}
+
+/// The classic trajectory on the grid of the published code's fixtures
+/// (crates/checkpointing-capi/tests/fixtures/revolve): forward steps equal
+/// to the binomial minimum and to the reference package's trajectory,
+/// writes never more; and, where the C tests found them, the published
+/// code's takeshot counts.
+#[test]
+fn classic_revolve_writes_on_the_fixture_grid() {
+    let writes = |max_n, s, trajectory| {
+        let spec = ScheduleSpec::Revolve(checkpointing_schedule::schedule::RevolveParams {
+            max_n,
+            snapshots_in_ram: s,
+            trajectory,
+            ..Default::default()
+        });
+        let c = cost(&spec);
+        (c.forward_steps, c.levels[StorageLevel::Ram].writes)
+    };
+    let mut fewer = 0;
+    for max_n in 1..=200 {
+        for s in 1..=25 {
+            let (classic_steps, classic) = writes(max_n, s, RevolveTrajectory::Classic);
+            let (steps, reference) = writes(max_n, s, RevolveTrajectory::CheckpointSchedules);
+            assert_eq!(classic_steps, steps, "({max_n}, {s})");
+            assert!(
+                classic <= reference,
+                "({max_n}, {s}): {classic} > {reference}"
+            );
+            fewer += usize::from(classic < reference);
+        }
+    }
+    assert!(fewer > 2000, "{fewer} of 5000 with fewer writes");
+    // Takeshot counts of the published revolve.c (large.txt.xz).
+    for (max_n, s, shots, reference) in [(10_000, 30, 4_960, 9_126), (10_000, 5, 2_380, 2_769)] {
+        assert_eq!(writes(max_n, s, RevolveTrajectory::Classic).1, shots);
+        assert_eq!(
+            writes(max_n, s, RevolveTrajectory::CheckpointSchedules).1,
+            reference
+        );
+    }
+    assert_eq!(writes(5, 2, RevolveTrajectory::Classic).1, 2);
+    assert_eq!(writes(25, 12, RevolveTrajectory::Classic).1, 12);
 }

@@ -243,7 +243,7 @@ fn spec() -> impl Strategy<Value = ScheduleSpec> {
             checkpointing::schedule::RevolveParams {
                 max_n,
                 snapshots_in_ram,
-                costs: Default::default()
+                ..Default::default()
             }
         )),
         (n.clone(), s.clone(), 1..4u64).prop_map(|(max_n, ram, disk)| ScheduleSpec::Hrevolve(

@@ -14,18 +14,19 @@
 //! * `terminate`: the adjoint has reached the first step;
 //! * `error`: see `info` (and [`ckpt_last_error`](crate::ckpt_last_error)).
 //!
-//! Implemented by translating the action stream of a schedule: `Forward`
-//! with `write_ics` is `takeshot` then `advance`; a one-step `Forward` with
-//! `write_adj_deps` (to WORK) followed by its `Reverse` is a turn;
-//! `Copy`/`Move` to WORK is `restore` (a `Move` frees its slot, which is then
-//! reused); `EndReverse` is `terminate`. Slots are numbered from 0, lowest
-//! free first, so Revolve's last-in first-out snapshots use slots `0 ..
-//! snaps - 1` as Algorithm 799 does.
+//! `revolve()` itself is Algorithm 799's controller, call for call (its
+//! state per thread); the extended driver ([`ckpt_revolve_driver_new`])
+//! serves any single-level schedule through the same protocol by
+//! translating its action stream: `Forward` with `write_ics` is `takeshot`
+//! then `advance`; a one-step `Forward` with `write_adj_deps` (to WORK)
+//! followed by its `Reverse` is a turn; `Copy`/`Move` to WORK is `restore`
+//! (a `Move` frees its slot, which is then reused); `EndReverse` is
+//! `terminate`. Slots are numbered from 0, lowest free first.
 //!
 //! * `translate`: the translation of an action stream into `revolve()`
-//!   actions, the state machine behind every driver;
-//! * `classic`: Algorithm 799's `revolve()` (per-thread state over our
-//!   `Revolve`), `numforw()` and `expense()`;
+//!   actions, the state machine behind the extended driver;
+//! * `classic`: Algorithm 799's `revolve()`, `numforw()`, `expense()`,
+//!   `maxrange()` and `adjust()`, as published;
 //! * `driver`: the extended driver, a handle over any single-level schedule.
 
 use std::os::raw::c_int;
@@ -36,7 +37,7 @@ mod classic;
 mod driver;
 mod translate;
 
-pub use classic::{ckpt_numforw, ckpt_revolve, expense, numforw, revolve};
+pub use classic::{adjust, ckpt_numforw, ckpt_revolve, expense, maxrange, numforw, revolve};
 pub use driver::{
     ckpt_revolve_driver_free, ckpt_revolve_driver_new, ckpt_revolve_driver_next, CkptRevolveDriver,
 };
@@ -63,13 +64,29 @@ pub enum CkptRevolveAction {
     Error = 6,
 }
 
-/// `info` after `error`: `check`, `capo` or `fine` are inconsistent (as
-/// Algorithm 799's 9), or not the values the previous call returned, or the
-/// driver was not initialised (`check = -1`, `capo < fine`).
+/// `info` after `error`, ours (Algorithm 799 has no 9): a use that is
+/// undefined in the published code (a NULL argument, `check` or `capo` not
+/// the values the previous call returned, a call after `info = 10`, a
+/// first call that is no start), or, for the extended driver, `check < -1`,
+/// `capo > fine` or a driver not initialised.
 pub const CKPT_REVOLVE_INFO_ARGUMENTS: c_int = 9;
-/// `info` after `error`: too few snapshots (`snaps < 1` for more than one
-/// step; Algorithm 799's 11).
+/// `info` after `error` (Algorithm 799's 10): more checkpoints than the 64
+/// slots.
+pub const CKPT_REVOLVE_INFO_CHECKUP: c_int = 10;
+/// `info` after `error` (Algorithm 799's 11): more checkpoints than `snaps`
+/// (`snaps < 1` for more than one step, or `snaps` lowered below the
+/// checkpoints held).
 pub const CKPT_REVOLVE_INFO_SNAPS: c_int = 11;
+/// `info` after `error` (Algorithm 799's 12): the prediction asked for with
+/// `info > 0` failed in `numforw`.
+pub const CKPT_REVOLVE_INFO_NUMFORW: c_int = 12;
+/// `info` after `error` (Algorithm 799's 13): `fine` grown while every one
+/// of the `snaps` slots holds a checkpoint.
+pub const CKPT_REVOLVE_INFO_FINE_GROWN: c_int = 13;
+/// `info` after `error` (Algorithm 799's 14): `snaps` above the 64 slots.
+pub const CKPT_REVOLVE_INFO_SNAPS_ABOVE_CHECKUP: c_int = 14;
+/// `info` after `error` (Algorithm 799's 15): more than 64 repetitions.
+pub const CKPT_REVOLVE_INFO_REPSUP: c_int = 15;
 /// `info` after `error`: the schedule produced an action that has no
 /// `revolve()` equivalent (a multi-step reverse, adjoint dependencies kept
 /// outside WORK, a copy between two stored levels).

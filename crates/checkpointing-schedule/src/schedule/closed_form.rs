@@ -31,7 +31,7 @@ use crate::action::Step;
 /// ```
 /// use checkpointing_schedule::schedule::RevolveParams;
 /// use checkpointing_schedule::ScheduleSpec;
-/// let spec = ScheduleSpec::from(RevolveParams { max_n: u64::MAX, snapshots_in_ram: 40, costs: Default::default() });
+/// let spec = ScheduleSpec::from(RevolveParams { max_n: u64::MAX, snapshots_in_ram: 40, ..Default::default() });
 /// let steps = spec.closed_form_steps().unwrap();
 /// assert!(steps.forward_steps > u64::MAX as u128);
 /// assert_eq!(steps.adjoint_steps, u64::MAX);

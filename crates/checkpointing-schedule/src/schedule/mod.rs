@@ -41,6 +41,8 @@ mod online_r2;
 mod ops;
 mod periodic;
 mod revolve;
+mod revolve_classic;
+mod revolve_controller;
 mod search;
 mod spec;
 mod two_level;
@@ -73,7 +75,11 @@ pub use mixed::{
 pub use multistage::{MultistageCheckpointSchedule, MultistageParams};
 pub use online_r2::{OnlineR2, OnlineR2Params};
 pub use periodic::{Periodic, PeriodicParams};
-pub use revolve::{Revolve, RevolveParams};
+pub use revolve::{Revolve, RevolveParams, RevolveTrajectory};
+pub use revolve_controller::{
+    numforw, ControllerAction, ControllerCounters, ControllerError, ControllerLimits,
+    ControllerPosition, NumforwError, RevolveController,
+};
 pub use spec::{flags_from_fields, CandidateBudget, ScheduleParams, ScheduleSpec, SpecError};
 pub use two_level::{TwoLevelCheckpointSchedule, TwoLevelParams};
 

@@ -160,7 +160,7 @@ macro_rules! schedule_registry {
         /// ```
         /// use checkpointing_schedule::schedule::RevolveParams;
         /// use checkpointing_schedule::{ScheduleSpec, StorageLevel};
-        /// let spec = ScheduleSpec::from(RevolveParams { max_n: 4, snapshots_in_ram: 2, costs: Default::default() });
+        /// let spec = ScheduleSpec::from(RevolveParams { max_n: 4, snapshots_in_ram: 2, ..Default::default() });
         /// assert_eq!(spec.name(), "revolve");
         /// let cost = spec.cost().unwrap();
         /// assert_eq!((cost.forward_steps, cost.levels[StorageLevel::Ram].peak), (8, 2));

@@ -164,7 +164,7 @@ pub enum JournalError {
 /// use std::time::Duration;
 /// use checkpointing::{Journal, ScheduleSpec};
 /// let dir = tempfile::tempdir().unwrap();
-/// let journal = Journal::new(dir.path(), ScheduleSpec::Revolve(checkpointing::schedule::RevolveParams { max_n: 100, snapshots_in_ram: 4, costs: Default::default() }), "heat, 100 cells")
+/// let journal = Journal::new(dir.path(), ScheduleSpec::Revolve(checkpointing::schedule::RevolveParams { max_n: 100, snapshots_in_ram: 4, ..Default::default() }), "heat, 100 cells")
 ///     .commit_every(Duration::from_secs(60));
 /// assert!(!journal.exists());
 /// ```
