@@ -43,6 +43,8 @@ gfortran -std=f2008 -Wall -Werror -O2 -g -I "$out" -J "$out" "$crate/examples/he
     "$out/checkpointing_f.o" -o "$out/heat_f" $static_libs
 gfortran -std=f2008 -Wall -Werror -O2 -g -I "$out" -J "$out" "$crate/examples/readme.f90" \
     "$out/checkpointing_f.o" -o "$out/readme_f" $libs
+gfortran -std=f2008 -Wall -Werror -O2 -g -I "$out" -J "$out" "$crate/tests/revolve_grid.f90" \
+    "$out/checkpointing_f.o" -o "$out/revolve_grid_f" $libs
 
 export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 passed=0
@@ -87,5 +89,11 @@ same_as_fixture() {
 for set in grid large online aux; do
     run "revolve() = Algorithm 799: $set" same_as_fixture "$set"
 done
+# The same from Fortran, through the module (the grid set).
+fortran_same_as_fixture() {
+    "$out/revolve_grid_f" > "$out/revolve_grid_f.txt" || return 1
+    xz -dc "$crate/tests/fixtures/revolve/grid.txt.xz" | sed '/^# /d' | cmp - "$out/revolve_grid_f.txt"
+}
+run "Fortran revolve() = Algorithm 799: grid" fortran_same_as_fixture
 echo "checkpointing-capi C/Fortran: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,7 +1,9 @@
 !> Fortran 2008 bindings (iso_c_binding) of the C API of checkpointing
 !> (include/checkpointing.h): schedules as handles of type ckpt_schedule,
 !> pulled action by action or in batches as ckpt_action_record, finalized,
-!> costed and freed; Algorithm 799's revolve() as ckpt_revolve. Every
+!> costed and freed; Algorithm 799's revolve() as ckpt_revolve, with its
+!> numforw, expense, maxrange and adjust under their classic names (the C
+!> functions of revolve.h: the published code's behaviour, call for call). Every
 !> function returns a status (CKPT_STATUS_OK = 0, CKPT_STATUS_END = 1,
 !> negative on error); ckpt_last_error_message() gives the message.
 !>
@@ -60,7 +62,8 @@ module checkpointing
        ckpt_schedule_hrevolve, ckpt_schedule_multistage, ckpt_schedule_periodic, &
        ckpt_schedule_online_r2, ckpt_schedule_single_memory, ckpt_schedule_next, &
        ckpt_schedule_next_records, ckpt_schedule_finalize, ckpt_schedule_free, &
-       ckpt_spec_cost, ckpt_binomial_forward_steps, ckpt_last_error_message, ckpt_revolve
+       ckpt_spec_cost, ckpt_binomial_forward_steps, ckpt_last_error_message, ckpt_revolve, &
+       numforw, expense, maxrange, adjust
 
   interface
      function c_from_json(json, out) bind(c, name='ckpt_schedule_from_json')
@@ -161,6 +164,30 @@ module checkpointing
        integer(c_int), value :: snaps
        integer(c_int) :: c_revolve
      end function c_revolve
+     !> Algorithm 799's numforw(steps, snaps): the steps revolve() advances.
+     function numforw(steps, snaps) bind(c, name='numforw')
+       import :: c_int
+       integer(c_int), value :: steps, snaps
+       integer(c_int) :: numforw
+     end function numforw
+     !> Algorithm 799's expense(steps, snaps): numforw(steps, snaps) / steps.
+     function expense(steps, snaps) bind(c, name='expense')
+       import :: c_int, c_double
+       integer(c_int), value :: steps, snaps
+       real(c_double) :: expense
+     end function expense
+     !> Algorithm 799's maxrange(ss, tt): the binomial (ss + tt)! / (ss! tt!).
+     function maxrange(ss, tt) bind(c, name='maxrange')
+       import :: c_int
+       integer(c_int), value :: ss, tt
+       integer(c_int) :: maxrange
+     end function maxrange
+     !> Algorithm 799's adjust(steps): a snaps near log4(steps).
+     function adjust(steps) bind(c, name='adjust')
+       import :: c_int
+       integer(c_int), value :: steps
+       integer(c_int) :: adjust
+     end function adjust
   end interface
 
 contains
@@ -292,7 +319,9 @@ contains
   end function ckpt_last_error_message
 
   !> Algorithm 799's revolve(check, capo, fine, snaps, info): returns
-  !> CKPT_ADVANCE ... CKPT_ERROR.
+  !> CKPT_ADVANCE ... CKPT_ERROR, with the published code's check, capo,
+  !> fine and info (see revolve.h); fine and snaps may change between calls
+  !> during the forward sweep.
   integer(c_int) function ckpt_revolve(check, capo, fine, snaps, info) result(action)
     integer(c_int), intent(inout) :: check, capo, fine, info
     integer(c_int), intent(in) :: snaps

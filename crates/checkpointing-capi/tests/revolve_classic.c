@@ -4,7 +4,8 @@
  * snaps) the forward steps (advanced plus one recorded per turn) must be the
  * binomial minimum, the advanced ones numforw(steps, snaps), and the gradient
  * bitwise that of storing every state. Then the same loop through the
- * extended driver (ckpt_revolve_driver_*) over other single-level schedules.
+ * extended driver (ckpt_revolve_driver_*) over other single-level schedules,
+ * and the classic trajectory's writes through its spec.
  */
 #include "revolve.h"
 #include "checkpointing.h"
@@ -150,6 +151,22 @@ int main(void) {
         CHECK(max_check < 6, "%s: slot %d", specs[i], max_check);
         printf("driver %-60s %6ld forward steps, slots 0..%d\n", specs[i], forward, max_check);
         CHECK(ckpt_revolve_driver_free(driver) == CKPT_STATUS_OK, "free");
+    }
+    /* The classic trajectory as a schedule, by its spec: the same forward
+     * steps as the reference package's, the published code's 4,960
+     * checkpoint writes for (10,000, 30) against 9,126. */
+    {
+        CkptCost classic, reference;
+        CHECK(ckpt_spec_cost("{\"schedule\":\"revolve\",\"max_n\":10000,\"snapshots_in_ram\":30,"
+                             "\"trajectory\":\"classic\"}",
+                             &classic) == CKPT_STATUS_OK,
+              "classic spec: %s", ckpt_last_error());
+        CHECK(ckpt_spec_cost("{\"schedule\":\"revolve\",\"max_n\":10000,\"snapshots_in_ram\":30}",
+                             &reference) == CKPT_STATUS_OK,
+              "reference spec");
+        CHECK(classic.forward_steps == reference.forward_steps, "forward steps differ");
+        CHECK(classic.ram.writes == 4960 && reference.ram.writes == 9126, "writes %llu %llu",
+              (unsigned long long)classic.ram.writes, (unsigned long long)reference.ram.writes);
     }
     printf("revolve_classic: %d passed, %d failed\n", passed, failed);
     return failed != 0;

@@ -54,12 +54,44 @@ macro_rules! revolve_family {
     };
 }
 
-revolve_family!(
-    PyRevolve, "Revolve",
-    "`Revolve(max_n, snapshots_in_ram, uf=1, ub=1, wd=2, rd=2)`: binomial checkpointing in RAM (Griewank & Walther 2000).",
-    |py, max_n, ram, c| Revolve::with_costs(max_n, ram, schedule::Costs { uf: c[0], ub: c[1], wd: c[2], rd: c[3] }),
-    false
-);
+/// `Revolve(max_n, snapshots_in_ram, uf=1, ub=1, wd=2, rd=2, *,
+/// trajectory="checkpoint-schedules")`: binomial checkpointing in RAM
+/// (Griewank & Walther 2000). `trajectory="classic"` follows the published
+/// `revolve()` of Algorithm 799: the same forward steps, fewer RAM writes;
+/// the default is the reference package's.
+#[pyclass(extends = RevolveCheckpointSchedule, module = "checkpointing", name = "Revolve")]
+pub struct PyRevolve;
+
+#[pymethods]
+impl PyRevolve {
+    #[new]
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (max_n, snapshots_in_ram, uf=1.0, ub=1.0, wd=2.0, rd=2.0, *, trajectory="checkpoint-schedules"))]
+    fn new(
+        py: Python<'_>,
+        max_n: &Bound<'_, PyAny>,
+        snapshots_in_ram: &Bound<'_, PyAny>,
+        uf: f64,
+        ub: f64,
+        wd: f64,
+        rd: f64,
+        trajectory: &str,
+    ) -> PyResult<PyClassInitializer<Self>> {
+        let max_n = steps(py, "max_n", max_n)?;
+        let ram = count(py, "snapshots_in_ram", snapshots_in_ram)?;
+        let trajectory: schedule::RevolveTrajectory =
+            trajectory.parse().map_err(|e| parameter_error(py, e))?;
+        let costs = schedule::Costs { uf, ub, wd, rd };
+        let base = CheckpointSchedule::from_result(
+            py,
+            Revolve::with_trajectory(max_n, ram, costs, trajectory),
+        )?;
+        Ok(PyClassInitializer::from(base)
+            .add_subclass(RevolveCheckpointSchedule)
+            .add_subclass(Self))
+    }
+}
+
 revolve_family!(
     PyDiskRevolve, "DiskRevolve",
     "`DiskRevolve(max_n, snapshots_in_ram, uf=1, ub=1, wd=2, rd=2)`: RAM plus unlimited disk (Aupy et al. 2016).",

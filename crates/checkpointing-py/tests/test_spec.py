@@ -17,6 +17,8 @@ from driving import actions
          lambda: checkpointing.MultistageCheckpointSchedule(30, 2, 2)),
         ({"schedule": "periodic", "max_n": 30, "period": 7}, lambda: checkpointing.Periodic(30, 7)),
         ({"schedule": "online-r2", "steps": 30, "snapshots": 3}, lambda: checkpointing.OnlineR2(3)),
+        ({"schedule": "revolve", "max_n": 30, "snapshots_in_ram": 3, "trajectory": "classic"},
+         lambda: checkpointing.Revolve(30, 3, trajectory="classic")),
     ],
 )
 def test_same_actions_as_the_constructor(spec, constructor):
@@ -51,3 +53,22 @@ def test_hierarchical_revolve_runs_from_python():
 def test_bad_specs_raise(text):
     with pytest.raises(checkpointing.InvalidScheduleParameters):
         checkpointing.schedule_from_spec(text)
+
+
+def test_classic_revolve_trajectory_writes_less_for_the_same_steps():
+    """Algorithm 799's trajectory against the reference package's (the
+    default): the same forward steps, fewer RAM writes for (25, 12)."""
+
+    def counts(schedule):
+        out = actions(schedule, 25)
+        forward = sum(int(a.split(", ")[1]) - int(a.split("(")[1].split(",")[0])
+                      for a in out if a.startswith("Forward("))
+        writes = sum(a.startswith("Forward(") and ", True, False, StorageType.RAM)" in a for a in out)
+        return forward, writes
+
+    reference = counts(checkpointing.Revolve(25, 12))
+    classic = counts(checkpointing.Revolve(25, 12, trajectory="classic"))
+    assert (reference[1], classic[1]) == (23, 12)
+    assert classic[0] == reference[0] > 25
+    with pytest.raises(ValueError, match="classic"):
+        checkpointing.Revolve(25, 12, trajectory="binomial")

@@ -487,3 +487,28 @@ proptest! {
         }
     }
 }
+
+/// Where a RAM write costs time, Revolve's classic trajectory (Algorithm
+/// 799's: the same forward steps, fewer writes) ranks above the reference
+/// package's.
+#[test]
+fn classic_revolve_is_preferred_when_writes_cost() {
+    let revolve = |plan: &Plan, trajectory: crate::schedule::RevolveTrajectory| {
+        all(plan)
+            .find(|c| matches!(&c.spec, ScheduleSpec::Revolve(p) if p.trajectory == trajectory))
+            .map(|c| (c.predicted_seconds, c.cost.levels[StorageLevel::Ram].writes))
+    };
+    let input = PlanInput::new(Some(10_000), Bytes(MB), Bytes(26 * MB)).with_level(
+        StorageLevel::Ram,
+        LevelBudget::new(Bytes(26 * MB), 0.05, 0.05),
+    );
+    let plan = plan(&input).unwrap();
+    let classic = revolve(&plan, crate::schedule::RevolveTrajectory::Classic).unwrap();
+    let reference = revolve(
+        &plan,
+        crate::schedule::RevolveTrajectory::CheckpointSchedules,
+    )
+    .unwrap();
+    assert!(classic.1 < reference.1, "{classic:?} {reference:?}");
+    assert!(classic.0 < reference.0, "{classic:?} {reference:?}");
+}
