@@ -9,7 +9,7 @@
 //!   1.0.4, with its text form (`repr`) and a JSON-lines form;
 //!   [`ActionRecord`], a fixed 24-byte layout for columnar consumers.
 //! * [`Schedule`]: one trait, a lazy iterator of actions, implemented by
-//!   every schedule ([`Revolve`], [`HRevolve`], [`MultistageCheckpointSchedule`],
+//!   every schedule ([`Revolve`], [`HRevolve`], [`Multistage`],
 //!   [`Periodic`], [`OnlineR2`], ...) in `O(snapshots)` memory, and
 //!   implementable outside this crate through [`Cursor`].
 //! * [`ScheduleSpec`]: a schedule named by its parameters (serde, JSON).
@@ -44,9 +44,13 @@ pub use record::{ActionRecord, RecordError};
 pub use replay::{Cost, LevelCost, Replay, ReplayError, ReplayErrorKind};
 pub use schedule::{
     binomial_forward_steps, Cursor, DiskRevolve, Drive, HRevolve, HierarchicalRevolve, LevelSpec,
-    MixedCheckpointSchedule, MultistageCheckpointSchedule, NoneCheckpointSchedule, OnlineR2,
-    Periodic, PeriodicDiskRevolve, Revolve, Schedule, ScheduleError, ScheduleSpec,
-    SingleDiskStorageSchedule, SingleMemoryStorageSchedule, SpecError, StepCounts, Trajectory,
-    TwoLevelCheckpointSchedule,
+    Mixed, Multistage, NoneSchedule, OnlineR2, Periodic, PeriodicDiskRevolve, Revolve, Schedule,
+    ScheduleError, ScheduleSpec, SingleDisk, SingleMemory, SpecError, StepCounts, Trajectory,
+    TwoLevel,
 };
 pub use schedule::{ChainCost, ChainModel, HeterogeneousChain, HeterogeneousRevolve};
+#[allow(deprecated)]
+pub use schedule::{
+    MixedCheckpointSchedule, MultistageCheckpointSchedule, NoneCheckpointSchedule,
+    SingleDiskStorageSchedule, SingleMemoryStorageSchedule, TwoLevelCheckpointSchedule,
+};

@@ -7,9 +7,8 @@ use std::collections::HashMap;
 use std::io::Read;
 
 use checkpointing_schedule::{
-    Action, DiskRevolve, HRevolve, MixedCheckpointSchedule, MultistageCheckpointSchedule,
-    NoneCheckpointSchedule, PeriodicDiskRevolve, Revolve, Schedule, SingleDiskStorageSchedule,
-    SingleMemoryStorageSchedule, StorageLevel, Trajectory, TwoLevelCheckpointSchedule,
+    Action, DiskRevolve, HRevolve, Mixed, Multistage, NoneSchedule, PeriodicDiskRevolve, Revolve,
+    Schedule, SingleDisk, SingleMemory, StorageLevel, Trajectory, TwoLevel,
 };
 use sha2::{Digest, Sha256};
 
@@ -82,11 +81,9 @@ impl Case {
 
     fn schedule(&self) -> Box<dyn Schedule> {
         match self.params["family"].as_str() {
-            "none" => Box::new(NoneCheckpointSchedule::new()),
-            "single-memory" => Box::new(SingleMemoryStorageSchedule::new()),
-            "single-disk" => Box::new(SingleDiskStorageSchedule::new(
-                self.get::<u8>("move_data") == 1,
-            )),
+            "none" => Box::new(NoneSchedule::new()),
+            "single-memory" => Box::new(SingleMemory::new()),
+            "single-disk" => Box::new(SingleDisk::new(self.get::<u8>("move_data") == 1)),
             "revolve" => Box::new(
                 Revolve::with_costs(
                     self.get("max_n"),
@@ -101,7 +98,7 @@ impl Case {
                 .unwrap(),
             ),
             "multistage" => Box::new(
-                MultistageCheckpointSchedule::new(
+                Multistage::new(
                     self.get("max_n"),
                     self.get("snapshots_in_ram"),
                     self.get("snapshots_on_disk"),
@@ -110,7 +107,7 @@ impl Case {
                 .unwrap(),
             ),
             "two-level" => Box::new(
-                TwoLevelCheckpointSchedule::new(
+                TwoLevel::new(
                     self.get("period"),
                     self.get("binomial_snapshots"),
                     self.get("binomial_storage"),
@@ -159,7 +156,7 @@ impl Case {
                 .unwrap(),
             ),
             "mixed" => Box::new(
-                MixedCheckpointSchedule::new(
+                Mixed::new(
                     self.get("max_n"),
                     self.get("snapshots"),
                     self.get("storage"),
