@@ -289,7 +289,7 @@ fn bench_case<P: Subject>(case: &Case, cells: usize, steps: Step) -> Summary {
         "\n{} {cells} cells × {steps} steps, {}: RAM {} ({} states){}",
         P::name(),
         case.name,
-        budget.ram,
+        budget.ram(),
         case.ram_states,
         case.disk_states
             .map(|d| format!(", disk {} ({d} states)", Bytes(d * state)))

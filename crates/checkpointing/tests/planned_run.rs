@@ -207,7 +207,7 @@ fn nothing_fits_is_a_typed_error_before_anything_runs() {
         assert!(smallest_ram.0 > ram);
         assert_eq!(problem.grad_a, 0.0);
         // The least RAM it names does fit, with the same disk.
-        budget.ram = smallest_ram;
+        budget = budget.with_level(StorageLevel::Ram, smallest_ram);
         Executor::in_memory()
             .run_planned(&mut Swing::new(), initial(), &budget, terminal)
             .unwrap();

@@ -37,6 +37,7 @@ use crate::action::{Action, Step};
 use crate::record::ActionRecord;
 use crate::StorageLevel;
 
+mod argmin;
 mod basic;
 mod binomial;
 mod closed_form;
@@ -48,10 +49,12 @@ mod hrevolve;
 mod mixed;
 mod multistage;
 mod online_r2;
-mod ops;
+mod op_sequence;
 mod periodic;
 mod revolve;
-mod search;
+// `revolve.rs` imports the operation language as `super::ops`; it is being
+// changed on another branch, so its import moves to `op_sequence` after that.
+use op_sequence as ops;
 mod spec;
 mod two_level;
 

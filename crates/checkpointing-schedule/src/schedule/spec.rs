@@ -310,7 +310,7 @@ macro_rules! schedule_registry {
             /// Every schedule configured for `budget` (where a schedule has
             /// a free parameter, such as a period, one natural choice for
             /// that budget). Whether each really fits is for its replay to
-            /// show ([`Cost::fits`]).
+            /// show ([`Cost::fits_in`]).
             ///
             /// ```
             /// use checkpointing_schedule::schedule::CandidateBudget;

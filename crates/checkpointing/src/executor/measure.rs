@@ -116,7 +116,7 @@ impl Measurements {
     /// the planner counts.
     pub fn plan_input(&self, budget: &PlanBudget) -> PlanInput {
         let state = self.state_bytes.max(1);
-        let mut input = PlanInput::new(budget.steps, Bytes(state), budget.ram);
+        let mut input = PlanInput::new(budget.steps, Bytes(state), budget.ram());
         input.forward_seconds = self.forward_seconds.max(MIN_FORWARD_SECONDS);
         input.adjoint_seconds = self.adjoint_seconds + self.copy_seconds;
         for (level, measured) in self.levels.iter() {

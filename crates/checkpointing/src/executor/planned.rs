@@ -22,7 +22,7 @@ use super::{Executor, ExecutorError, Outcome, Problem, UserError};
 use crate::action::Step;
 use crate::plan::{plan, Bytes, Plan};
 use crate::storage::Footprint;
-use crate::{Schedule, ScheduleSpec, StorageLevel};
+use crate::{PerLevel, Schedule, ScheduleSpec, StorageLevel};
 
 /// Forward and adjoint steps timed by default ([`PlanBudget::probe_steps`]).
 pub const DEFAULT_PROBE_STEPS: Step = 5;
@@ -38,9 +38,11 @@ pub const DEFAULT_PROBE_STEPS: Step = 5;
 ///
 /// ```
 /// use checkpointing::plan::Bytes;
-/// use checkpointing::PlanBudget;
-/// let budget = PlanBudget::new(1000, Bytes(64 << 20)).with_disk(Bytes(1 << 30));
-/// assert_eq!((budget.steps, budget.disk), (Some(1000), Some(Bytes(1 << 30))));
+/// use checkpointing::{PlanBudget, StorageLevel};
+/// let budget = PlanBudget::new(1000, Bytes(64 << 20)).with_level(StorageLevel::Disk, Bytes(1 << 30));
+/// assert_eq!(budget.steps, Some(1000));
+/// assert_eq!(budget.bytes(StorageLevel::Disk), Some(Bytes(1 << 30)));
+/// assert_eq!(budget.bytes(StorageLevel::Device), None);
 /// assert_eq!(PlanBudget::online(Bytes(64 << 20)).steps, None);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,12 +51,9 @@ pub struct PlanBudget {
     /// Steps of the loop, or `None` when the loop decides when it ends
     /// ([`Executor::run_planned_online`]).
     pub steps: Option<Step>,
-    /// Bytes of RAM.
-    pub ram: Bytes,
-    /// Bytes on disk, if the DISK level is to be used.
-    pub disk: Option<Bytes>,
-    /// Bytes of accelerator memory, if the DEVICE level is to be measured.
-    pub device: Option<Bytes>,
+    /// Bytes of each stored level that is to be used; RAM's are always
+    /// given ([`PlanBudget::ram`]).
+    pub levels: PerLevel<Option<Bytes>>,
     /// Forward and adjoint steps to time (at least 1, at most the steps).
     pub probe_steps: Step,
 }
@@ -72,23 +71,29 @@ impl PlanBudget {
     pub fn online(ram: Bytes) -> Self {
         Self {
             steps: None,
-            ram,
-            disk: None,
-            device: None,
+            levels: PerLevel::default().with(StorageLevel::Ram, Some(ram)),
             probe_steps: DEFAULT_PROBE_STEPS,
         }
     }
 
-    /// This budget with `bytes` on disk.
-    pub fn with_disk(mut self, bytes: Bytes) -> Self {
-        self.disk = Some(bytes);
+    /// This budget with `bytes` in `level` (DEVICE, RAM or DISK).
+    ///
+    /// # Panics
+    /// If `level` is WORK or NONE, which hold no checkpoints.
+    pub fn with_level(mut self, level: StorageLevel, bytes: Bytes) -> Self {
+        self.levels[level] = Some(bytes);
         self
     }
 
-    /// This budget with `bytes` of accelerator memory.
-    pub fn with_device(mut self, bytes: Bytes) -> Self {
-        self.device = Some(bytes);
-        self
+    /// This budget with `bytes` on disk: `with_level(StorageLevel::Disk, bytes)`.
+    pub fn with_disk(self, bytes: Bytes) -> Self {
+        self.with_level(StorageLevel::Disk, bytes)
+    }
+
+    /// This budget with `bytes` of accelerator memory:
+    /// `with_level(StorageLevel::Device, bytes)`.
+    pub fn with_device(self, bytes: Bytes) -> Self {
+        self.with_level(StorageLevel::Device, bytes)
     }
 
     /// Times `steps` forward and adjoint steps (default
@@ -98,14 +103,15 @@ impl PlanBudget {
         self
     }
 
-    /// The bytes of `level`, if it is to be used.
+    /// The bytes of `level`, if it is to be used (`None` for WORK and
+    /// NONE).
     pub fn bytes(&self, level: StorageLevel) -> Option<Bytes> {
-        match level {
-            StorageLevel::Ram => Some(self.ram),
-            StorageLevel::Disk => self.disk,
-            StorageLevel::Device => self.device,
-            _ => None,
-        }
+        self.levels.get(level).copied().flatten()
+    }
+
+    /// The bytes of RAM.
+    pub fn ram(&self) -> Bytes {
+        self.bytes(StorageLevel::Ram).unwrap_or(Bytes(0))
     }
 }
 

@@ -2,7 +2,7 @@
 //! steps and `s` checkpoint units, and the first step to take
 //! ([`MixedCostTable`], [`mixed_step`], [`optimal_steps_mixed`]).
 
-use super::super::search::{lane_min, RowSearch};
+use super::super::argmin::{lane_min, RowSearch};
 use super::super::ScheduleError;
 use crate::action::Step;
 
