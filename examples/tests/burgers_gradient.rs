@@ -61,8 +61,8 @@ fn executor_gradient_equals_store_all_bitwise() {
     let out = Executor::in_memory()
         .run_planned(
             &mut burgers,
-            u0,
             &PlanBudget::new(STEPS, Bytes(state)),
+            u0,
             terminal,
         )
         .unwrap();

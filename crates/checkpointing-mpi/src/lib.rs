@@ -45,8 +45,11 @@ mod collective;
 mod decomposition;
 pub mod heat;
 
+/// The error of adopting a manifest through a [`CollectiveStore`] whose
+/// inner store is not durable; one type with `checkpointing_store`'s.
+pub use checkpointing::NotDurable;
 pub use collective::{
     agree_on_journal, check_same_parameters, exit_together, rank_disk_store, CollectiveStore,
-    MismatchError, NotDurable, OtherRankError,
+    MismatchError, OtherRankError,
 };
 pub use decomposition::{Block1d, Halo1d};

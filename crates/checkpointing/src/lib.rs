@@ -60,6 +60,6 @@ pub use executor::{
     UserError,
 };
 pub use storage::{
-    Checkpoint, DiskStore, DurableStore, Footprint, MemoryStore, SnapshotNames, SnapshotStore,
-    StorageError, StoreStats,
+    Checkpoint, DiskStore, DurableStore, Footprint, MemoryStore, NamedStore, NotDurable,
+    SnapshotNames, SnapshotStore, StorageError, StoreStats,
 };

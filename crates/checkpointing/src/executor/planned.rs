@@ -17,7 +17,7 @@
 
 use std::time::Instant;
 
-use super::measure::Measurements;
+use super::measure::{Measurements, StopProbe};
 use super::{Executor, ExecutorError, Outcome, Problem, UserError};
 use crate::action::Step;
 use crate::plan::{plan, Bytes, Plan};
@@ -200,7 +200,7 @@ where
     /// // 100 steps in RAM for about 8 states of 8 kB: the schedule recomputes.
     /// let budget = PlanBudget::new(100, Bytes(8 * 8_100));
     /// let out = Executor::in_memory()
-    ///     .run_planned(&mut problem, vec![1.0; 1000], &budget, |_| Ok(vec![1.0; 1000]))
+    ///     .run_planned(&mut problem, &budget, vec![1.0; 1000], |_| Ok(vec![1.0; 1000]))
     ///     .unwrap();
     /// assert_eq!(out.outcome.adjoint[0], 2f64.powi(100));
     /// assert!(out.outcome.stats.forward_steps > 100);
@@ -211,9 +211,9 @@ where
     pub fn run_planned<P>(
         &mut self,
         problem: &mut P,
-        initial: S,
         budget: &PlanBudget,
-        mut terminal: impl FnMut(&S) -> Result<P::Adjoint, UserError>,
+        initial: S,
+        terminal: impl FnMut(&S) -> Result<P::Adjoint, UserError>,
     ) -> Result<PlannedOutcome<P::Adjoint>, ExecutorError>
     where
         P: Problem<State = S> + Clone,
@@ -223,18 +223,8 @@ where
                 "run_planned needs a step count (PlanBudget::new); use run_planned_online for a loop that decides when it ends",
             ));
         }
-        let measurements = self.measure_until(problem, &initial, budget, None, &mut terminal)?;
-        let (plan, planning_seconds) = plan_for(&measurements, budget)?;
-        let start = Instant::now();
-        let outcome = self.run_spec(problem, &plan.best.spec, initial, terminal)?;
-        let measured_seconds = start.elapsed().as_secs_f64();
-        Ok(finish(
-            outcome,
-            plan,
-            measurements,
-            measured_seconds,
-            planning_seconds,
-        ))
+        let no_stop: Option<fn(Step, &S) -> bool> = None;
+        self.measure_plan_run(problem, budget, initial, no_stop, terminal)
     }
 
     /// [`run_planned`](Self::run_planned) for a loop that decides when it
@@ -254,7 +244,7 @@ where
     /// );
     /// let budget = PlanBudget::online(Bytes(1 << 20));
     /// let out = Executor::in_memory()
-    ///     .run_planned_online(&mut problem, vec![0.0; 100], &budget, |_, x| x[0] >= 40.0, |_| Ok(1.0))
+    ///     .run_planned_online(&mut problem, &budget, vec![0.0; 100], |_, x| x[0] >= 40.0, |_| Ok(1.0))
     ///     .unwrap();
     /// assert_eq!(out.outcome.stats.steps, 40);
     /// assert!(out.modelled_seconds > 0.0);
@@ -262,10 +252,10 @@ where
     pub fn run_planned_online<P>(
         &mut self,
         problem: &mut P,
-        initial: S,
         budget: &PlanBudget,
-        mut stop: impl FnMut(Step, &S) -> bool,
-        mut terminal: impl FnMut(&S) -> Result<P::Adjoint, UserError>,
+        initial: S,
+        stop: impl FnMut(Step, &S) -> bool,
+        terminal: impl FnMut(&S) -> Result<P::Adjoint, UserError>,
     ) -> Result<PlannedOutcome<P::Adjoint>, ExecutorError>
     where
         P: Problem<State = S> + Clone,
@@ -275,49 +265,52 @@ where
                 "run_planned_online needs an unknown step count (PlanBudget::online); use run_planned for a known one",
             ));
         }
-        let measurements =
-            self.measure_until(problem, &initial, budget, Some(&mut stop), &mut terminal)?;
-        let (plan, planning_seconds) = plan_for(&measurements, budget)?;
-        let schedule = plan.best.spec.build()?;
+        self.measure_plan_run(problem, budget, initial, Some(stop), terminal)
+    }
+
+    /// What [`run_planned`](Self::run_planned) and
+    /// [`run_planned_online`](Self::run_planned_online) do once their budget
+    /// is checked: measure, plan, run (the planned schedule for its steps
+    /// without `stop`, online until `stop` with it), and report.
+    fn measure_plan_run<P>(
+        &mut self,
+        problem: &mut P,
+        budget: &PlanBudget,
+        initial: S,
+        mut stop: Option<impl FnMut(Step, &S) -> bool>,
+        mut terminal: impl FnMut(&S) -> Result<P::Adjoint, UserError>,
+    ) -> Result<PlannedOutcome<P::Adjoint>, ExecutorError>
+    where
+        P: Problem<State = S> + Clone,
+    {
+        let measurements = self.measure_until(
+            problem,
+            &initial,
+            budget,
+            stop.as_mut().map(|f| f as StopProbe<'_, S>),
+            &mut terminal,
+        )?;
         let start = Instant::now();
-        let outcome = self.run_online(problem, schedule, initial, stop, terminal)?;
+        let plan = plan(&measurements.plan_input(budget))?;
+        let planning_seconds = start.elapsed().as_secs_f64();
+        let start = Instant::now();
+        let mut outcome = match stop {
+            None => self.run_spec(problem, &plan.best.spec, initial, terminal)?,
+            Some(stop) => {
+                let schedule = plan.best.spec.build()?;
+                self.run_online(problem, schedule, initial, stop, terminal)?
+            }
+        };
         let measured_seconds = start.elapsed().as_secs_f64();
-        Ok(finish(
+        measurements.discount(&mut outcome.stats);
+        Ok(PlannedOutcome {
+            predicted_seconds: plan.best.predicted_seconds,
+            modelled_seconds: measurements.model_seconds(&outcome.stats),
             outcome,
             plan,
             measurements,
             measured_seconds,
             planning_seconds,
-        ))
-    }
-}
-
-/// Plans for `budget` from `measurements`, timed.
-fn plan_for(
-    measurements: &Measurements,
-    budget: &PlanBudget,
-) -> Result<(Plan, f64), ExecutorError> {
-    let start = Instant::now();
-    let plan = plan(&measurements.plan_input(budget))?;
-    Ok((plan, start.elapsed().as_secs_f64()))
-}
-
-/// The outcome of a planned run, the probes' traffic discounted.
-fn finish<A>(
-    mut outcome: Outcome<A>,
-    plan: Plan,
-    measurements: Measurements,
-    measured_seconds: f64,
-    planning_seconds: f64,
-) -> PlannedOutcome<A> {
-    measurements.discount(&mut outcome.stats);
-    PlannedOutcome {
-        predicted_seconds: plan.best.predicted_seconds,
-        modelled_seconds: measurements.model_seconds(&outcome.stats),
-        outcome,
-        plan,
-        measurements,
-        measured_seconds,
-        planning_seconds,
+        })
     }
 }
