@@ -14,7 +14,7 @@
 //!   failed save, load or removal on any rank (a corrupted or missing disk
 //!   snapshot, a full disk) makes every rank return an error naming the
 //!   failing rank, in bounded time, instead of leaving the others blocked;
-//! * [`rank_disk_store`]: a [`DiskStore`] whose files are named by rank and
+//! * [`rank_disk_store`]: a [`DiskStore`](checkpointing::DiskStore) whose files are named by rank and
 //!   step, so that ranks can share a directory;
 //! * [`Block1d`] and [`Halo1d`]: a 1-D block decomposition and its halo
 //!   exchange, as used by the distributed heat equation ([`heat`]).
