@@ -275,7 +275,7 @@ fn bench_case<P: Subject>(case: &Case, cells: usize, steps: Step) -> Summary {
     }
     let terminal = |u: &Vec<f64>| -> Result<Vec<f64>, UserError> { Ok(P::terminal(u)) };
     let m: Measurements = executor(case)
-        .measure(&problem, &start_state, &budget, terminal)
+        .measure(&problem, &budget, &start_state, terminal)
         .unwrap();
     let plan = plan(&m.plan_input(&budget)).unwrap();
     let all: Vec<Candidate> = std::iter::once(plan.best.clone())
@@ -289,7 +289,7 @@ fn bench_case<P: Subject>(case: &Case, cells: usize, steps: Step) -> Summary {
         "\n{} {cells} cells × {steps} steps, {}: RAM {} ({} states){}",
         P::name(),
         case.name,
-        budget.ram,
+        budget.ram(),
         case.ram_states,
         case.disk_states
             .map(|d| format!(", disk {} ({d} states)", Bytes(d * state)))

@@ -13,9 +13,7 @@ mod common;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use checkpointing::{
-    Action, MultistageCheckpointSchedule, Revolve, Schedule, ScheduleSpec, Trajectory,
-};
+use checkpointing::{Action, Multistage, Revolve, Schedule, ScheduleSpec, Trajectory};
 
 /// Iterates the whole schedule, as its concrete type (as an executor
 /// generic over the schedule does); returns the number of actions.
@@ -42,13 +40,8 @@ fn stream(spec: &ScheduleSpec) -> u64 {
             snapshots_on_disk,
             trajectory,
         }) => count(
-            MultistageCheckpointSchedule::new(
-                max_n,
-                snapshots_in_ram,
-                snapshots_on_disk,
-                trajectory,
-            )
-            .expect("valid parameters"),
+            Multistage::new(max_n, snapshots_in_ram, snapshots_on_disk, trajectory)
+                .expect("valid parameters"),
         ),
         _ => count(spec.build().expect("valid parameters")),
     }
@@ -87,7 +80,7 @@ fn serde_json_list(specs: &[ScheduleSpec]) -> String {
                 r#"{{"schedule":"multistage","max_n":{max_n},"snapshots_in_ram":{snapshots_in_ram},"snapshots_on_disk":{snapshots_on_disk},"trajectory":"{}"}}"#,
                 trajectory.name()
             ),
-            ScheduleSpec::Hrevolve(checkpointing::schedule::HRevolveParams { max_n, snapshots_in_ram, snapshots_on_disk, .. }) => format!(
+            ScheduleSpec::HRevolve(checkpointing::schedule::HRevolveParams { max_n, snapshots_in_ram, snapshots_on_disk, .. }) => format!(
                 r#"{{"schedule":"hrevolve","max_n":{max_n},"snapshots_in_ram":{snapshots_in_ram},"snapshots_on_disk":{snapshots_on_disk},"repeat":1}}"#
             ),
             ScheduleSpec::DiskRevolve(checkpointing::schedule::DiskRevolveParams { max_n, snapshots_in_ram, .. }) => format!(
@@ -140,7 +133,7 @@ fn label(spec: &ScheduleSpec) -> String {
                 trajectory.name()
             )
         }
-        ScheduleSpec::Hrevolve(checkpointing::schedule::HRevolveParams {
+        ScheduleSpec::HRevolve(checkpointing::schedule::HRevolveParams {
             max_n,
             snapshots_in_ram,
             snapshots_on_disk,
@@ -178,7 +171,7 @@ fn main() {
         multistage(200_000, 20, 0, Trajectory::Maximum),
         multistage(200_000, 0, 30, Trajectory::Revolve),
         multistage(200_000, 5, 10, Trajectory::Maximum),
-        ScheduleSpec::Hrevolve(checkpointing::schedule::HRevolveParams {
+        ScheduleSpec::HRevolve(checkpointing::schedule::HRevolveParams {
             max_n: 1000,
             snapshots_in_ram: 3,
             snapshots_on_disk: 20,
@@ -240,13 +233,13 @@ fn main() {
             snapshots: 50,
             storage: checkpointing::StorageLevel::Ram,
         }),
-        ScheduleSpec::Hrevolve(checkpointing::schedule::HRevolveParams {
+        ScheduleSpec::HRevolve(checkpointing::schedule::HRevolveParams {
             max_n: 10_000,
             snapshots_in_ram: 10,
             snapshots_on_disk: 100,
             costs: Default::default(),
         }),
-        ScheduleSpec::Hrevolve(checkpointing::schedule::HRevolveParams {
+        ScheduleSpec::HRevolve(checkpointing::schedule::HRevolveParams {
             max_n: 10_000,
             snapshots_in_ram: 10,
             snapshots_on_disk: 100,
@@ -279,7 +272,7 @@ fn main() {
 /// `uf/ub/wd/rd` of a spec that has costs, `-` otherwise.
 fn costs(spec: &ScheduleSpec) -> String {
     match *spec {
-        ScheduleSpec::Hrevolve(checkpointing::schedule::HRevolveParams {
+        ScheduleSpec::HRevolve(checkpointing::schedule::HRevolveParams {
             costs: checkpointing::schedule::Costs { uf, ub, wd, rd, .. },
             ..
         }) => format!("{uf}/{ub}/{wd}/{rd}"),

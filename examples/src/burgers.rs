@@ -1,7 +1,7 @@
 //! The viscous 1D Burgers equation `u_t + (u²/2)_x = ν u_xx` on a periodic
 //! grid, with the discrete adjoint of its step: realistic state data
 //! (smooth regions and steep fronts) for the storage benchmarks, and a
-//! nonlinear [`Problem`] whose adjoint needs every forward state.
+//! nonlinear [`Problem`](checkpointing::Problem) whose adjoint needs every forward state.
 //!
 //! Conservative upwind (Godunov) flux for the convection, central second
 //! differences for the viscosity, explicit Euler in time; stable for

@@ -11,6 +11,18 @@
 //! `heat` and `demo` live in the publishable crate `checkpointing-problems`
 //! (so that the `checkpointing` command can run them) and are re-exported
 //! here.
+//!
+//! ```
+//! use checkpointing::{Executor, Periodic};
+//! use checkpointing_examples::burgers::Burgers;
+//! // Burgers' gradient over 60 steps, a checkpoint every 10 steps.
+//! let mut burgers = Burgers::new(32, 0.01);
+//! let u0 = burgers.initial_state();
+//! let out = Executor::in_memory()
+//!     .run(&mut burgers, Periodic::new(60, 10).unwrap(), u0, |u| Ok(Burgers::objective_gradient(u)))
+//!     .unwrap();
+//! assert_eq!(out.stats.steps, 60);
+//! ```
 
 pub mod burgers;
 pub use checkpointing_problems::{demo, heat};

@@ -4,8 +4,8 @@
 
 use checkpointing::plan::Bytes;
 use checkpointing::{
-    DiskStore, Executor, Footprint, MemoryStore, MultistageCheckpointSchedule, PlanBudget, Revolve,
-    Step, Trajectory, UserError,
+    DiskStore, Executor, Footprint, MemoryStore, Multistage, PlanBudget, Revolve, Step, Trajectory,
+    UserError,
 };
 use checkpointing_examples::burgers::Burgers;
 
@@ -48,7 +48,7 @@ fn executor_gradient_equals_store_all_bitwise() {
 
     // RAM and disk.
     let mut burgers = Burgers::new(CELLS, VISCOSITY);
-    let schedule = MultistageCheckpointSchedule::new(STEPS, 2, 4, Trajectory::Maximum).unwrap();
+    let schedule = Multistage::new(STEPS, 2, 4, Trajectory::Maximum).unwrap();
     let out = Executor::new(MemoryStore::new(), DiskStore::temporary().unwrap())
         .run(&mut burgers, schedule, u0.clone(), terminal)
         .unwrap();
@@ -61,8 +61,8 @@ fn executor_gradient_equals_store_all_bitwise() {
     let out = Executor::in_memory()
         .run_planned(
             &mut burgers,
-            u0,
             &PlanBudget::new(STEPS, Bytes(state)),
+            u0,
             terminal,
         )
         .unwrap();

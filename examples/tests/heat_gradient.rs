@@ -3,9 +3,8 @@
 //! levels on real stores; and it matches central finite differences.
 
 use checkpointing::{
-    DiskStore, Executor, MemoryStore, MultistageCheckpointSchedule, Periodic, Problem, Revolve,
-    Schedule, ScheduleSpec, SingleDiskStorageSchedule, SingleMemoryStorageSchedule, Step,
-    StorageLevel, Trajectory, UserError,
+    DiskStore, Executor, MemoryStore, Multistage, Periodic, Problem, Revolve, Schedule,
+    ScheduleSpec, SingleDisk, SingleMemory, Step, StorageLevel, Trajectory, UserError,
 };
 use checkpointing_examples::heat::HeatEquation;
 
@@ -65,7 +64,7 @@ fn specs(steps: Step) -> Vec<ScheduleSpec> {
         }));
     }
     for (ram, disk) in [(1, 0), (2, 5), (3, 30)] {
-        specs.push(ScheduleSpec::Hrevolve(
+        specs.push(ScheduleSpec::HRevolve(
             checkpointing::schedule::HRevolveParams {
                 max_n: steps,
                 snapshots_in_ram: ram,
@@ -332,7 +331,7 @@ fn online_run_stops_where_the_loop_says() {
     let out = exec
         .run_online(
             &mut heat,
-            SingleDiskStorageSchedule::new(true),
+            SingleDisk::new(true),
             initial.clone(),
             |_, t| t[10] > 1.0,
             |t| Ok(HeatEquation::objective_gradient(t)),
@@ -346,7 +345,7 @@ fn online_run_stops_where_the_loop_says() {
     let out = executor()
         .run_online(
             &mut heat,
-            SingleMemoryStorageSchedule::new(),
+            SingleMemory::new(),
             initial,
             |_, t| t[10] > 1.0,
             |t| Ok(HeatEquation::objective_gradient(t)),
@@ -373,7 +372,7 @@ fn typed_schedules_run_directly() {
     let b = executor()
         .run(
             &mut heat,
-            MultistageCheckpointSchedule::new(50, 1, 2, Trajectory::Maximum).unwrap(),
+            Multistage::new(50, 1, 2, Trajectory::Maximum).unwrap(),
             initial.clone(),
             terminal,
         )

@@ -159,7 +159,7 @@ fn killed_disk_revolve_runs_resume_to_the_exact_gradient() {
 
 #[test]
 fn killed_h_revolve_runs_resume_to_the_exact_gradient() {
-    let spec = ScheduleSpec::Hrevolve(schedule::HRevolveParams {
+    let spec = ScheduleSpec::HRevolve(schedule::HRevolveParams {
         max_n: STEPS,
         snapshots_in_ram: 2,
         snapshots_on_disk: 6,

@@ -26,7 +26,7 @@ fn specs() -> Vec<ScheduleSpec> {
             snapshots_in_ram: 3,
             costs: Default::default(),
         }),
-        ScheduleSpec::Hrevolve(schedule::HRevolveParams {
+        ScheduleSpec::HRevolve(schedule::HRevolveParams {
             max_n: STEPS,
             snapshots_in_ram: 2,
             snapshots_on_disk: 6,

@@ -260,7 +260,7 @@ where
 
 /// As [`checkpointed_gradient`], for a loop that decides when it ends:
 /// after each step `n`, `stop(n, &x_n)` says whether it was the last; the
-/// schedule is online (e.g. `OnlineR2`, `TwoLevelCheckpointSchedule`).
+/// schedule is online (e.g. `OnlineR2`, `TwoLevel`).
 pub fn checkpointed_gradient_online<B, M, S, Sc>(
     model: &M,
     initial: S,

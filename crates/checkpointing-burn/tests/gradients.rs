@@ -360,8 +360,7 @@ fn training_a_neural_ode_follows_the_same_trajectory_and_the_loss_goes_down() {
 fn multistage_on_ram_only_matches_with_the_revolve_trajectory() {
     let (model, t0) = heat(20);
     let want = whole_loop_gradient(&model, t0.clone(), 17, heat_step, heat_loss);
-    let schedule =
-        checkpointing::MultistageCheckpointSchedule::new(17, 2, 0, Trajectory::Revolve).unwrap();
+    let schedule = checkpointing::Multistage::new(17, 2, 0, Trajectory::Revolve).unwrap();
     let got = checkpointed_gradient(&model, t0, schedule, heat_step, heat_loss).unwrap();
     assert_close("multistage", &values(got.state), &values(want.state));
 }

@@ -32,6 +32,30 @@
 //! A handle may be used from any thread, but from one thread at a time (as a
 //! `FILE *`): concurrent calls on the same handle, or a call racing with its
 //! `free`, are the caller's data race.
+//!
+//! The calls a C program makes through `checkpointing.h`, here from Rust: a
+//! schedule from its JSON, pulled to its end, freed.
+//!
+//! ```
+//! use checkpointing_capi::{
+//!     ckpt_schedule_free, ckpt_schedule_from_json, ckpt_schedule_next, CkptActionRecord, CkptStatus,
+//!     CKPT_END_REVERSE, CKPT_FORWARD,
+//! };
+//! let json = c"{\"schedule\": \"periodic\", \"max_n\": 10, \"period\": 3}";
+//! let mut schedule = std::ptr::null_mut();
+//! let mut action = CkptActionRecord::default();
+//! let mut forwards = 0;
+//! // SAFETY: a NUL-terminated string, pointers to live locals, a live handle.
+//! unsafe {
+//!     assert_eq!(ckpt_schedule_from_json(json.as_ptr(), &mut schedule), CkptStatus::Ok);
+//!     while ckpt_schedule_next(schedule, &mut action) == CkptStatus::Ok {
+//!         forwards += u32::from(action.kind == CKPT_FORWARD);
+//!     }
+//!     assert_eq!(ckpt_schedule_free(schedule), CkptStatus::Ok);
+//! }
+//! assert_eq!(action.kind, CKPT_END_REVERSE); // the last action
+//! assert!(forwards > 3);
+//! ```
 
 #![warn(missing_docs)]
 

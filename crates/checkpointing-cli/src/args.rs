@@ -1,7 +1,10 @@
 //! A [`ScheduleSpec`] as the `checkpointing schedule` command line that
-//! names it ([`ScheduleSpec::command_args`]: each schedule's own flags).
+//! names it ([`ScheduleSpec::command_args`]: each schedule's own flags),
+//! and the short form of its parameters that titles tables and plots.
 
+use checkpointing::schedule::Costs;
 use checkpointing::ScheduleSpec;
+use serde_json::Value;
 
 /// The arguments after `checkpointing schedule` that name `spec`: its name,
 /// then one `--kebab-case-field VALUE` per parameter, `true` booleans as
@@ -26,4 +29,26 @@ pub fn spec_args(spec: &ScheduleSpec) -> Vec<String> {
 /// ([`ScheduleSpec::command_line`]).
 pub fn spec_command_line(spec: &ScheduleSpec) -> String {
     spec.command_line()
+}
+
+/// A short form of a spec's parameters, e.g. `period=20`: every field but
+/// the step count and the cost model (the fields of [`Costs`]), lists of
+/// more than four values by their length.
+pub(crate) fn parameters(spec: &ScheduleSpec) -> String {
+    let Ok(Value::Object(map)) = serde_json::to_value(spec) else {
+        return String::new();
+    };
+    let Ok(Value::Object(costs)) = serde_json::to_value(Costs::REFERENCE) else {
+        unreachable!("Costs serializes as an object")
+    };
+    map.iter()
+        .filter(|(k, _)| {
+            !matches!(k.as_str(), "schedule" | "max_n" | "steps") && !costs.contains_key(*k)
+        })
+        .map(|(k, v)| match v {
+            Value::Array(items) if items.len() > 4 => format!("{k}=[{} values]", items.len()),
+            other => format!("{k}={}", other.to_string().trim_matches('"')),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }

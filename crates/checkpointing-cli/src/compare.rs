@@ -5,8 +5,8 @@ use checkpointing::schedule::{CandidateBudget, Costs};
 use checkpointing::{Cost, PerLevel, ScheduleSpec, Step, StorageLevel};
 use clap::Args;
 
+use crate::args::parameters;
 use crate::budget::ByteBudget;
-use crate::show::parameters;
 use crate::{cost, Failure};
 
 /// `checkpointing compare ...`
@@ -54,11 +54,14 @@ pub(crate) fn run(args: &CompareArgs) -> Result<(), Failure> {
         disk,
         costs,
     };
+    let snapshots = PerLevel::default()
+        .with(StorageLevel::Ram, ram)
+        .with(StorageLevel::Disk, disk);
     let mut rows = Vec::new();
     let mut excluded = Vec::new();
     for spec in ScheduleSpec::candidates(&budget) {
         match cost::replay_with_progress(&spec) {
-            Ok(cost) if cost.fits(ram, disk) => rows.push((spec, cost)),
+            Ok(cost) if cost.fits_in(&snapshots) => rows.push((spec, cost)),
             Ok(_) => excluded.push(format!("{} (over budget)", spec.name())),
             Err(e) => excluded.push(format!("{} ({e})", spec.name())),
         }

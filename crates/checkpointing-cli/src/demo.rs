@@ -96,7 +96,7 @@ fn print_report(config: &DemoConfig, r: &DemoReport) {
         config.cells,
         config.spec.steps(),
         r.spec.name(),
-        crate::show::parameters(&r.spec)
+        crate::args::parameters(&r.spec)
     );
     println!("objective J = sum(T^2)        {:.12e}", r.objective);
     println!("gradient norm |dJ/dT0|        {:.12e}", r.gradient_norm);

@@ -22,7 +22,8 @@ mod compare;
 mod cost;
 mod demo;
 mod plan;
-mod show;
+mod plot;
+mod schedule;
 
 pub use args::{spec_args, spec_command_line};
 
@@ -70,8 +71,8 @@ enum Command {
         #[command(subcommand)]
         spec: ScheduleSpec,
         /// Output format: the reference package's repr, or JSON lines.
-        #[arg(long, value_enum, default_value_t = show::Format::Text, global = true)]
-        format: show::Format,
+        #[arg(long, value_enum, default_value_t = schedule::Format::Text, global = true)]
+        format: schedule::Format,
         #[command(flatten)]
         budget: budget::ByteBudget,
     },
@@ -185,8 +186,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Demo(args) => demo::run(args),
         Command::Compare(args) => compare::run(&args),
         Command::Plan(args) => plan::run(&args),
-        Command::Plot { spec, out, .. } => show::plot(&spec, out.as_deref()),
-        Command::Schedule { spec, format, .. } => show::print_schedule(&spec, format),
+        Command::Plot { spec, out, .. } => plot::plot(&spec, out.as_deref()),
+        Command::Schedule { spec, format, .. } => schedule::print_schedule(&spec, format),
         Command::Cost { spec, replay, .. } => cost::run(&spec, replay),
     }
 }

@@ -11,8 +11,8 @@ use checkpointing_schedule::ScheduleSpec;
 use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
 
+use crate::args::parameters;
 use crate::args::spec_command_line;
-use crate::show::parameters;
 use crate::Failure;
 
 pub(crate) const EXAMPLES: &str = "\

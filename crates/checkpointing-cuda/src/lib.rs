@@ -9,6 +9,16 @@
 //! example problem is a 2D heat equation with a cubic reaction term and a
 //! hand-written adjoint kernel ([`GpuHeat2d`]), with its CPU reference
 //! ([`Heat2d`], [`Heat2dCpu`]).
+//!
+//! ```
+//! use checkpointing::{Checkpoint, SnapshotStore};
+//! use checkpointing_cuda::{device_store, Gpu};
+//! let Ok(gpu) = Gpu::new(0) else { return }; // needs a GPU and its driver
+//! // Snapshots kept in GPU memory, up to 1 GiB of them.
+//! let mut store = device_store(1 << 30);
+//! store.save(3, Checkpoint { ics: Some(gpu.upload(&[1.0, 2.0]).unwrap()), deps: vec![] }).unwrap();
+//! assert_eq!(gpu.download(&store.take(3).unwrap().ics.unwrap()).unwrap(), vec![1.0, 2.0]);
+//! ```
 
 mod disk;
 mod gpu;

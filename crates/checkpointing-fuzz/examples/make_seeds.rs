@@ -2,10 +2,9 @@
 //! (run once; libFuzzer's runs grow the corpus from them):
 //! `cargo run -p checkpointing-fuzz --features hdf5 --example make_seeds`.
 
-use checkpointing::schedule;
 use checkpointing::{
     fuzzing, Action, ActionRecord, Checkpoint, ExecutionStats, PerLevel, Revolve, Schedule,
-    ScheduleSpec, StorageLevel, Trajectory,
+    ScheduleSpec, StorageLevel,
 };
 use checkpointing_fuzz::corpus_dir;
 use checkpointing_store::{Codec, Compressor};
@@ -18,82 +17,6 @@ fn write(target: &str, name: &str, bytes: &[u8]) {
 
 fn with_mode(mode: u8, bytes: &[u8]) -> Vec<u8> {
     std::iter::once(mode).chain(bytes.iter().copied()).collect()
-}
-
-fn specs() -> Vec<ScheduleSpec> {
-    let costs = (1.0, 1.0, 2.0, 2.0);
-    vec![
-        ScheduleSpec::None(schedule::NoneParams { steps: 5 }),
-        ScheduleSpec::SingleMemory(schedule::SingleMemoryParams { steps: 5 }),
-        ScheduleSpec::SingleDisk(schedule::SingleDiskParams {
-            steps: 5,
-            move_data: true,
-        }),
-        ScheduleSpec::Revolve(schedule::RevolveParams {
-            max_n: 10,
-            snapshots_in_ram: 3,
-            costs: schedule::Costs {
-                uf: costs.0,
-                ub: costs.1,
-                wd: costs.2,
-                rd: costs.3,
-            },
-            trajectory: Default::default(),
-        }),
-        ScheduleSpec::Revolve(schedule::RevolveParams {
-            max_n: 10,
-            snapshots_in_ram: 2,
-            costs: schedule::Costs {
-                uf: 0.1,
-                ub: 0.7,
-                wd: 2.0,
-                rd: 2.0,
-            },
-            trajectory: Default::default(),
-        }),
-        ScheduleSpec::Hrevolve(schedule::HRevolveParams {
-            max_n: 12,
-            snapshots_in_ram: 2,
-            snapshots_on_disk: 2,
-            costs: Default::default(),
-        }),
-        ScheduleSpec::DiskRevolve(schedule::DiskRevolveParams {
-            max_n: 12,
-            snapshots_in_ram: 2,
-            costs: Default::default(),
-        }),
-        ScheduleSpec::PeriodicDiskRevolve(schedule::PeriodicDiskRevolveParams {
-            max_n: 12,
-            snapshots_in_ram: 2,
-            costs: Default::default(),
-        }),
-        ScheduleSpec::Multistage(schedule::MultistageParams {
-            max_n: 12,
-            snapshots_in_ram: 1,
-            snapshots_on_disk: 2,
-            trajectory: Trajectory::Revolve,
-        }),
-        ScheduleSpec::Mixed(schedule::MixedParams {
-            max_n: 12,
-            snapshots: 3,
-            storage: StorageLevel::Ram,
-        }),
-        ScheduleSpec::Periodic(schedule::PeriodicParams {
-            max_n: 12,
-            period: 4,
-        }),
-        ScheduleSpec::TwoLevel(schedule::TwoLevelParams {
-            steps: 12,
-            period: 4,
-            binomial_snapshots: 2,
-            binomial_storage: StorageLevel::Disk,
-            binomial_trajectory: Trajectory::Maximum,
-        }),
-        ScheduleSpec::OnlineR2(schedule::OnlineR2Params {
-            steps: 12,
-            snapshots: 3,
-        }),
-    ]
 }
 
 fn main() {
@@ -114,7 +37,8 @@ fn main() {
         bytemuck::cast_slice(&records[..filled]),
     );
 
-    for spec in specs() {
+    // One seed per registered schedule: a new schedule gets its seed here.
+    for spec in ScheduleSpec::examples() {
         let json = serde_json::to_string(&spec).expect("specs serialize");
         write("schedule_spec", spec.name(), json.as_bytes());
     }

@@ -8,7 +8,9 @@ use mpi::collective::SystemOperation;
 use mpi::traits::*;
 use serde::Serialize;
 
-use checkpointing::{DiskStore, DurableStore, Journal, SnapshotStore, Step, StorageError};
+use checkpointing::{
+    DiskStore, DurableStore, Journal, NotDurable, SnapshotStore, Step, StorageError,
+};
 
 /// Another rank's store operation failed; this rank stops with this error
 /// (as the source of a [`StorageError::Backend`]) instead of waiting for
@@ -265,18 +267,6 @@ impl<C: Communicator, T, St: SnapshotStore<T>> DurableStore for CollectiveStore<
         self.agree(0, result)
     }
 }
-
-/// Adopting a manifest through a [`CollectiveStore`] whose inner store
-/// does not outlive the process.
-///
-/// ```
-/// use checkpointing::StorageError;
-/// let error = StorageError::backend(0, checkpointing_mpi::NotDurable);
-/// assert_eq!(error.to_string(), "snapshot of step 0: the rank's store does not outlive the process");
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("the rank's store does not outlive the process")]
-pub struct NotDurable;
 
 /// Makes every rank resume from the same journal entry, or every rank
 /// start over: if the ranks' journals (`journal`, one per rank) record

@@ -14,7 +14,7 @@
 //!   failed save, load or removal on any rank (a corrupted or missing disk
 //!   snapshot, a full disk) makes every rank return an error naming the
 //!   failing rank, in bounded time, instead of leaving the others blocked;
-//! * [`rank_disk_store`]: a [`DiskStore`] whose files are named by rank and
+//! * [`rank_disk_store`]: a [`DiskStore`](checkpointing::DiskStore) whose files are named by rank and
 //!   step, so that ranks can share a directory;
 //! * [`Block1d`] and [`Halo1d`]: a 1-D block decomposition and its halo
 //!   exchange, as used by the distributed heat equation ([`heat`]).
@@ -45,8 +45,11 @@ mod collective;
 mod decomposition;
 pub mod heat;
 
+/// The error of adopting a manifest through a [`CollectiveStore`] whose
+/// inner store is not durable; one type with `checkpointing_store`'s.
+pub use checkpointing::NotDurable;
 pub use collective::{
     agree_on_journal, check_same_parameters, exit_together, rank_disk_store, CollectiveStore,
-    MismatchError, NotDurable, OtherRankError,
+    MismatchError, OtherRankError,
 };
 pub use decomposition::{Block1d, Halo1d};

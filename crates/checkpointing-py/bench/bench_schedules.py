@@ -16,6 +16,7 @@ import time
 import warnings
 
 import checkpointing
+from checkpointing import checkpoint_schedules as drop_in
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -39,14 +40,14 @@ def iterate(make, module, steps):
 
 def batched(make, steps):
     start = time.perf_counter()
-    schedule = make(checkpointing)
+    schedule = make(drop_in)
     count = len(checkpointing.action_arrays(schedule, steps=steps)["kind"])
     return time.perf_counter() - start, count
 
 
 def chunked(make, steps):
     start = time.perf_counter()
-    schedule = make(checkpointing)
+    schedule = make(drop_in)
     count = sum(len(chunk["kind"]) for chunk in checkpointing.iter_action_arrays(schedule, steps=steps))
     return time.perf_counter() - start, count
 
@@ -84,7 +85,7 @@ def main():
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, steps, make in cases:
         ref_time, ref_count = iterate(make, checkpoint_schedules, steps)
-        our_time, our_count = best(lambda: iterate(make, checkpointing, steps))
+        our_time, our_count = best(lambda: iterate(make, drop_in, steps))
         arr_time, arr_count = best(lambda: batched(make, steps))
         chunk_time, chunk_count = best(lambda: chunked(make, steps))
         assert ref_count == our_count == arr_count == chunk_count, (name, ref_count, our_count, arr_count)

@@ -7,10 +7,8 @@ use std::sync::Mutex;
 
 use checkpointing::schedule;
 use checkpointing::{
-    DiskRevolve, HRevolve, MixedCheckpointSchedule, MultistageCheckpointSchedule,
-    NoneCheckpointSchedule, OnlineR2, Periodic, PeriodicDiskRevolve, Revolve,
-    SingleDiskStorageSchedule, SingleMemoryStorageSchedule, StorageLevel, Trajectory,
-    TwoLevelCheckpointSchedule,
+    DiskRevolve, HRevolve, Mixed, Multistage, NoneSchedule, OnlineR2, Periodic,
+    PeriodicDiskRevolve, Revolve, SingleDisk, SingleMemory, StorageLevel, Trajectory, TwoLevel,
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -166,7 +164,7 @@ impl PyMultistage {
         let disk = count(py, "snapshots_on_disk", snapshots_on_disk)?;
         let kind: Trajectory = trajectory.parse().map_err(|_| bad_trajectory(trajectory))?;
         // The reference raises this at the first action, not here.
-        let base = match MultistageCheckpointSchedule::new(max_n, ram, disk, kind) {
+        let base = match Multistage::new(max_n, ram, disk, kind) {
             Ok(schedule) => CheckpointSchedule::of(schedule),
             Err(_) => deferred(PyValueError::new_err("Require at least one snapshot")),
         };
@@ -218,10 +216,7 @@ impl PyMixed {
         if snapshots < 1.min(max_n - 1) {
             return Err(parameter_error(py, "Invalid number of snapshots"));
         }
-        let base = CheckpointSchedule::from_result(
-            py,
-            MixedCheckpointSchedule::new(max_n, snapshots, level),
-        )?;
+        let base = CheckpointSchedule::from_result(py, Mixed::new(max_n, snapshots, level))?;
         Ok(PyClassInitializer::from(base).add_subclass(Self))
     }
 }
@@ -254,10 +249,8 @@ impl PyTwoLevel {
         let kind: Trajectory = binomial_trajectory
             .parse()
             .map_err(|_| bad_trajectory(binomial_trajectory))?;
-        let base = CheckpointSchedule::from_result(
-            py,
-            TwoLevelCheckpointSchedule::new(period, snapshots, level, kind),
-        )?;
+        let base =
+            CheckpointSchedule::from_result(py, TwoLevel::new(period, snapshots, level, kind))?;
         Ok(PyClassInitializer::from(base).add_subclass(Self))
     }
 }
@@ -283,13 +276,13 @@ schedule_without_parameters!(
     PySingleMemory,
     "SingleMemoryStorageSchedule",
     "`SingleMemoryStorageSchedule()`: every adjoint dependency kept in memory.",
-    SingleMemoryStorageSchedule::new()
+    SingleMemory::new()
 );
 schedule_without_parameters!(
     PyNone,
     "NoneCheckpointSchedule",
     "`NoneCheckpointSchedule()`: forward only.",
-    NoneCheckpointSchedule::new()
+    NoneSchedule::new()
 );
 
 /// `SingleDiskStorageSchedule(move_data=False)`: every adjoint dependency on
@@ -302,10 +295,8 @@ impl PySingleDisk {
     #[new]
     #[pyo3(signature = (move_data=false))]
     fn new(move_data: bool) -> PyClassInitializer<Self> {
-        PyClassInitializer::from(CheckpointSchedule::of(SingleDiskStorageSchedule::new(
-            move_data,
-        )))
-        .add_subclass(Self)
+        PyClassInitializer::from(CheckpointSchedule::of(SingleDisk::new(move_data)))
+            .add_subclass(Self)
     }
 }
 

@@ -4,6 +4,19 @@
 //! Rust schedules. The Python package `checkpointing` (in `python/`) wraps
 //! this module (`checkpointing._native`) and adds `StorageType`, the
 //! exception classes, the batched NumPy API and the JAX bridge.
+//!
+//! The package's top level has this project's names (`Multistage`,
+//! `TwoLevel`, ...); the classes keep the reference's names
+//! (`MultistageCheckpointSchedule`, ...) in `checkpointing.checkpoint_schedules`,
+//! the drop-in. Built with `maturin develop -m crates/checkpointing-py/Cargo.toml`:
+//!
+//! ```python
+//! from checkpointing import Multistage
+//! from checkpointing.checkpoint_schedules import MultistageCheckpointSchedule
+//! assert Multistage is MultistageCheckpointSchedule
+//! actions = list(Multistage(10, 1, 2))
+//! assert str(actions[-1]) == "EndReverse()"
+//! ```
 
 use pyo3::prelude::*;
 

@@ -52,10 +52,10 @@ def reference(step, h0, xs):
 
 SCHEDULES = {
     "revolve": lambda n: checkpointing.Revolve(n, 3),
-    "multistage-disk": lambda n: checkpointing.MultistageCheckpointSchedule(n, 1, 2),
+    "multistage-disk": lambda n: checkpointing.Multistage(n, 1, 2),
     "hrevolve": lambda n: checkpointing.HRevolve(n, 2, 3),
     "disk-revolve": lambda n: checkpointing.DiskRevolve(n, 2),
-    "mixed": lambda n: checkpointing.MixedCheckpointSchedule(n, 4),
+    "mixed": lambda n: checkpointing.Mixed(n, 4),
     "periodic": lambda n: checkpointing.Periodic(n, 6),
 }
 
@@ -105,7 +105,7 @@ def test_bad_schedules_are_refused():
     with pytest.raises(ValueError, match="10 steps"):
         grad_with(lambda n: checkpointing.Revolve(n + 1, 2))
     with pytest.raises(ValueError, match="offline"):
-        grad_with(lambda n: checkpointing.SingleMemoryStorageSchedule())
+        grad_with(lambda n: checkpointing.SingleMemory())
     with pytest.raises(ValueError, match="is for 9 steps"):
         grad_with(checkpointing.Revolve(9, 2))
     with pytest.raises(ValueError, match="at least one step"):
@@ -125,7 +125,7 @@ def test_a_pytree_carry_through_ram_and_disk_snapshots():
         return f
 
     u0, k0, xs = jnp.linspace(0.0, 1.0, 5), jnp.asarray(0.9), jnp.linspace(-1.0, 1.0, 23)
-    ours = loss(lambda s, c, x: checkpointed_scan(s, c, x, schedule=lambda n: checkpointing.MultistageCheckpointSchedule(n, 1, 2), mode="host"))
+    ours = loss(lambda s, c, x: checkpointed_scan(s, c, x, schedule=lambda n: checkpointing.Multistage(n, 1, 2), mode="host"))
     g1 = jax.grad(ours, argnums=(0, 1, 2))(u0, k0, xs)
     g2 = jax.grad(loss(jax.lax.scan), argnums=(0, 1, 2))(u0, k0, xs)
     for a, b in zip(g1, g2):

@@ -62,16 +62,16 @@ def loss_with(scan):
 
 SCHEDULES = {
     "revolve": lambda n: checkpointing.Revolve(n, 3),
-    "multistage": lambda n: checkpointing.MultistageCheckpointSchedule(n, 1, 2),
+    "multistage": lambda n: checkpointing.Multistage(n, 1, 2),
     "hrevolve": lambda n: checkpointing.HRevolve(n, 2, 3),
     "disk-revolve": lambda n: checkpointing.DiskRevolve(n, 2),
     "periodic-disk-revolve": lambda n: checkpointing.PeriodicDiskRevolve(n, 2),
-    "mixed": lambda n: checkpointing.MixedCheckpointSchedule(n, 4),
+    "mixed": lambda n: checkpointing.Mixed(n, 4),
     "periodic": lambda n: checkpointing.Periodic(n, 6),
-    "two-level (online)": lambda n: checkpointing.TwoLevelCheckpointSchedule(4, 2),
+    "two-level (online)": lambda n: checkpointing.TwoLevel(4, 2),
     "online-r2 (online)": lambda n: checkpointing.OnlineR2(4),
-    "single-memory (online)": lambda n: checkpointing.SingleMemoryStorageSchedule(),
-    "single-disk (online)": lambda n: checkpointing.SingleDiskStorageSchedule(),
+    "single-memory (online)": lambda n: checkpointing.SingleMemory(),
+    "single-disk (online)": lambda n: checkpointing.SingleDisk(),
 }
 
 
@@ -111,7 +111,7 @@ def test_dict_carry_with_a_scalar_and_dict_inputs():
 
     u0, k0 = jnp.linspace(0.0, 1.0, 4), jnp.asarray(0.9)
     xs = {"a": jnp.linspace(-1.0, 1.0, 23), "b": jnp.cos(jnp.arange(23.0))[:, None] * jnp.ones((23, 4))}
-    for schedule in (lambda n: checkpointing.HRevolve(n, 1, 2), lambda n: checkpointing.MixedCheckpointSchedule(n, 3)):
+    for schedule in (lambda n: checkpointing.HRevolve(n, 1, 2), lambda n: checkpointing.Mixed(n, 3)):
         ours = loss(lambda s, c, x: checkpointed_scan(s, c, x, schedule=schedule))
         g1 = jax.jit(jax.grad(ours, argnums=(0, 1, 2)))(u0, k0, xs)
         g2 = jax.grad(loss(jax.lax.scan), argnums=(0, 1, 2))(u0, k0, xs)
@@ -204,7 +204,7 @@ def test_bad_schedules_are_refused():
         grad_with(lambda n: checkpointing.HRevolve(n, 1, 2), disk_memory_kind="nvme")
     # NoneCheckpointSchedule stores nothing: no adjoint is possible.
     with pytest.raises(ScheduleError):
-        grad_with(lambda n: checkpointing.NoneCheckpointSchedule())
+        grad_with(lambda n: checkpointing.NoneSchedule())
 
 
 def test_plans_run_each_forward_step_once_less_than_the_schedule_where_it_only_feeds_an_adjoint():
@@ -234,7 +234,7 @@ def stored_at_once(schedule):
 
 
 @pytest.mark.parametrize(
-    "make", [lambda n: checkpointing.HRevolve(n, 2, 4), lambda n: checkpointing.MultistageCheckpointSchedule(n, 3, 5)]
+    "make", [lambda n: checkpointing.HRevolve(n, 2, 4), lambda n: checkpointing.Multistage(n, 3, 5)]
 )
 def test_two_level_buffers_hold_what_the_schedule_stores_at_once(make):
     """RAM and DISK snapshots go to two buffers, each exactly as large as
@@ -284,7 +284,7 @@ def test_disk_level_buffer_on_cpu():
     lists, gives the same gradients; a device without it is refused with
     the device's memories named."""
     params, xs, h0 = problem()
-    schedule = lambda n: checkpointing.MultistageCheckpointSchedule(n, 1, 3)  # noqa: E731
+    schedule = lambda n: checkpointing.Multistage(n, 1, 3)  # noqa: E731
     reference = jax.grad(loss_with(jax.lax.scan), argnums=(0, 1, 2))(params, xs, h0)
     kinds = {}
     for kind in ("auto", "device", "pinned_host"):

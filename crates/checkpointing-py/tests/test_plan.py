@@ -89,7 +89,7 @@ def test_the_pick_and_its_prediction_are_the_commands(args, kwargs, flags):
 def test_the_schedule_is_the_spec_and_fits(args, kwargs, flags):
     schedule = checkpointing.plan(*args, **kwargs)
     plan = schedule.plan
-    assert isinstance(schedule, checkpointing.CheckpointSchedule)
+    assert isinstance(schedule, checkpointing.Schedule)
     assert isinstance(schedule, checkpointing.PlannedSchedule)
     n = args[0] if args[0] is not None else 137
     ours = actions(schedule, n)

@@ -14,7 +14,7 @@ from driving import actions
     [
         ({"schedule": "revolve", "max_n": 30, "snapshots_in_ram": 3}, lambda: checkpointing.Revolve(30, 3)),
         ({"schedule": "multistage", "max_n": 30, "snapshots_in_ram": 2, "snapshots_on_disk": 2},
-         lambda: checkpointing.MultistageCheckpointSchedule(30, 2, 2)),
+         lambda: checkpointing.Multistage(30, 2, 2)),
         ({"schedule": "periodic", "max_n": 30, "period": 7}, lambda: checkpointing.Periodic(30, 7)),
         ({"schedule": "online-r2", "steps": 30, "snapshots": 3}, lambda: checkpointing.OnlineR2(3)),
         ({"schedule": "revolve", "max_n": 30, "snapshots_in_ram": 3, "trajectory": "classic"},

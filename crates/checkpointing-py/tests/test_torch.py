@@ -121,17 +121,17 @@ def assert_grads_equal(got, ref, rtol=RTOL):
 SCHEDULES = [
     ("Revolve", lambda n: cp.Revolve(n, 3), lambda n: (3, 0, 1)),
     ("HRevolve", lambda n: cp.HRevolve(n, 2, 3), lambda n: (2, 3, 1)),
-    ("Multistage", lambda n: cp.MultistageCheckpointSchedule(n, 2, 2), lambda n: (2, 2, 1)),
+    ("Multistage", lambda n: cp.Multistage(n, 2, 2), lambda n: (2, 2, 1)),
     ("DiskRevolve", lambda n: cp.DiskRevolve(n, 2), lambda n: (2, n, 1)),
     ("PeriodicDiskRevolve", lambda n: cp.PeriodicDiskRevolve(n, 2), lambda n: (2, n, 1)),
-    ("Mixed-disk", lambda n: cp.MixedCheckpointSchedule(n, 3), lambda n: (0, 3, 1)),
-    ("Mixed-ram", lambda n: cp.MixedCheckpointSchedule(n, 3, storage=cp.StorageType.RAM), lambda n: (3, 0, 1)),
+    ("Mixed-disk", lambda n: cp.Mixed(n, 3), lambda n: (0, 3, 1)),
+    ("Mixed-ram", lambda n: cp.Mixed(n, 3, storage=cp.StorageType.RAM), lambda n: (3, 0, 1)),
     ("Periodic", lambda n: cp.Periodic(n, 5), lambda n: (math.ceil(n / 5), 0, 5)),
-    ("TwoLevel(online)", lambda n: cp.TwoLevelCheckpointSchedule(5, 2), lambda n: (0, math.ceil(n / 5) + 2, 1)),
+    ("TwoLevel(online)", lambda n: cp.TwoLevel(5, 2), lambda n: (0, math.ceil(n / 5) + 2, 1)),
     ("OnlineR2(online)", lambda n: cp.OnlineR2(4), lambda n: (4, 0, 1)),
-    ("SingleMemory(online)", lambda n: cp.SingleMemoryStorageSchedule(), lambda n: (0, 0, n)),
-    ("SingleDisk(online)", lambda n: cp.SingleDiskStorageSchedule(), lambda n: (0, n, n)),
-    ("SingleDisk-move(online)", lambda n: cp.SingleDiskStorageSchedule(move_data=True), lambda n: (0, n, n)),
+    ("SingleMemory(online)", lambda n: cp.SingleMemory(), lambda n: (0, 0, n)),
+    ("SingleDisk(online)", lambda n: cp.SingleDisk(), lambda n: (0, n, n)),
+    ("SingleDisk-move(online)", lambda n: cp.SingleDisk(move_data=True), lambda n: (0, n, n)),
 ]
 
 
@@ -267,7 +267,7 @@ def test_byte_disk_store_roundtrip_and_corruption(tmp_path):
 
 @pytest.mark.parametrize(
     "factory",
-    [lambda n: cp.OnlineR2(3), lambda n: cp.TwoLevelCheckpointSchedule(4, 2), lambda n: cp.SingleMemoryStorageSchedule()],
+    [lambda n: cp.OnlineR2(3), lambda n: cp.TwoLevel(4, 2), lambda n: cp.SingleMemory()],
     ids=["OnlineR2", "TwoLevel", "SingleMemory"],
 )
 def test_online_stop_function(factory):

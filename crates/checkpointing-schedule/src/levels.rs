@@ -80,6 +80,22 @@ impl<T> PerLevel<T> {
         StorageLevel::STORED.into_iter().zip(&mut self.values)
     }
 
+    /// This value per level with `value` for `level`: a budget written as
+    /// an expression.
+    ///
+    /// # Panics
+    /// If `level` is WORK or NONE, which hold no checkpoints.
+    ///
+    /// ```
+    /// use checkpointing_schedule::{PerLevel, StorageLevel};
+    /// let snapshots = PerLevel::default().with(StorageLevel::Ram, 4).with(StorageLevel::Disk, 20);
+    /// assert_eq!((snapshots[StorageLevel::Ram], snapshots[StorageLevel::Device]), (4, 0));
+    /// ```
+    pub fn with(mut self, level: StorageLevel, value: T) -> Self {
+        self[level] = value;
+        self
+    }
+
     /// The values transformed one by one.
     ///
     /// ```

@@ -191,7 +191,7 @@ impl TryFrom<ActionRecord> for Action {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Revolve, Schedule, TwoLevelCheckpointSchedule};
+    use crate::{Revolve, Schedule, TwoLevel};
 
     /// Every action of a few schedules survives the round trip, and
     /// `next_records` gives the records of the actions `next` gives.
@@ -203,13 +203,7 @@ mod tests {
                 Box::new(crate::HRevolve::new(20, 2, 3, Default::default()).unwrap()),
                 Box::new(crate::DiskRevolve::new(25, 2, Default::default()).unwrap()),
                 Box::new(
-                    TwoLevelCheckpointSchedule::new(
-                        4,
-                        1,
-                        StorageLevel::Disk,
-                        crate::Trajectory::Revolve,
-                    )
-                    .unwrap(),
+                    TwoLevel::new(4, 1, StorageLevel::Disk, crate::Trajectory::Revolve).unwrap(),
                 ),
             ]
         };

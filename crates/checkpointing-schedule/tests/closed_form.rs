@@ -98,7 +98,7 @@ fn closed_forms_equal_the_replay_on_a_grid() {
 fn others_have_none() {
     let specs = [
         revolve(20, 3, 0.1),
-        ScheduleSpec::Hrevolve(schedule::HRevolveParams {
+        ScheduleSpec::HRevolve(schedule::HRevolveParams {
             max_n: 20,
             snapshots_in_ram: 2,
             snapshots_on_disk: 2,

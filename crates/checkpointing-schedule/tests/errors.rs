@@ -3,21 +3,20 @@
 
 use checkpointing_schedule::schedule;
 use checkpointing_schedule::{
-    Drive, MultistageCheckpointSchedule, NoneCheckpointSchedule, Periodic, Revolve, Schedule,
-    ScheduleError, SingleDiskStorageSchedule, SingleMemoryStorageSchedule, StorageLevel,
-    Trajectory,
+    Drive, Multistage, NoneSchedule, Periodic, Revolve, Schedule, ScheduleError, SingleDisk,
+    SingleMemory, StorageLevel, Trajectory,
 };
 
 #[test]
 fn zero_steps() {
     assert_eq!(Revolve::new(0, 3).unwrap_err(), ScheduleError::ZeroSteps);
     assert_eq!(
-        MultistageCheckpointSchedule::new(0, 3, 0, Trajectory::Maximum).unwrap_err(),
+        Multistage::new(0, 3, 0, Trajectory::Maximum).unwrap_err(),
         ScheduleError::ZeroSteps
     );
     assert_eq!(Periodic::new(0, 3).unwrap_err(), ScheduleError::ZeroSteps);
     assert_eq!(
-        Drive::new(SingleMemoryStorageSchedule::new(), 0).unwrap_err(),
+        Drive::new(SingleMemory::new(), 0).unwrap_err(),
         ScheduleError::ZeroSteps
     );
     assert!(ScheduleError::ZeroSteps
@@ -40,10 +39,10 @@ fn too_few_snapshots() {
         e.to_string(),
         "Revolve needs at least 1 snapshot(s) in RAM, got 0"
     );
-    let e = MultistageCheckpointSchedule::new(10, 0, 0, Trajectory::Revolve).unwrap_err();
+    let e = Multistage::new(10, 0, 0, Trajectory::Revolve).unwrap_err();
     assert!(matches!(e, ScheduleError::TooFewSnapshots { .. }), "{e}");
     // One step needs no snapshot, as in the reference.
-    assert!(MultistageCheckpointSchedule::new(1, 0, 0, Trajectory::Revolve).is_ok());
+    assert!(Multistage::new(1, 0, 0, Trajectory::Revolve).is_ok());
     let e = Periodic::new(10, 0).unwrap_err();
     assert!(matches!(
         e,
@@ -53,9 +52,9 @@ fn too_few_snapshots() {
 
 #[test]
 fn more_snapshots_than_steps_are_clamped_like_the_reference() {
-    let s = MultistageCheckpointSchedule::new(5, 10, 10, Trajectory::Maximum).unwrap();
+    let s = Multistage::new(5, 10, 10, Trajectory::Maximum).unwrap();
     assert_eq!(s.snapshots_in_ram() + s.snapshots_on_disk(), 4);
-    let s = MultistageCheckpointSchedule::new(5, 100, 0, Trajectory::Maximum).unwrap();
+    let s = Multistage::new(5, 100, 0, Trajectory::Maximum).unwrap();
     assert_eq!((s.snapshots_in_ram(), s.snapshots_on_disk()), (4, 0));
     // Revolve does not clamp in the reference; extra snapshots are unused.
     let a: Vec<_> = Revolve::new(5, 100).unwrap().collect();
@@ -118,7 +117,7 @@ fn bad_trajectory_name() {
 fn finalize_rules() {
     // Online: finalize before the forward got there, zero, twice (the same
     // n again is accepted, as by the reference; another n is not).
-    let mut s = SingleDiskStorageSchedule::new(false);
+    let mut s = SingleDisk::new(false);
     assert_eq!(s.finalize(0), Err(ScheduleError::FinalizeZero));
     s.next();
     s.next();
@@ -140,7 +139,7 @@ fn finalize_rules() {
     assert_eq!(s.max_n(), Some(2));
 
     // Online, forward "to sys.maxsize": finalize cuts it.
-    let mut s = NoneCheckpointSchedule::new();
+    let mut s = NoneSchedule::new();
     s.next();
     assert_eq!(s.finalize(7), Ok(()));
     assert_eq!(s.n(), 7);
@@ -207,14 +206,13 @@ fn drive_as_clients_do(schedule: &mut dyn Schedule, n: u64, adjoints: usize) -> 
 
 #[test]
 fn finalize_repeated_whenever_a_forward_reaches_n() {
-    use checkpointing_schedule::{OnlineR2, TwoLevelCheckpointSchedule};
+    use checkpointing_schedule::{OnlineR2, TwoLevel};
     for n in 1..40u64 {
         // Online schedules with repeated adjoints: the first sweep and every
         // recomputation that reaches n finalize again.
         for s in 1..4 {
             let mut two_level =
-                TwoLevelCheckpointSchedule::new(2, s, StorageLevel::Ram, Trajectory::Maximum)
-                    .unwrap();
+                TwoLevel::new(2, s, StorageLevel::Ram, Trajectory::Maximum).unwrap();
             let finalizes = drive_as_clients_do(&mut two_level, n, 2);
             // The first sweep reaches n; with n <= period, so does the
             // recomputation of each adjoint: finalize is repeated.
@@ -225,22 +223,20 @@ fn finalize_repeated_whenever_a_forward_reaches_n() {
             let mut online = OnlineR2::new(s).unwrap();
             assert!(drive_as_clients_do(&mut online, n, 1) >= 1);
         }
-        let mut memory = SingleMemoryStorageSchedule::new();
+        let mut memory = SingleMemory::new();
         assert_eq!(drive_as_clients_do(&mut memory, n, 3), 1);
         for move_data in [false, true] {
-            let mut disk = SingleDiskStorageSchedule::new(move_data);
+            let mut disk = SingleDisk::new(move_data);
             assert_eq!(drive_as_clients_do(&mut disk, n, 2), 1);
         }
         // Offline schedules: finalize(max_n) is a check, accepted at max_n.
         let mut revolve = Revolve::new(n, 2).unwrap();
         assert!(drive_as_clients_do(&mut revolve, n, 1) >= 1);
-        let mut multistage =
-            MultistageCheckpointSchedule::new(n, 1, 1, Trajectory::Maximum).unwrap();
+        let mut multistage = Multistage::new(n, 1, 1, Trajectory::Maximum).unwrap();
         assert!(drive_as_clients_do(&mut multistage, n, 1) >= 1);
         // Once finalized, another n is refused, as is the same n while the
         // forward is elsewhere.
-        let mut two_level =
-            TwoLevelCheckpointSchedule::new(3, 1, StorageLevel::Disk, Trajectory::Maximum).unwrap();
+        let mut two_level = TwoLevel::new(3, 1, StorageLevel::Disk, Trajectory::Maximum).unwrap();
         drive_as_clients_do(&mut two_level, n, 1);
         assert!(matches!(
             two_level.finalize(n + 1),

@@ -6,11 +6,8 @@
 use std::collections::HashMap;
 use std::io::Read;
 
-use checkpointing_schedule::{
-    Action, DiskRevolve, HRevolve, MixedCheckpointSchedule, MultistageCheckpointSchedule,
-    NoneCheckpointSchedule, PeriodicDiskRevolve, Revolve, Schedule, SingleDiskStorageSchedule,
-    SingleMemoryStorageSchedule, StorageLevel, Trajectory, TwoLevelCheckpointSchedule,
-};
+use checkpointing_schedule::{Action, Revolve, Schedule, ScheduleSpec, StorageLevel};
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 struct Case {
@@ -73,101 +70,28 @@ fn load(name: &str) -> Vec<Case> {
 }
 
 impl Case {
-    fn get<T: std::str::FromStr>(&self, key: &str) -> T
-    where
-        T::Err: std::fmt::Debug,
-    {
-        self.params[key].parse().unwrap()
-    }
-
+    /// The schedule, from the fixture's parameters read as the JSON of a
+    /// [`ScheduleSpec`] (the same names): built by the registry, as the
+    /// command and the bindings build it, not by a second factory here.
     fn schedule(&self) -> Box<dyn Schedule> {
-        match self.params["family"].as_str() {
-            "none" => Box::new(NoneCheckpointSchedule::new()),
-            "single-memory" => Box::new(SingleMemoryStorageSchedule::new()),
-            "single-disk" => Box::new(SingleDiskStorageSchedule::new(
-                self.get::<u8>("move_data") == 1,
-            )),
-            "revolve" => Box::new(
-                Revolve::with_costs(
-                    self.get("max_n"),
-                    self.get("snapshots_in_ram"),
-                    checkpointing_schedule::schedule::Costs {
-                        uf: self.get("uf"),
-                        ub: self.get("ub"),
-                        wd: self.get("wd"),
-                        rd: self.get("rd"),
-                    },
-                )
-                .unwrap(),
-            ),
-            "multistage" => Box::new(
-                MultistageCheckpointSchedule::new(
-                    self.get("max_n"),
-                    self.get("snapshots_in_ram"),
-                    self.get("snapshots_on_disk"),
-                    self.get::<Trajectory>("trajectory"),
-                )
-                .unwrap(),
-            ),
-            "two-level" => Box::new(
-                TwoLevelCheckpointSchedule::new(
-                    self.get("period"),
-                    self.get("binomial_snapshots"),
-                    self.get("binomial_storage"),
-                    self.get("binomial_trajectory"),
-                )
-                .unwrap(),
-            ),
-            "hrevolve" => Box::new(
-                HRevolve::new(
-                    self.get("max_n"),
-                    self.get("snapshots_in_ram"),
-                    self.get("snapshots_on_disk"),
-                    checkpointing_schedule::schedule::Costs {
-                        uf: self.get("uf"),
-                        ub: self.get("ub"),
-                        wd: self.get("wd"),
-                        rd: self.get("rd"),
-                    },
-                )
-                .unwrap(),
-            ),
-            "disk-revolve" => Box::new(
-                DiskRevolve::new(
-                    self.get("max_n"),
-                    self.get("snapshots_in_ram"),
-                    checkpointing_schedule::schedule::Costs {
-                        uf: self.get("uf"),
-                        ub: self.get("ub"),
-                        wd: self.get("wd"),
-                        rd: self.get("rd"),
-                    },
-                )
-                .unwrap(),
-            ),
-            "periodic-disk-revolve" => Box::new(
-                PeriodicDiskRevolve::new(
-                    self.get("max_n"),
-                    self.get("snapshots_in_ram"),
-                    checkpointing_schedule::schedule::Costs {
-                        uf: self.get("uf"),
-                        ub: self.get("ub"),
-                        wd: self.get("wd"),
-                        rd: self.get("rd"),
-                    },
-                )
-                .unwrap(),
-            ),
-            "mixed" => Box::new(
-                MixedCheckpointSchedule::new(
-                    self.get("max_n"),
-                    self.get("snapshots"),
-                    self.get("storage"),
-                )
-                .unwrap(),
-            ),
-            other => panic!("unknown family {other}"),
+        let mut fields = Map::new();
+        for (key, value) in &self.params {
+            let value = match key.as_str() {
+                "family" | "reverses" => continue,
+                "move_data" => Value::Bool(value == "1"),
+                _ => value
+                    .parse::<u64>()
+                    .map(Value::from)
+                    .or_else(|_| value.parse::<f64>().map(Value::from))
+                    .unwrap_or_else(|_| Value::String(value.clone())),
+            };
+            fields.insert(key.clone(), value);
         }
+        fields.insert("schedule".into(), self.params["family"].clone().into());
+        let spec: ScheduleSpec = serde_json::from_value(Value::Object(fields))
+            .unwrap_or_else(|e| panic!("{}: {e}", self.header));
+        spec.build()
+            .unwrap_or_else(|e| panic!("{}: {e}", self.header))
     }
 
     /// Drives the schedule as `make_fixtures.py`'s `record` drives the

@@ -76,7 +76,7 @@ proptest! {
     fn hrevolve_is_valid_and_attains_its_optimum(max_n in 1u64..300, ram in 1u64..6, disk in 0u64..12,
                                                  uf in 1u32..4, wd in 0u32..8, rd in 0u32..8) {
         let (uf, wd, rd) = (f64::from(uf), f64::from(wd) / 2.0, f64::from(rd) / 2.0);
-        let spec = ScheduleSpec::Hrevolve(checkpointing_schedule::schedule::HRevolveParams { max_n, snapshots_in_ram: ram, snapshots_on_disk: disk, costs: checkpointing_schedule::schedule::Costs { uf, ub: uf, wd, rd } });
+        let spec = ScheduleSpec::HRevolve(checkpointing_schedule::schedule::HRevolveParams { max_n, snapshots_in_ram: ram, snapshots_on_disk: disk, costs: checkpointing_schedule::schedule::Costs { uf, ub: uf, wd, rd } });
         let c = cost(&spec);
         prop_assert_eq!(c.adjoint_steps, max_n);
         prop_assert!(c.levels[StorageLevel::Ram].peak <= ram);

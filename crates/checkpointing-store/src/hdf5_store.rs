@@ -4,7 +4,8 @@ use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
 use checkpointing::{
-    Checkpoint, DurableStore, SnapshotNames, SnapshotStore, Step, StorageError, StoreStats,
+    Checkpoint, DurableStore, NamedStore, SnapshotNames, SnapshotStore, Step, StorageError,
+    StoreStats,
 };
 
 /// Group holding the snapshot datasets.
@@ -414,37 +415,24 @@ impl<E: Hdf5Element> SnapshotStore<Checkpoint<Vec<E>>> for Hdf5Store<E> {
 
 /// Journaled runs ([`Executor::run_resumable`](checkpointing::Executor::run_resumable))
 /// can keep their disk level in an HDF5 file.
-impl<E: Hdf5Element> DurableStore for Hdf5Store<E> {
-    fn defer_removals(&mut self) {
-        self.held.defer_removals();
+impl<E: Hdf5Element> NamedStore for Hdf5Store<E> {
+    fn names(&mut self) -> &mut SnapshotNames {
+        &mut self.held
     }
 
-    fn complete_removals(&mut self) -> Result<(), StorageError> {
-        for (step, name) in self.held.take_pending() {
-            self.delete(step, &name)?;
-        }
-        Ok(())
+    fn stats_mut(&mut self) -> &mut StoreStats {
+        &mut self.stats
     }
 
-    fn has_pending_removals(&mut self) -> bool {
-        self.held.has_pending()
+    fn list_named(&mut self) -> Result<Vec<(String, u64)>, StorageError> {
+        self.datasets()
     }
 
-    fn manifest(&mut self) -> Vec<(Step, String)> {
-        self.held.manifest()
+    fn delete_named(&mut self, step: Step, name: &str) -> Result<(), StorageError> {
+        self.delete(step, name)
     }
 
-    fn adopt(&mut self, manifest: &[(Step, String)]) -> Result<(), StorageError> {
-        let found = self.datasets()?;
-        let path = self.path.clone();
-        let missing = |step, _: &str| StorageError::Missing {
-            step,
-            path: Some(path.clone()),
-        };
-        for (step, name) in self.held.adopt(&found, manifest, missing)? {
-            self.delete(step, &name)?;
-        }
-        self.stats.record_held(self.held.len(), self.held.bytes());
-        Ok(())
+    fn location(&self, _name: &str) -> PathBuf {
+        self.path.clone()
     }
 }

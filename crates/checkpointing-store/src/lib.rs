@@ -35,7 +35,10 @@ mod compressed;
 mod hdf5_store;
 mod quantized;
 
-pub use async_store::{AsyncStore, NotDurable};
+pub use async_store::AsyncStore;
+/// The error of adopting a manifest through an [`AsyncStore`] whose inner
+/// store is not durable; one type with `checkpointing_mpi`'s.
+pub use checkpointing::NotDurable;
 pub use codec::{Blob, Codec, CodecError, Compressor};
 pub use compressed::CompressedStore;
 #[cfg(feature = "hdf5")]

@@ -9,10 +9,11 @@
 //! * [`Action`], [`StorageLevel`]: the vocabulary of `checkpoint_schedules`
 //!   1.0.4, with its text form (`repr`) and a JSON-lines form.
 //! * [`Schedule`]: one trait, a lazy iterator of actions, implemented by
-//!   [`Revolve`], [`MultistageCheckpointSchedule`], [`Periodic`],
-//!   [`SingleMemoryStorageSchedule`], [`SingleDiskStorageSchedule`] and
-//!   [`NoneCheckpointSchedule`]. Each produces exactly the reference
-//!   package's actions, in `O(snapshots)` memory.
+//!   [`Revolve`], [`HRevolve`], [`Multistage`], [`Mixed`], [`TwoLevel`],
+//!   [`Periodic`], [`OnlineR2`], [`SingleMemory`], [`SingleDisk`],
+//!   [`NoneSchedule`] and more (the table in [`schedule`]). The ones of
+//!   `checkpoint_schedules` produce exactly that package's actions, in
+//!   `O(snapshots)` memory.
 //! * [`Replay`]: an independent validity checker and cost model.
 //! * [`Executor`]: drives a [`Problem`]'s forward and adjoint steps through
 //!   any schedule with [`MemoryStore`] and [`DiskStore`] levels, and resumes
@@ -43,11 +44,15 @@ pub mod storage;
 pub use checkpointing_schedule::{
     binomial_forward_steps, Action, ActionRecord, ChainCost, ChainModel, Cost, Cursor, DiskRevolve,
     Drive, HRevolve, HeterogeneousChain, HeterogeneousRevolve, HierarchicalRevolve, LevelCost,
-    LevelSpec, MixedCheckpointSchedule, MultistageCheckpointSchedule, NoneCheckpointSchedule,
-    OnlineR2, ParseActionError, PerLevel, Periodic, PeriodicDiskRevolve, RecordError, Replay,
-    ReplayError, ReplayErrorKind, Revolve, Schedule, ScheduleError, ScheduleSpec,
-    SingleDiskStorageSchedule, SingleMemoryStorageSchedule, SpecError, Step, StepCounts,
-    StorageLevel, Trajectory, TwoLevelCheckpointSchedule, MAXSIZE,
+    LevelSpec, Mixed, Multistage, NoneSchedule, OnlineR2, ParseActionError, PerLevel, Periodic,
+    PeriodicDiskRevolve, RecordError, Replay, ReplayError, ReplayErrorKind, Revolve, Schedule,
+    ScheduleError, ScheduleSpec, SingleDisk, SingleMemory, SpecError, Step, StepCounts,
+    StorageLevel, Trajectory, TwoLevel, MAXSIZE,
+};
+#[allow(deprecated)]
+pub use checkpointing_schedule::{
+    MixedCheckpointSchedule, MultistageCheckpointSchedule, NoneCheckpointSchedule,
+    SingleDiskStorageSchedule, SingleMemoryStorageSchedule, TwoLevelCheckpointSchedule,
 };
 pub use executor::{
     ExecutionStats, Executor, ExecutorError, FnProblem, Journal, JournalError, LevelMeasurement,
@@ -55,6 +60,6 @@ pub use executor::{
     UserError,
 };
 pub use storage::{
-    Checkpoint, DiskStore, DurableStore, Footprint, MemoryStore, SnapshotNames, SnapshotStore,
-    StorageError, StoreStats,
+    Checkpoint, DiskStore, DurableStore, Footprint, MemoryStore, NamedStore, NotDurable,
+    SnapshotNames, SnapshotStore, StorageError, StoreStats,
 };

@@ -246,7 +246,7 @@ fn spec() -> impl Strategy<Value = ScheduleSpec> {
                 ..Default::default()
             }
         )),
-        (n.clone(), s.clone(), 1..4u64).prop_map(|(max_n, ram, disk)| ScheduleSpec::Hrevolve(
+        (n.clone(), s.clone(), 1..4u64).prop_map(|(max_n, ram, disk)| ScheduleSpec::HRevolve(
             checkpointing::schedule::HRevolveParams {
                 max_n,
                 snapshots_in_ram: ram,

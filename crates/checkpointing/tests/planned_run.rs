@@ -94,7 +94,7 @@ fn gradient_equals_store_all_bitwise_for_every_budget() {
         let budget = PlanBudget::new(n, Bytes(states * state_bytes()));
         let mut problem = Swing::new();
         let out = Executor::in_memory()
-            .run_planned(&mut problem, initial(), &budget, terminal)
+            .run_planned(&mut problem, &budget, initial(), terminal)
             .unwrap();
         let name = out.plan.best.spec.name();
         assert!(
@@ -117,7 +117,7 @@ fn a_tight_budget_forces_recomputation_within_its_bytes() {
     let ram = 5 * state_bytes();
     let budget = PlanBudget::new(n, Bytes(ram));
     let out = Executor::in_memory()
-        .run_planned(&mut Swing::new(), initial(), &budget, terminal)
+        .run_planned(&mut Swing::new(), &budget, initial(), terminal)
         .unwrap();
     let stats = &out.outcome.stats;
     assert_eq!(out.plan.snapshots[StorageLevel::Ram], 3);
@@ -154,7 +154,7 @@ fn a_disk_budget_uses_the_disk_store() {
     let mut problem = Swing::new();
     let mut executor = Executor::new(MemoryStore::new(), DiskStore::temporary().unwrap());
     let out = executor
-        .run_planned(&mut problem, initial(), &budget, terminal)
+        .run_planned(&mut problem, &budget, initial(), terminal)
         .unwrap();
     assert!(
         bitwise(&out.outcome.adjoint, &reference),
@@ -199,7 +199,7 @@ fn nothing_fits_is_a_typed_error_before_anything_runs() {
         }
         let mut problem = Swing::new();
         let error = Executor::in_memory()
-            .run_planned(&mut problem, initial(), &budget, terminal)
+            .run_planned(&mut problem, &budget, initial(), terminal)
             .unwrap_err();
         let ExecutorError::Plan(PlanError::NothingFits { smallest_ram, .. }) = error else {
             panic!("{ram}: {error}");
@@ -207,9 +207,9 @@ fn nothing_fits_is_a_typed_error_before_anything_runs() {
         assert!(smallest_ram.0 > ram);
         assert_eq!(problem.grad_a, 0.0);
         // The least RAM it names does fit, with the same disk.
-        budget.ram = smallest_ram;
+        budget = budget.with_level(StorageLevel::Ram, smallest_ram);
         Executor::in_memory()
-            .run_planned(&mut Swing::new(), initial(), &budget, terminal)
+            .run_planned(&mut Swing::new(), &budget, initial(), terminal)
             .unwrap();
     }
 }
@@ -219,7 +219,7 @@ fn measured_times_are_positive() {
     let n = 30;
     let budget = PlanBudget::new(n, Bytes(10 * state_bytes())).with_probe_steps(3);
     let out = Executor::in_memory()
-        .run_planned(&mut Swing::new(), initial(), &budget, terminal)
+        .run_planned(&mut Swing::new(), &budget, initial(), terminal)
         .unwrap();
     let m = &out.measurements;
     assert_eq!(m.steps, 3);
@@ -244,8 +244,8 @@ fn online_runs_plan_an_online_schedule() {
         let out = Executor::in_memory()
             .run_planned_online(
                 &mut problem,
-                initial(),
                 &budget,
+                initial(),
                 |step, _| {
                     asked += 1;
                     step == n
@@ -268,8 +268,8 @@ fn online_runs_plan_an_online_schedule() {
     let out = Executor::in_memory()
         .run_planned_online(
             &mut problem,
-            initial(),
             &PlanBudget::online(Bytes(100 * state_bytes())),
+            initial(),
             |step, _| step == 2,
             terminal,
         )
@@ -284,14 +284,14 @@ fn modes_and_missing_stores_are_typed_errors() {
     let mut executor = Executor::in_memory();
     let ram = Bytes(100 * state_bytes());
     assert!(matches!(
-        executor.run_planned(&mut problem, initial(), &PlanBudget::online(ram), terminal),
+        executor.run_planned(&mut problem, &PlanBudget::online(ram), initial(), terminal),
         Err(ExecutorError::WrongMode(_))
     ));
     assert!(matches!(
         executor.run_planned_online(
             &mut problem,
-            initial(),
             &PlanBudget::new(10, ram),
+            initial(),
             |_, _| true,
             terminal
         ),
@@ -299,13 +299,13 @@ fn modes_and_missing_stores_are_typed_errors() {
     ));
     let budget = PlanBudget::new(10, ram).with_device(Bytes(1 << 20));
     assert!(matches!(
-        executor.run_planned(&mut problem, initial(), &budget, terminal),
+        executor.run_planned(&mut problem, &budget, initial(), terminal),
         Err(ExecutorError::NoStore(StorageLevel::Device))
     ));
     // With a device store, DEVICE is measured too.
     let mut executor = Executor::in_memory().with_device(MemoryStore::new());
     let m = executor
-        .measure(&problem, &initial(), &budget, terminal)
+        .measure(&problem, &budget, &initial(), terminal)
         .unwrap();
     assert!(m.levels[StorageLevel::Device].is_some());
     assert!(executor.store(StorageLevel::Device).unwrap().is_empty());

@@ -9,9 +9,8 @@ use std::path::Path;
 use std::process::Command;
 
 use checkpointing::{
-    Checkpoint, DiskStore, Executor, ExecutorError, FnProblem, MemoryStore, Revolve,
-    SingleDiskStorageSchedule, SingleMemoryStorageSchedule, SnapshotStore, StorageError,
-    StorageLevel, UserError,
+    Checkpoint, DiskStore, Executor, ExecutorError, FnProblem, MemoryStore, Revolve, SingleDisk,
+    SingleMemory, SnapshotStore, StorageError, StorageLevel, UserError,
 };
 
 fn store_with(values: &[(u64, Vec<f64>)]) -> DiskStore<Vec<f64>> {
@@ -215,7 +214,7 @@ fn executor_reports_corrupted_disk_snapshot_with_its_step() {
     let err = exec
         .run_online(
             &mut problem,
-            SingleDiskStorageSchedule::new(false),
+            SingleDisk::new(false),
             vec![1.0],
             |n, _| n == 5,
             |_| Ok(1.0),
@@ -301,12 +300,7 @@ fn executor_surfaces_budget_and_user_errors() {
 #[test]
 fn executor_rejects_the_wrong_mode() {
     let err = Executor::in_memory()
-        .run(
-            &mut doubling(),
-            SingleMemoryStorageSchedule::new(),
-            vec![1.0],
-            |_| Ok(1.0),
-        )
+        .run(&mut doubling(), SingleMemory::new(), vec![1.0], |_| Ok(1.0))
         .unwrap_err();
     assert!(matches!(err, ExecutorError::WrongMode(_)));
     let err = Executor::in_memory()

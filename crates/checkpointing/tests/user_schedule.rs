@@ -3,8 +3,7 @@
 //! it and the executor's gradient through it equals store-all's.
 
 use checkpointing::{
-    Action, Cursor, Executor, FnProblem, Replay, Schedule, SingleMemoryStorageSchedule, Step,
-    StorageLevel,
+    Action, Cursor, Executor, FnProblem, Replay, Schedule, SingleMemory, Step, StorageLevel,
 };
 
 /// Stores the state every `stride` steps in RAM, then reverses each stride
@@ -120,7 +119,7 @@ fn a_user_schedule_replays_and_gives_the_store_all_gradient() {
         let all = Executor::in_memory()
             .run_online(
                 &mut problem,
-                SingleMemoryStorageSchedule::new(),
+                SingleMemory::new(),
                 vec![0.5, 0.25],
                 |n, _| n == max_n,
                 terminal,

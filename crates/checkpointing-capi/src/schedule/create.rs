@@ -5,9 +5,8 @@ use std::os::raw::{c_char, c_int};
 
 use checkpointing_schedule::schedule::Costs;
 use checkpointing_schedule::{
-    DiskRevolve, HRevolve, MixedCheckpointSchedule, MultistageCheckpointSchedule,
-    NoneCheckpointSchedule, OnlineR2, Periodic, Revolve, Schedule, ScheduleError,
-    SingleDiskStorageSchedule, SingleMemoryStorageSchedule, TwoLevelCheckpointSchedule,
+    DiskRevolve, HRevolve, Mixed, Multistage, NoneSchedule, OnlineR2, Periodic, Revolve, Schedule,
+    ScheduleError, SingleDisk, SingleMemory, TwoLevel,
 };
 
 #[cfg(doc)]
@@ -181,7 +180,7 @@ pub unsafe extern "C" fn ckpt_schedule_multistage(
     create(
         out,
         guard_value(|| {
-            raw(MultistageCheckpointSchedule::new(
+            raw(Multistage::new(
                 max_n,
                 snapshots_in_ram,
                 snapshots_on_disk,
@@ -209,7 +208,7 @@ pub unsafe extern "C" fn ckpt_schedule_mixed(
         out,
         guard_value(|| {
             let storage = storage_arg(storage)?;
-            raw(MixedCheckpointSchedule::new(max_n, snapshots, storage))
+            raw(Mixed::new(max_n, snapshots, storage))
         }),
     )
 }
@@ -249,7 +248,7 @@ pub unsafe extern "C" fn ckpt_schedule_two_level(
         out,
         guard_value(|| {
             let storage = storage_arg(binomial_storage)?;
-            raw(TwoLevelCheckpointSchedule::new(
+            raw(TwoLevel::new(
                 period,
                 binomial_snapshots,
                 storage,
@@ -283,10 +282,7 @@ pub unsafe extern "C" fn ckpt_schedule_online_r2(
 /// `out` must be NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn ckpt_schedule_single_memory(out: *mut *mut CkptSchedule) -> CkptStatus {
-    create(
-        out,
-        Ok(Inner::Raw(Box::new(SingleMemoryStorageSchedule::new()))),
-    )
+    create(out, Ok(Inner::Raw(Box::new(SingleMemory::new()))))
 }
 
 /// Creates the online `SingleDiskStorageSchedule(move_data)` (`move_data`
@@ -303,9 +299,7 @@ pub unsafe extern "C" fn ckpt_schedule_single_disk(
 ) -> CkptStatus {
     create(
         out,
-        Ok(Inner::Raw(Box::new(SingleDiskStorageSchedule::new(
-            move_data != 0,
-        )))),
+        Ok(Inner::Raw(Box::new(SingleDisk::new(move_data != 0)))),
     )
 }
 
@@ -316,5 +310,5 @@ pub unsafe extern "C" fn ckpt_schedule_single_disk(
 /// `out` must be NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn ckpt_schedule_none(out: *mut *mut CkptSchedule) -> CkptStatus {
-    create(out, Ok(Inner::Raw(Box::new(NoneCheckpointSchedule::new()))))
+    create(out, Ok(Inner::Raw(Box::new(NoneSchedule::new()))))
 }

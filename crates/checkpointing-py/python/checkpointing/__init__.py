@@ -1,46 +1,60 @@
 """Checkpointing schedules for adjoints, computed in Rust.
 
-A drop-in for ``checkpoint_schedules`` 1.0.4: the same classes (actions,
-``StorageType``, every schedule) with the same constructor signatures,
-attributes, ``repr``, equality and iteration, and exceptions of the same
-types, so that code written for that package runs unchanged after changing
-the import (or after :func:`install_as_checkpoint_schedules`, which also
-provides the reference's submodules: ``checkpoint_schedules.mixed``...). Also:
-``Periodic`` and ``OnlineR2`` (Checkpointing.jl's schemes),
-:func:`action_arrays` and :func:`iter_action_arrays` (a schedule's actions as
-NumPy arrays, for millions of actions), :func:`plan` (the schedule that fits
-byte budgets with the least predicted time), and
-:func:`checkpointing.jax.checkpointed_scan`.
+This package's API: the actions (``Forward``, ``Reverse``, ``Copy``,
+``Move``, ``EndForward``, ``EndReverse``, their base class ``Action``) and
+``StorageType``; the schedules under their short names (``Revolve``,
+``HRevolve``, ``DiskRevolve``, ``PeriodicDiskRevolve``, ``Multistage``,
+``Mixed``, ``TwoLevel``, ``SingleMemory``, ``SingleDisk``, ``NoneSchedule``,
+``Periodic`` and ``OnlineR2``, Checkpointing.jl's schemes; their base class
+``Schedule``); :func:`schedule_from_spec`; :func:`action_arrays` and
+:func:`iter_action_arrays` (a schedule's actions as NumPy arrays, for
+millions of actions); :func:`plan` (the schedule that fits byte budgets with
+the least predicted time); and :mod:`checkpointing.jax` and
+:mod:`checkpointing.torch`.
+
+A drop-in for ``checkpoint_schedules`` 1.0.4 is
+:mod:`checkpointing.checkpoint_schedules`: the same classes under the
+reference's names (``MultistageCheckpointSchedule``, ...), with the same
+constructor signatures, attributes, ``repr``, equality and iteration, and
+exceptions of the same types, so that code written for that package runs
+unchanged after changing the import (or after
+:func:`install_as_checkpoint_schedules`, which also provides the reference's
+submodules: ``checkpoint_schedules.mixed``...). The classes are the same
+objects under both names. The reference's names at this package's top level
+(``checkpointing.MultistageCheckpointSchedule``, ...) still work, with a
+``DeprecationWarning``; they go in a later release.
 
 >>> from checkpointing import Revolve
 >>> [str(a) for a in Revolve(2, 1)][:2]
 ['Forward(0, 1, True, False, StorageType.RAM)', 'Forward(1, 2, False, True, StorageType.WORK)']
+>>> import checkpointing.checkpoint_schedules
+>>> checkpointing.Multistage is checkpointing.checkpoint_schedules.MultistageCheckpointSchedule
+True
 """
 
 import sys
 from enum import Enum
 
 __all__ = [
-    "CheckpointAction",
+    "Action",
     "Forward",
     "Reverse",
     "Copy",
     "Move",
     "EndForward",
     "EndReverse",
-    "CheckpointSchedule",
-    "RevolveCheckpointSchedule",
     "StorageType",
+    "Schedule",
     "Revolve",
     "HRevolve",
     "DiskRevolve",
     "PeriodicDiskRevolve",
-    "MultistageCheckpointSchedule",
-    "MixedCheckpointSchedule",
-    "TwoLevelCheckpointSchedule",
-    "SingleMemoryStorageSchedule",
-    "SingleDiskStorageSchedule",
-    "NoneCheckpointSchedule",
+    "Multistage",
+    "Mixed",
+    "TwoLevel",
+    "SingleMemory",
+    "SingleDisk",
+    "NoneSchedule",
     "Periodic",
     "OnlineR2",
     "optimal_steps_binomial",
@@ -55,6 +69,21 @@ __all__ = [
     "iter_action_arrays",
     "install_as_checkpoint_schedules",
 ]
+
+#: The reference's names that this package's top level had before: each
+#: maps to the name to use now. They stay reachable, with a
+#: DeprecationWarning, through the module ``__getattr__`` below.
+_DEPRECATED = {
+    "CheckpointAction": "checkpointing.Action",
+    "CheckpointSchedule": "checkpointing.Schedule",
+    "RevolveCheckpointSchedule": "from checkpointing.checkpoint_schedules.hrevolve import RevolveCheckpointSchedule",
+    "MultistageCheckpointSchedule": "checkpointing.Multistage",
+    "MixedCheckpointSchedule": "checkpointing.Mixed",
+    "TwoLevelCheckpointSchedule": "checkpointing.TwoLevel",
+    "SingleMemoryStorageSchedule": "checkpointing.SingleMemory",
+    "SingleDiskStorageSchedule": "checkpointing.SingleDisk",
+    "NoneCheckpointSchedule": "checkpointing.NoneSchedule",
+}
 
 
 class StorageType(Enum):
@@ -92,18 +121,18 @@ _native._register(
 )
 
 from ._native import (  # noqa: E402
-    CheckpointAction,
-    CheckpointSchedule,
+    CheckpointAction as Action,
+    CheckpointSchedule as Schedule,
     Copy,
     DiskRevolve,
     EndForward,
     EndReverse,
     Forward,
     HRevolve,
-    MixedCheckpointSchedule,
+    MixedCheckpointSchedule as Mixed,
     Move,
-    MultistageCheckpointSchedule,
-    NoneCheckpointSchedule,
+    MultistageCheckpointSchedule as Multistage,
+    NoneCheckpointSchedule as NoneSchedule,
     OnlineR2,
     Periodic,
     PeriodicDiskRevolve,
@@ -113,10 +142,9 @@ from ._native import (  # noqa: E402
     PlannedSchedule,
     Reverse,
     Revolve,
-    RevolveCheckpointSchedule,
-    SingleDiskStorageSchedule,
-    SingleMemoryStorageSchedule,
-    TwoLevelCheckpointSchedule,
+    SingleDiskStorageSchedule as SingleDisk,
+    SingleMemoryStorageSchedule as SingleMemory,
+    TwoLevelCheckpointSchedule as TwoLevel,
     schedule_from_spec,
 )
 from ._tables import optimal_steps_binomial  # noqa: E402
@@ -153,3 +181,19 @@ def install_as_checkpoint_schedules():
     for name, module in package.MODULES.items():
         sys.modules[f"checkpoint_schedules.{name}"] = module
     return package
+
+
+def __getattr__(name):
+    """The reference's names that were at this top level (``_DEPRECATED``):
+    the same class, with a DeprecationWarning naming the one to use."""
+    if name in _DEPRECATED:
+        import warnings
+
+        warnings.warn(
+            f"checkpointing.{name} is deprecated: use {_DEPRECATED[name]} "
+            "(code written for checkpoint_schedules imports from checkpointing.checkpoint_schedules)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(_native, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -29,7 +29,7 @@ def plan(
     hold, costed by replay, ranked by predicted time, as ``checkpointing
     plan`` does with the same arguments.
 
-    Returns a :class:`PlannedSchedule`: a :class:`CheckpointSchedule`
+    Returns a :class:`PlannedSchedule`: a :class:`Schedule`
     (iterate it for its actions, ``finalize(n)`` it when ``max_n`` is
     ``None``; it goes wherever this package's schedules go, e.g.
     ``checkpointing.torch.checkpointed_loop(..., schedule=...)``) whose

@@ -195,7 +195,8 @@ def allocate_snapshots(
     >>> weights, [a.name for a in allocation]
     ((3.0, 5.0, 7.0), ['DISK', 'DISK', 'RAM'])
     """
-    from . import Copy, Forward, Move, MultistageCheckpointSchedule, StorageType
+    from . import StorageType
+    from ._native import Copy, Forward, Move, MultistageCheckpointSchedule
 
     snapshots_in_ram = min(snapshots_in_ram, max_n - 1)
     snapshots_on_disk = min(snapshots_on_disk, max_n - 1)

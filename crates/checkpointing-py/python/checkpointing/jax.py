@@ -89,7 +89,7 @@ def checkpointed_scan(step, init, xs_or_length, *, schedule, mode="compiled", di
 
     ``mode="compiled"`` (default) compiles the schedule into the program
     (works under ``jax.jit`` and ``jax.vmap``; online schedules such as
-    ``OnlineR2`` or ``TwoLevelCheckpointSchedule`` are finalized with the
+    ``OnlineR2`` or ``TwoLevel`` are finalized with the
     static length); ``mode="host"`` drives it from Python (eager only,
     offline schedules). ``disk_memory_kind`` (compiled mode) places the
     ``DISK`` level's buffer: ``"auto"`` (``pinned_host`` where the device is

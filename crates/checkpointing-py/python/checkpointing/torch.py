@@ -181,7 +181,7 @@ def checkpointed_loop(step, x0, n, *, schedule, params=None, disk="host", stats=
         params = list(params)
     if not all(isinstance(p, torch.Tensor) for p in params):
         raise TypeError("params must be tensors")
-    if isinstance(schedule, _cp.CheckpointSchedule):
+    if isinstance(schedule, _cp.Schedule):
         if schedule.n != 0 or schedule.is_exhausted:
             raise ValueError("this schedule was used already: pass schedule=lambda n: ...")
         sched = schedule

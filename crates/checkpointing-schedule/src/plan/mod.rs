@@ -25,7 +25,7 @@
 //! RAM holds, besides the snapshots, the live state and the adjoint data of
 //! the step being reversed, each counted as one state
 //! ([`RAM_OVERHEAD_STATES`]); adjoint data held for more than one step at
-//! once (`peak_work_steps − 1`, as [`Cost::fits`] counts it) is RAM too. So
+//! once (`peak_work_steps − 1`, as [`Cost::fits_in`] counts it) is RAM too. So
 //! a candidate's RAM peak in bytes is
 //! `(2 + peak RAM snapshots + max(peak_work_steps − 1, 0)) · state_bytes`,
 //! and RAM holds `capacity / state_bytes − 2` snapshots. DISK and DEVICE hold
@@ -111,9 +111,9 @@
 //! ```
 
 mod bytes;
+mod candidates;
 mod level;
 mod profile;
-mod search;
 #[cfg(test)]
 mod tests;
 
@@ -466,7 +466,7 @@ pub enum PlanError {
 pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
     let input = input.effective()?;
     let snapshots = input.snapshots()?;
-    let mut fitting = search::fitting(&input, &snapshots);
+    let mut fitting = candidates::fitting(&input, &snapshots);
     if fitting.is_empty() {
         return Err(nothing_fits(&input));
     }
@@ -508,7 +508,7 @@ fn nothing_fits(input: &PlanInput) -> PlanError {
         let Ok(snapshots) = larger.snapshots() else {
             break;
         };
-        if !search::fitting(&larger, &snapshots).is_empty() || bytes == u64::MAX {
+        if !candidates::fitting(&larger, &snapshots).is_empty() || bytes == u64::MAX {
             smallest = Some(Bytes(bytes));
             break;
         }

@@ -182,7 +182,7 @@ proptest! {
                 for c in all(&plan) {
                     prop_assert!(c.peak_bytes[StorageLevel::Ram] <= ram, "{:?}", c);
                     prop_assert!(c.peak_bytes[StorageLevel::Disk] <= disk_states.unwrap_or(0) * state, "{:?}", c);
-                    prop_assert!(c.cost.fits(plan.snapshots[StorageLevel::Ram], plan.snapshots[StorageLevel::Disk]));
+                    prop_assert!(c.cost.fits_in(&plan.snapshots));
                     prop_assert_eq!(c.cost.adjoint_steps, steps);
                 }
             }

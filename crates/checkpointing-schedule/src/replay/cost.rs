@@ -7,7 +7,8 @@ use crate::levels::PerLevel;
 use crate::schedule::Costs;
 use crate::StorageLevel;
 
-/// Traffic and occupancy of one storage level (DEVICE, RAM or DISK).
+/// Traffic and occupancy of one storage level (DEVICE, RAM or DISK): a
+/// total, one per level in [`Cost::levels`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct LevelCost {
     /// Checkpoints written (forward restart data or adjoint dependencies).
@@ -21,6 +22,10 @@ pub struct LevelCost {
 }
 
 /// What a replayed action stream costs.
+///
+/// A total, counted by [`Replay`](crate::Replay); the prices it is weighed
+/// with are [`Costs`] ([`Cost::weighted`]). The crate's root page has a
+/// glossary of the `Cost*` types.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Cost {
     /// Number of forward steps of the loop.
@@ -43,15 +48,30 @@ pub struct Cost {
 }
 
 impl Cost {
-    /// Whether the replayed schedule stayed within `ram` RAM snapshots and
-    /// `disk` disk snapshots, counting the adjoint dependencies held in WORK
-    /// beyond one step as RAM.
+    /// Whether the replayed schedule stayed within `snapshots` per stored
+    /// level, counting the adjoint dependencies held in WORK beyond one step
+    /// as RAM ([`Cost::ram_states`]).
     ///
     /// ```
-    /// use checkpointing_schedule::{Replay, Revolve};
+    /// use checkpointing_schedule::{PerLevel, Replay, Revolve, StorageLevel};
     /// let cost = Replay::new(50).run(Revolve::new(50, 3).unwrap()).unwrap();
-    /// assert!(cost.fits(3, 0) && !cost.fits(2, 0));
+    /// let ram = |n| PerLevel::from_fn(|level| if level == StorageLevel::Ram { n } else { 0 });
+    /// assert!(cost.fits_in(&ram(3)) && !cost.fits_in(&ram(2)));
     /// ```
+    pub fn fits_in(&self, snapshots: &PerLevel<u64>) -> bool {
+        self.levels.iter().all(|(level, cost)| {
+            let held = match level {
+                StorageLevel::Ram => self.ram_states(),
+                _ => cost.peak,
+            };
+            held <= snapshots[level]
+        })
+    }
+
+    /// Whether the replayed schedule stayed within `ram` RAM snapshots and
+    /// `disk` disk snapshots, counting the adjoint dependencies held in WORK
+    /// beyond one step as RAM. Unlike [`Cost::fits_in`], it ignores DEVICE.
+    #[deprecated(note = "use `fits_in(&PerLevel)`, which checks every stored level")]
     pub fn fits(&self, ram: u64, disk: u64) -> bool {
         self.ram_states() <= ram && self.levels[StorageLevel::Disk].peak <= disk
     }
@@ -69,7 +89,7 @@ impl Cost {
         self.peak_work_steps.saturating_sub(1)
     }
 
-    /// States held in RAM at the peak, as [`Cost::fits`] counts them: RAM
+    /// States held in RAM at the peak, as [`Cost::fits_in`] counts them: RAM
     /// snapshots plus [`Cost::extra_work_steps`].
     ///
     /// ```

@@ -31,8 +31,8 @@ fn unbounded_forward(cursor: &mut Cursor, write_adj_deps: bool, storage: Storage
 /// No adjoint: the forward runs and nothing is stored. Online.
 ///
 /// ```
-/// use checkpointing_schedule::{Action, NoneCheckpointSchedule, Schedule};
-/// let mut s = NoneCheckpointSchedule::new();
+/// use checkpointing_schedule::{Action, NoneSchedule, Schedule};
+/// let mut s = NoneSchedule::new();
 /// assert_eq!(s.next().unwrap().to_string(),
 ///            "Forward(0, sys.maxsize, False, False, StorageType.NONE)");
 /// s.finalize(10).unwrap();
@@ -41,12 +41,18 @@ fn unbounded_forward(cursor: &mut Cursor, write_adj_deps: bool, storage: Storage
 /// assert_eq!(s.next(), None);
 /// ```
 #[derive(Debug, Clone)]
-pub struct NoneCheckpointSchedule {
+#[doc(alias = "NoneCheckpointSchedule")]
+pub struct NoneSchedule {
     cursor: Cursor,
     exhausted: bool,
 }
 
-impl NoneCheckpointSchedule {
+/// The name of [`NoneSchedule`] in `checkpoint_schedules` (and this crate's
+/// name for it until this release): the Python drop-in keeps it, Rust code uses the short name.
+#[deprecated(note = "renamed to `NoneSchedule`")]
+pub type NoneCheckpointSchedule = NoneSchedule;
+
+impl NoneSchedule {
     /// A new forward-only schedule.
     pub fn new() -> Self {
         Self {
@@ -56,13 +62,13 @@ impl NoneCheckpointSchedule {
     }
 }
 
-impl Default for NoneCheckpointSchedule {
+impl Default for NoneSchedule {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl Iterator for NoneCheckpointSchedule {
+impl Iterator for NoneSchedule {
     type Item = Action;
     fn next(&mut self) -> Option<Action> {
         if self.exhausted {
@@ -80,7 +86,7 @@ impl Iterator for NoneCheckpointSchedule {
     }
 }
 
-impl Schedule for NoneCheckpointSchedule {
+impl Schedule for NoneSchedule {
     impl_schedule_position!();
     fn is_exhausted(&self) -> bool {
         self.exhausted
@@ -96,20 +102,26 @@ impl Schedule for NoneCheckpointSchedule {
 /// Cost: `n` forward steps, no recomputation, `n` steps of adjoint data held.
 ///
 /// ```
-/// use checkpointing_schedule::{Action, Schedule, SingleMemoryStorageSchedule};
-/// let mut s = SingleMemoryStorageSchedule::new();
+/// use checkpointing_schedule::{Action, Schedule, SingleMemory};
+/// let mut s = SingleMemory::new();
 /// s.next();
 /// s.finalize(5).unwrap();
 /// let text: Vec<String> = s.take(3).map(|a| a.to_string()).collect();
 /// assert_eq!(text, ["EndForward()", "Reverse(5, 0, True)", "EndReverse()"]);
 /// ```
 #[derive(Debug, Clone)]
-pub struct SingleMemoryStorageSchedule {
+#[doc(alias = "SingleMemoryStorageSchedule")]
+pub struct SingleMemory {
     cursor: Cursor,
     forward_ended: bool,
 }
 
-impl SingleMemoryStorageSchedule {
+/// The name of [`SingleMemory`] in `checkpoint_schedules` (and this crate's
+/// name for it until this release): the Python drop-in keeps it, Rust code uses the short name.
+#[deprecated(note = "renamed to `SingleMemory`")]
+pub type SingleMemoryStorageSchedule = SingleMemory;
+
+impl SingleMemory {
     /// A new store-all-in-memory schedule.
     pub fn new() -> Self {
         Self {
@@ -119,13 +131,13 @@ impl SingleMemoryStorageSchedule {
     }
 }
 
-impl Default for SingleMemoryStorageSchedule {
+impl Default for SingleMemory {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl Iterator for SingleMemoryStorageSchedule {
+impl Iterator for SingleMemory {
     type Item = Action;
     fn next(&mut self) -> Option<Action> {
         let Some(max_n) = self.cursor.max_n() else {
@@ -155,7 +167,7 @@ impl Iterator for SingleMemoryStorageSchedule {
     }
 }
 
-impl Schedule for SingleMemoryStorageSchedule {
+impl Schedule for SingleMemory {
     impl_schedule_position!();
     fn is_exhausted(&self) -> bool {
         false
@@ -173,8 +185,8 @@ impl Schedule for SingleMemoryStorageSchedule {
 /// Cost: `n` forward steps, `n` disk writes and `n` disk reads per adjoint.
 ///
 /// ```
-/// use checkpointing_schedule::{Schedule, SingleDiskStorageSchedule};
-/// let mut s = SingleDiskStorageSchedule::new(true);
+/// use checkpointing_schedule::{Schedule, SingleDisk};
+/// let mut s = SingleDisk::new(true);
 /// s.next();
 /// s.next();
 /// s.finalize(2).unwrap();
@@ -183,11 +195,17 @@ impl Schedule for SingleMemoryStorageSchedule {
 /// assert_eq!(text.last().unwrap(), "EndReverse()");
 /// ```
 #[derive(Debug, Clone)]
-pub struct SingleDiskStorageSchedule {
+#[doc(alias = "SingleDiskStorageSchedule")]
+pub struct SingleDisk {
     cursor: Cursor,
     move_data: bool,
     phase: DiskPhase,
 }
+
+/// The name of [`SingleDisk`] in `checkpoint_schedules` (and this crate's
+/// name for it until this release): the Python drop-in keeps it, Rust code uses the short name.
+#[deprecated(note = "renamed to `SingleDisk`")]
+pub type SingleDiskStorageSchedule = SingleDisk;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum DiskPhase {
@@ -199,7 +217,7 @@ enum DiskPhase {
     Stopped,
 }
 
-impl SingleDiskStorageSchedule {
+impl SingleDisk {
     /// A new store-all-on-disk schedule.
     pub fn new(move_data: bool) -> Self {
         Self {
@@ -210,7 +228,7 @@ impl SingleDiskStorageSchedule {
     }
 }
 
-impl Iterator for SingleDiskStorageSchedule {
+impl Iterator for SingleDisk {
     type Item = Action;
     fn next(&mut self) -> Option<Action> {
         let (n, r) = (self.cursor.n(), self.cursor.r());
@@ -265,7 +283,7 @@ impl Iterator for SingleDiskStorageSchedule {
     }
 }
 
-impl Schedule for SingleDiskStorageSchedule {
+impl Schedule for SingleDisk {
     impl_schedule_position!();
     fn is_exhausted(&self) -> bool {
         self.move_data && self.cursor.max_n().is_some_and(|m| self.cursor.r() == m)
@@ -275,7 +293,7 @@ impl Schedule for SingleDiskStorageSchedule {
     }
 }
 
-/// Parameters of [`NoneCheckpointSchedule`]: JSON `{"schedule": "none",
+/// Parameters of [`NoneSchedule`]: JSON `{"schedule": "none",
 /// "steps": 10}`.
 ///
 /// ```
@@ -305,7 +323,7 @@ impl ScheduleParams for NoneParams {
     }
 
     fn build(&self) -> Result<Box<dyn Schedule + Send>, ScheduleError> {
-        Ok(Box::new(NoneCheckpointSchedule::new()))
+        Ok(Box::new(NoneSchedule::new()))
     }
 
     fn replay(&self) -> Replay {
@@ -324,7 +342,7 @@ impl ScheduleParams for NoneParams {
     }
 }
 
-/// Parameters of [`SingleMemoryStorageSchedule`]: JSON `{"schedule":
+/// Parameters of [`SingleMemory`]: JSON `{"schedule":
 /// "single-memory", "steps": 10}`.
 ///
 /// ```
@@ -353,7 +371,7 @@ impl ScheduleParams for SingleMemoryParams {
     }
 
     fn build(&self) -> Result<Box<dyn Schedule + Send>, ScheduleError> {
-        Ok(Box::new(SingleMemoryStorageSchedule::new()))
+        Ok(Box::new(SingleMemory::new()))
     }
 
     fn replay(&self) -> Replay {
@@ -371,7 +389,7 @@ impl ScheduleParams for SingleMemoryParams {
     }
 }
 
-/// Parameters of [`SingleDiskStorageSchedule`]: JSON `{"schedule":
+/// Parameters of [`SingleDisk`]: JSON `{"schedule":
 /// "single-disk", "steps": 10, "move_data": false}`.
 ///
 /// ```
@@ -408,7 +426,7 @@ impl ScheduleParams for SingleDiskParams {
     }
 
     fn build(&self) -> Result<Box<dyn Schedule + Send>, ScheduleError> {
-        Ok(Box::new(SingleDiskStorageSchedule::new(self.move_data)))
+        Ok(Box::new(SingleDisk::new(self.move_data)))
     }
 
     fn replay(&self) -> Replay {

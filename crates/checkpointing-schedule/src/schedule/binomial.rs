@@ -129,7 +129,7 @@ pub(crate) fn revolve_last_split(n: u64, s: u64) -> u64 {
     (b_s.min(n as u128 - b_sm1)) as u64
 }
 
-/// Which of the optimal advances `MultistageCheckpointSchedule` takes when
+/// Which of the optimal advances [`Multistage`](super::Multistage) takes when
 /// several are optimal (Griewank & Walther 2000, Fig. 4).
 ///
 /// ```

@@ -18,7 +18,7 @@
 //! - The store-everything schedules: `n`.
 //!
 //! Every adjoint is advanced once per step (`n`), none for
-//! `NoneCheckpointSchedule`. Each schedule's parameters give their form
+//! `NoneSchedule`. Each schedule's parameters give their form
 //! ([`ScheduleParams::closed_form_steps`](super::ScheduleParams::closed_form_steps));
 //! tests check each form against the replay.
 

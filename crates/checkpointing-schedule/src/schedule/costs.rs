@@ -58,6 +58,10 @@ impl Default for StepCosts {
 /// free. Default: 1, 1, 2, 2. In JSON the four are fields of the schedule
 /// (`"uf": 1.0, ...`).
 ///
+/// Prices, given to a schedule; what a replay counts is a
+/// [`Cost`](crate::Cost), which [`Cost::weighted`](crate::Cost::weighted)
+/// prices with these.
+///
 /// ```
 /// use checkpointing_schedule::schedule::{Costs, StepCosts};
 /// let costs = Costs { ub: 2.0, ..Costs::default() };

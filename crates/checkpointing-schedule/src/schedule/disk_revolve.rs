@@ -1,7 +1,7 @@
 //! Revolve with an unlimited disk level: `checkpoint_schedules.DiskRevolve`
 //! and `checkpoint_schedules.PeriodicDiskRevolve`.
 
-use super::ops::{
+use super::op_sequence::{
     sequence_schedule, Machine, Op, Program, SequenceSchedule, TAPE_ONE, TWO_STEPS_RAM,
 };
 use super::revolve::{RevolveFrame, Splits};

@@ -12,8 +12,8 @@ use crate::action::{Action, Step};
 /// for a forward-only schedule, when the schedule ends).
 ///
 /// ```
-/// use checkpointing_schedule::{Drive, SingleMemoryStorageSchedule};
-/// let text: Vec<String> = Drive::new(SingleMemoryStorageSchedule::new(), 3)
+/// use checkpointing_schedule::{Drive, SingleMemory};
+/// let text: Vec<String> = Drive::new(SingleMemory::new(), 3)
 ///     .unwrap()
 ///     .map(|a| a.unwrap().to_string())
 ///     .collect();

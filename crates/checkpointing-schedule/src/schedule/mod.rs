@@ -7,19 +7,29 @@
 //! for the same parameters; `n()`, `r()`, `max_n()`, `is_exhausted()` and
 //! `finalize()` have the same meaning as there.
 //!
-//! | schedule | online | adjoints | storage |
-//! | --- | --- | --- | --- |
-//! | [`NoneCheckpointSchedule`] | yes | none | — |
-//! | [`SingleMemoryStorageSchedule`] | yes | unlimited | WORK |
-//! | [`SingleDiskStorageSchedule`] | yes | unlimited (one with `move_data`) | DISK |
-//! | [`Revolve`] | no | one | RAM |
-//! | [`HRevolve`] | no | one | RAM + DISK |
-//! | [`DiskRevolve`], [`PeriodicDiskRevolve`] | no | one | RAM + DISK |
-//! | [`MultistageCheckpointSchedule`] | no | one | RAM and/or DISK |
-//! | [`Periodic`] | no | one | RAM |
-//! | [`MixedCheckpointSchedule`] | no | one | RAM or DISK |
-//! | [`TwoLevelCheckpointSchedule`] | yes | unlimited | DISK + RAM or DISK |
-//! | [`OnlineR2`] | yes | one | RAM |
+//! | schedule | [`ScheduleSpec`] name | online | adjoints | storage |
+//! | --- | --- | --- | --- | --- |
+//! | [`NoneSchedule`] | `none` | yes | none | — |
+//! | [`SingleMemory`] | `single-memory` | yes | unlimited | WORK |
+//! | [`SingleDisk`] | `single-disk` | yes | unlimited (one with `move_data`) | DISK |
+//! | [`Revolve`] | `revolve` | no | one | RAM |
+//! | [`HRevolve`] | `hrevolve` | no | one | RAM + DISK |
+//! | [`HierarchicalRevolve`] | `hierarchical-revolve` | no | one | one to three of DEVICE, RAM, DISK |
+//! | [`DiskRevolve`] | `disk-revolve` | no | one | RAM + DISK |
+//! | [`PeriodicDiskRevolve`] | `periodic-disk-revolve` | no | one | RAM + DISK |
+//! | [`Multistage`] | `multistage` | no | one | RAM and/or DISK |
+//! | [`Mixed`] | `mixed` | no | one | RAM or DISK |
+//! | [`Periodic`] | `periodic` | no | one | RAM |
+//! | [`TwoLevel`] | `two-level` | yes | unlimited | DISK + RAM or DISK |
+//! | [`OnlineR2`] | `online-r2` | yes | one | RAM |
+//! | [`HeterogeneousRevolve`] | `heterogeneous-revolve` | no | one | RAM (a byte budget) |
+//!
+//! The Rust names are short; the reference's names
+//! (`MultistageCheckpointSchedule`, ...) are search aliases here and the
+//! class names of the Python drop-in `checkpointing.checkpoint_schedules`.
+//! A test checks that this table names every schedule of the registry
+//! ([`ScheduleSpec::NAMES`]) and that its "online" column is
+//! [`ScheduleSpec::is_online`].
 
 use std::collections::VecDeque;
 
@@ -27,6 +37,7 @@ use crate::action::{Action, Step};
 use crate::record::ActionRecord;
 use crate::StorageLevel;
 
+mod argmin;
 mod basic;
 mod binomial;
 mod closed_form;
@@ -38,18 +49,16 @@ mod hrevolve;
 mod mixed;
 mod multistage;
 mod online_r2;
-mod ops;
+mod op_sequence;
 mod periodic;
 mod revolve;
 mod revolve_classic;
 mod revolve_controller;
-mod search;
 mod spec;
 mod two_level;
 
 pub use basic::{
-    NoneCheckpointSchedule, NoneParams, SingleDiskParams, SingleDiskStorageSchedule,
-    SingleMemoryParams, SingleMemoryStorageSchedule,
+    NoneParams, NoneSchedule, SingleDisk, SingleDiskParams, SingleMemory, SingleMemoryParams,
 };
 pub use binomial::{
     binomial_advance, binomial_forward_steps, binomial_forward_steps_wide, Trajectory,
@@ -69,10 +78,9 @@ pub use hrevolve::{
     HRevolve, HRevolveParams, HierarchicalRevolve, HierarchicalRevolveParams, LevelSpec,
 };
 pub use mixed::{
-    mixed_step, optimal_steps_mixed, MixedCheckpointSchedule, MixedCostTable, MixedParams,
-    MixedStep, MixedStepKind,
+    mixed_step, optimal_steps_mixed, Mixed, MixedCostTable, MixedParams, MixedStep, MixedStepKind,
 };
-pub use multistage::{MultistageCheckpointSchedule, MultistageParams};
+pub use multistage::{Multistage, MultistageParams};
 pub use online_r2::{OnlineR2, OnlineR2Params};
 pub use periodic::{Periodic, PeriodicParams};
 pub use revolve::{Revolve, RevolveParams, RevolveTrajectory};
@@ -81,7 +89,16 @@ pub use revolve_controller::{
     ControllerPosition, NumforwError, RevolveController,
 };
 pub use spec::{flags_from_fields, CandidateBudget, ScheduleParams, ScheduleSpec, SpecError};
-pub use two_level::{TwoLevelCheckpointSchedule, TwoLevelParams};
+pub use two_level::{TwoLevel, TwoLevelParams};
+// The reference's names, kept one release for code written against them.
+#[allow(deprecated)]
+pub use basic::{NoneCheckpointSchedule, SingleDiskStorageSchedule, SingleMemoryStorageSchedule};
+#[allow(deprecated)]
+pub use mixed::MixedCheckpointSchedule;
+#[allow(deprecated)]
+pub use multistage::MultistageCheckpointSchedule;
+#[allow(deprecated)]
+pub use two_level::TwoLevelCheckpointSchedule;
 
 /// Why a schedule cannot be built or finalized.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -276,8 +293,8 @@ impl Cursor {
     /// reference's own tests do), on any schedule.
     ///
     /// ```
-    /// use checkpointing_schedule::{Schedule, ScheduleError, SingleMemoryStorageSchedule};
-    /// let mut schedule = SingleMemoryStorageSchedule::new();
+    /// use checkpointing_schedule::{Schedule, ScheduleError, SingleMemory};
+    /// let mut schedule = SingleMemory::new();
     /// schedule.next(); // Forward(0, sys.maxsize, ...)
     /// assert_eq!(schedule.finalize(5), Ok(()));
     /// assert_eq!(schedule.finalize(5), Ok(())); // the same n again: a no-op
@@ -314,7 +331,7 @@ impl Cursor {
 /// The meaning of each method is that of `CheckpointSchedule` in
 /// `checkpoint_schedules` 1.0.4. The iterator ends (returns `None`) when the
 /// schedule is over; schedules that allow repeated adjoints
-/// (`SingleMemoryStorageSchedule`, ...) never end and start another reverse
+/// ([`SingleMemory`], ...) never end and start another reverse
 /// after each `EndReverse`.
 ///
 /// ```
@@ -509,3 +526,41 @@ macro_rules! impl_schedule_position {
     };
 }
 pub(crate) use impl_schedule_position;
+
+#[cfg(test)]
+mod table_tests {
+    use super::ScheduleSpec;
+
+    /// The rows of the table in this module's documentation: (name, online).
+    fn table_rows() -> Vec<(String, bool)> {
+        include_str!("mod.rs")
+            .lines()
+            .filter_map(|line| line.strip_prefix("//! | [`"))
+            .map(|row| {
+                let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+                (cells[1].trim_matches('`').to_string(), cells[2] == "yes")
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_table_names_every_registered_schedule_once() {
+        let mut named: Vec<String> = table_rows().into_iter().map(|(name, _)| name).collect();
+        named.sort();
+        let mut registered: Vec<String> = ScheduleSpec::NAMES
+            .iter()
+            .map(|name| name.to_string())
+            .collect();
+        registered.sort();
+        assert_eq!(named, registered);
+    }
+
+    #[test]
+    fn the_tables_online_column_is_the_registrys() {
+        let rows = table_rows();
+        for spec in ScheduleSpec::examples() {
+            let (_, online) = rows.iter().find(|(name, _)| name == spec.name()).unwrap();
+            assert_eq!(*online, spec.is_online(), "{}", spec.name());
+        }
+    }
+}

@@ -47,15 +47,16 @@ use crate::StorageLevel;
 /// (counting reads and writes per slot), in `O(snapshots)` memory.
 ///
 /// ```
-/// use checkpointing_schedule::{MultistageCheckpointSchedule, Schedule, StorageLevel, Trajectory};
-/// let s = MultistageCheckpointSchedule::new(20, 2, 3, Trajectory::Maximum).unwrap();
+/// use checkpointing_schedule::{Multistage, Schedule, StorageLevel, Trajectory};
+/// let s = Multistage::new(20, 2, 3, Trajectory::Maximum).unwrap();
 /// assert!(s.uses_storage(StorageLevel::Ram) && s.uses_storage(StorageLevel::Disk));
 /// assert_eq!(s.snapshots_in_ram() + s.snapshots_on_disk(), 5);
 /// let actions: Vec<_> = s.collect();
 /// assert_eq!(actions.last().unwrap().to_string(), "EndReverse()");
 /// ```
 #[derive(Debug, Clone)]
-pub struct MultistageCheckpointSchedule {
+#[doc(alias = "MultistageCheckpointSchedule")]
+pub struct Multistage {
     cursor: Cursor,
     storage: Vec<StorageLevel>,
     trajectory: Trajectory,
@@ -63,6 +64,11 @@ pub struct MultistageCheckpointSchedule {
     state: State,
     exhausted: bool,
 }
+
+/// The name of [`Multistage`] in `checkpoint_schedules` (and this crate's
+/// name for it until this release): the Python drop-in keeps it, Rust code uses the short name.
+#[deprecated(note = "renamed to `Multistage`")]
+pub type MultistageCheckpointSchedule = Multistage;
 
 /// What the next action is. Each `next()` does `O(1)` work (plus one
 /// `n_advance`), mirroring the reference generator's control flow.
@@ -84,7 +90,7 @@ enum State {
     Done,
 }
 
-impl MultistageCheckpointSchedule {
+impl Multistage {
     /// `MultistageCheckpointSchedule(max_n, snapshots_in_ram,
     /// snapshots_on_disk, trajectory)`.
     ///
@@ -249,7 +255,7 @@ impl MultistageCheckpointSchedule {
 fn allocate(max_n: Step, ram: u64, disk: u64, trajectory: Trajectory) -> Vec<StorageLevel> {
     let total = (ram + disk).min(max_n - 1) as usize;
     let mut weights = vec![0u64; total];
-    let probe = MultistageCheckpointSchedule::with_storage(
+    let probe = Multistage::with_storage(
         Cursor::offline(max_n).expect("max_n > 1"),
         vec![StorageLevel::Ram; total],
         trajectory,
@@ -280,7 +286,7 @@ fn allocate(max_n: Step, ram: u64, disk: u64, trajectory: Trajectory) -> Vec<Sto
     storage
 }
 
-impl Iterator for MultistageCheckpointSchedule {
+impl Iterator for Multistage {
     type Item = Action;
 
     // Inlined into batch consumers (`Schedule::next_actions`), where a
@@ -291,7 +297,7 @@ impl Iterator for MultistageCheckpointSchedule {
     }
 }
 
-impl Schedule for MultistageCheckpointSchedule {
+impl Schedule for Multistage {
     impl_schedule_position!();
 
     fn is_exhausted(&self) -> bool {
@@ -307,7 +313,7 @@ impl Schedule for MultistageCheckpointSchedule {
     }
 }
 
-/// Parameters of [`MultistageCheckpointSchedule`]: JSON `{"schedule":
+/// Parameters of [`Multistage`]: JSON `{"schedule":
 /// "multistage", "max_n": 100, "snapshots_in_ram": 2, "snapshots_on_disk":
 /// 5, "trajectory": "maximum"}` (snapshot counts default to 0, the
 /// trajectory to `maximum`).
@@ -359,7 +365,7 @@ impl ScheduleParams for MultistageParams {
     }
 
     fn build(&self) -> Result<Box<dyn Schedule + Send>, ScheduleError> {
-        Ok(Box::new(MultistageCheckpointSchedule::new(
+        Ok(Box::new(Multistage::new(
             self.max_n,
             self.snapshots_in_ram,
             self.snapshots_on_disk,

@@ -3,7 +3,7 @@
 //! `Online_r2`).
 
 use super::binomial::binomial_forward_steps;
-use super::ops::{Machine, Op, Program, SequenceSchedule};
+use super::op_sequence::{Machine, Op, Program, SequenceSchedule};
 use super::revolve::{RevolveFrame, Splits};
 use serde::{Deserialize, Serialize};
 
@@ -63,13 +63,13 @@ use crate::StorageLevel;
 /// to nowhere, i.e. deleted. One adjoint: the checkpoints are consumed.
 ///
 /// ```
-/// use checkpointing_schedule::{Drive, OnlineR2, Replay};
+/// use checkpointing_schedule::{Drive, OnlineR2, PerLevel, Replay, StorageLevel};
 /// let schedule = OnlineR2::new(3).unwrap();
 /// assert_eq!(OnlineR2::optimal_range(3), 9);
 /// // Driven for 9 steps (an executor's loop stopping there), then replayed.
 /// let actions: Vec<_> = Drive::new(schedule, 9).unwrap().map(|a| a.unwrap()).collect();
 /// let cost = Replay::new(9).run(actions).unwrap();
-/// assert!(cost.fits(3, 0));
+/// assert!(cost.fits_in(&PerLevel::default().with(StorageLevel::Ram, 3)));
 /// // 9 forward + 9 - 3 recomputed + 9 taped before the adjoint steps.
 /// assert_eq!(cost.forward_steps, 24);
 /// ```

@@ -10,7 +10,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use super::binomial::{binomial_forward_steps_wide, revolve_last_split};
-use super::ops::{Machine, Op, Program, SequenceSchedule};
+use super::op_sequence::{Machine, Op, Program, SequenceSchedule};
 use super::revolve_classic::ClassicSequence;
 use super::{
     require_ram_snapshot, CandidateBudget, Costs, Cursor, Schedule, ScheduleError, ScheduleParams,

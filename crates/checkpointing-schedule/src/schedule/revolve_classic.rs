@@ -8,7 +8,7 @@
 //! reverse starts at the checkpoint (its last use: the controller pops it
 //! at that turn); `terminate` is `EndReverse`.
 
-use super::ops::{Op, OpTranslator, TAPE_ONE};
+use super::op_sequence::{Op, OpTranslator, TAPE_ONE};
 use super::revolve_controller::{
     ControllerAction, ControllerLimits, ControllerPosition, RevolveController,
 };

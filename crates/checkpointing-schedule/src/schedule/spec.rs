@@ -310,7 +310,7 @@ macro_rules! schedule_registry {
             /// Every schedule configured for `budget` (where a schedule has
             /// a free parameter, such as a period, one natural choice for
             /// that budget). Whether each really fits is for its replay to
-            /// show ([`Cost::fits`]).
+            /// show ([`Cost::fits_in`]).
             ///
             /// ```
             /// use checkpointing_schedule::schedule::CandidateBudget;
@@ -344,7 +344,7 @@ schedule_registry! {
     /// Binomial checkpointing with RAM snapshots (Griewank & Walther 2000).
     "revolve" => Revolve(RevolveParams),
     /// H-Revolve over RAM and disk, as `checkpoint_schedules` translates it.
-    "hrevolve" => Hrevolve(HRevolveParams),
+    "hrevolve" => HRevolve(HRevolveParams),
     /// H-Revolve over one to three levels of the user's choice, each with its snapshot budget and costs.
     "hierarchical-revolve" => HierarchicalRevolve(HierarchicalRevolveParams),
     /// Disk-Revolve: RAM snapshots and unlimited disk (Aupy et al. 2016).
@@ -378,6 +378,15 @@ pub enum SpecError {
 }
 
 impl ScheduleSpec {
+    /// `ScheduleSpec::Hrevolve(params)`, this variant's spelling until this
+    /// release, builds [`ScheduleSpec::HRevolve`]; a pattern must name
+    /// `HRevolve`.
+    #[deprecated(note = "renamed to `ScheduleSpec::HRevolve`, as the type `HRevolve`")]
+    #[allow(non_snake_case)]
+    pub fn Hrevolve(params: HRevolveParams) -> Self {
+        Self::HRevolve(params)
+    }
+
     /// The `checkpointing` command line that prints this schedule:
     /// `checkpointing schedule` and [`ScheduleSpec::command_args`] (no value
     /// needs quoting: names, numbers, lists and `LEVEL:N:W:R`).

@@ -3,7 +3,7 @@
 
 use std::sync::mpsc;
 
-use checkpointing::{DurableStore, Footprint, SnapshotStore, Step, StorageError};
+use checkpointing::{DurableStore, Footprint, NotDurable, SnapshotStore, Step, StorageError};
 
 use super::{worker_gone, AsyncStore, Request};
 
@@ -74,18 +74,3 @@ where
         Ok(())
     }
 }
-
-/// Adopting a manifest through an [`AsyncStore`] whose inner store does not
-/// outlive the process.
-///
-/// ```
-/// use checkpointing::{DurableStore, MemoryStore, SnapshotStore};
-/// use checkpointing_store::{AsyncStore, NotDurable};
-/// let mut store = AsyncStore::new(MemoryStore::<Vec<f64>>::new(), 1);
-/// assert!(store.as_durable().is_none());
-/// let error = store.adopt(&[]).unwrap_err();
-/// assert!(error.backend_source::<NotDurable>().is_some());
-/// ```
-#[derive(Debug, thiserror::Error)]
-#[error("the store behind the background I/O thread does not outlive the process")]
-pub struct NotDurable;

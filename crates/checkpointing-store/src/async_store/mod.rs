@@ -11,8 +11,6 @@ use checkpointing::{DurableStore, Footprint, SnapshotStore, Step, StorageError, 
 
 mod durable;
 
-pub use durable::NotDurable;
-
 type Reply<T> = SyncSender<Result<T, StorageError>>;
 
 /// Work on the inner store's durable side, run on the worker in turn.

@@ -75,7 +75,7 @@ impl LevelMeasurement {
 /// let problem = FnProblem::new(|_, x: &mut Vec<f64>| x.iter_mut().for_each(|v| *v = v.sin()),
 ///                              |_, x: &Vec<f64>, l: &mut Vec<f64>| l.iter_mut().zip(x).for_each(|(l, x)| *l *= x.cos()));
 /// let budget = PlanBudget::new(200, Bytes(10 * 8_100));
-/// let m = Executor::in_memory().measure(&problem, &vec![0.5; 1000], &budget, |x| Ok(x.clone())).unwrap();
+/// let m = Executor::in_memory().measure(&problem, &budget, &vec![0.5; 1000], |x| Ok(x.clone())).unwrap();
 /// assert!(m.forward_seconds > 0.0 && m.levels[StorageLevel::Ram].is_some());
 /// assert!(m.levels[StorageLevel::Disk].is_none());     // no disk budget
 /// let plan = plan(&m.plan_input(&budget)).unwrap();
@@ -116,7 +116,7 @@ impl Measurements {
     /// the planner counts.
     pub fn plan_input(&self, budget: &PlanBudget) -> PlanInput {
         let state = self.state_bytes.max(1);
-        let mut input = PlanInput::new(budget.steps, Bytes(state), budget.ram);
+        let mut input = PlanInput::new(budget.steps, Bytes(state), budget.ram());
         input.forward_seconds = self.forward_seconds.max(MIN_FORWARD_SECONDS);
         input.adjoint_seconds = self.adjoint_seconds + self.copy_seconds;
         for (level, measured) in self.levels.iter() {
@@ -326,8 +326,8 @@ where
     pub fn measure<P>(
         &mut self,
         problem: &P,
-        initial: &S,
         budget: &PlanBudget,
+        initial: &S,
         mut terminal: impl FnMut(&S) -> Result<P::Adjoint, UserError>,
     ) -> Result<Measurements, ExecutorError>
     where

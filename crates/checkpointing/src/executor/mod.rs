@@ -48,10 +48,10 @@ type LevelStore<'p, S> = Box<dyn SnapshotStore<Checkpoint<S>> + 'p>;
 /// on it an [`ExecutorError::Inconsistent`] error.
 ///
 /// ```
-/// use checkpointing::{DiskStore, Executor, FnProblem, MemoryStore, MultistageCheckpointSchedule, StorageLevel, Trajectory};
+/// use checkpointing::{DiskStore, Executor, FnProblem, MemoryStore, Multistage, StorageLevel, Trajectory};
 /// let mut problem = FnProblem::new(|_, x: &mut Vec<f64>| x[0] *= 2.0, |_, _: &Vec<f64>, l: &mut f64| *l *= 2.0);
 /// let mut executor = Executor::new(MemoryStore::new(), DiskStore::temporary().unwrap());
-/// let schedule = MultistageCheckpointSchedule::new(10, 1, 2, Trajectory::Maximum).unwrap();
+/// let schedule = Multistage::new(10, 1, 2, Trajectory::Maximum).unwrap();
 /// let out = executor.run(&mut problem, schedule, vec![1.0], |_| Ok(1.0)).unwrap();
 /// assert_eq!(out.adjoint, 1024.0);
 /// assert!(out.stats.levels[StorageLevel::Disk].writes > 0);
@@ -212,10 +212,10 @@ where
     /// `finalize(n)` and runs the adjoint.
     ///
     /// ```
-    /// use checkpointing::{Executor, FnProblem, SingleMemoryStorageSchedule};
+    /// use checkpointing::{Executor, FnProblem, SingleMemory};
     /// let mut problem = FnProblem::new(|_, x: &mut f64| *x += 1.0, |_, _: &f64, _: &mut f64| {});
     /// let out = Executor::in_memory()
-    ///     .run_online(&mut problem, SingleMemoryStorageSchedule::new(), 0.0, |_, x| *x >= 7.0, |_| Ok(1.0))
+    ///     .run_online(&mut problem, SingleMemory::new(), 0.0, |_, x| *x >= 7.0, |_| Ok(1.0))
     ///     .unwrap();
     /// assert_eq!(out.stats.steps, 7);
     /// ```

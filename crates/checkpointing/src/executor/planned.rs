@@ -17,12 +17,12 @@
 
 use std::time::Instant;
 
-use super::measure::Measurements;
+use super::measure::{Measurements, StopProbe};
 use super::{Executor, ExecutorError, Outcome, Problem, UserError};
 use crate::action::Step;
 use crate::plan::{plan, Bytes, Plan};
 use crate::storage::Footprint;
-use crate::{Schedule, ScheduleSpec, StorageLevel};
+use crate::{PerLevel, Schedule, ScheduleSpec, StorageLevel};
 
 /// Forward and adjoint steps timed by default ([`PlanBudget::probe_steps`]).
 pub const DEFAULT_PROBE_STEPS: Step = 5;
@@ -38,9 +38,11 @@ pub const DEFAULT_PROBE_STEPS: Step = 5;
 ///
 /// ```
 /// use checkpointing::plan::Bytes;
-/// use checkpointing::PlanBudget;
-/// let budget = PlanBudget::new(1000, Bytes(64 << 20)).with_disk(Bytes(1 << 30));
-/// assert_eq!((budget.steps, budget.disk), (Some(1000), Some(Bytes(1 << 30))));
+/// use checkpointing::{PlanBudget, StorageLevel};
+/// let budget = PlanBudget::new(1000, Bytes(64 << 20)).with_level(StorageLevel::Disk, Bytes(1 << 30));
+/// assert_eq!(budget.steps, Some(1000));
+/// assert_eq!(budget.bytes(StorageLevel::Disk), Some(Bytes(1 << 30)));
+/// assert_eq!(budget.bytes(StorageLevel::Device), None);
 /// assert_eq!(PlanBudget::online(Bytes(64 << 20)).steps, None);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,12 +51,9 @@ pub struct PlanBudget {
     /// Steps of the loop, or `None` when the loop decides when it ends
     /// ([`Executor::run_planned_online`]).
     pub steps: Option<Step>,
-    /// Bytes of RAM.
-    pub ram: Bytes,
-    /// Bytes on disk, if the DISK level is to be used.
-    pub disk: Option<Bytes>,
-    /// Bytes of accelerator memory, if the DEVICE level is to be measured.
-    pub device: Option<Bytes>,
+    /// Bytes of each stored level that is to be used; RAM's are always
+    /// given ([`PlanBudget::ram`]).
+    pub levels: PerLevel<Option<Bytes>>,
     /// Forward and adjoint steps to time (at least 1, at most the steps).
     pub probe_steps: Step,
 }
@@ -72,23 +71,29 @@ impl PlanBudget {
     pub fn online(ram: Bytes) -> Self {
         Self {
             steps: None,
-            ram,
-            disk: None,
-            device: None,
+            levels: PerLevel::default().with(StorageLevel::Ram, Some(ram)),
             probe_steps: DEFAULT_PROBE_STEPS,
         }
     }
 
-    /// This budget with `bytes` on disk.
-    pub fn with_disk(mut self, bytes: Bytes) -> Self {
-        self.disk = Some(bytes);
+    /// This budget with `bytes` in `level` (DEVICE, RAM or DISK).
+    ///
+    /// # Panics
+    /// If `level` is WORK or NONE, which hold no checkpoints.
+    pub fn with_level(mut self, level: StorageLevel, bytes: Bytes) -> Self {
+        self.levels[level] = Some(bytes);
         self
     }
 
-    /// This budget with `bytes` of accelerator memory.
-    pub fn with_device(mut self, bytes: Bytes) -> Self {
-        self.device = Some(bytes);
-        self
+    /// This budget with `bytes` on disk: `with_level(StorageLevel::Disk, bytes)`.
+    pub fn with_disk(self, bytes: Bytes) -> Self {
+        self.with_level(StorageLevel::Disk, bytes)
+    }
+
+    /// This budget with `bytes` of accelerator memory:
+    /// `with_level(StorageLevel::Device, bytes)`.
+    pub fn with_device(self, bytes: Bytes) -> Self {
+        self.with_level(StorageLevel::Device, bytes)
     }
 
     /// Times `steps` forward and adjoint steps (default
@@ -98,14 +103,15 @@ impl PlanBudget {
         self
     }
 
-    /// The bytes of `level`, if it is to be used.
+    /// The bytes of `level`, if it is to be used (`None` for WORK and
+    /// NONE).
     pub fn bytes(&self, level: StorageLevel) -> Option<Bytes> {
-        match level {
-            StorageLevel::Ram => Some(self.ram),
-            StorageLevel::Disk => self.disk,
-            StorageLevel::Device => self.device,
-            _ => None,
-        }
+        self.levels.get(level).copied().flatten()
+    }
+
+    /// The bytes of RAM.
+    pub fn ram(&self) -> Bytes {
+        self.bytes(StorageLevel::Ram).unwrap_or(Bytes(0))
     }
 }
 
@@ -194,7 +200,7 @@ where
     /// // 100 steps in RAM for about 8 states of 8 kB: the schedule recomputes.
     /// let budget = PlanBudget::new(100, Bytes(8 * 8_100));
     /// let out = Executor::in_memory()
-    ///     .run_planned(&mut problem, vec![1.0; 1000], &budget, |_| Ok(vec![1.0; 1000]))
+    ///     .run_planned(&mut problem, &budget, vec![1.0; 1000], |_| Ok(vec![1.0; 1000]))
     ///     .unwrap();
     /// assert_eq!(out.outcome.adjoint[0], 2f64.powi(100));
     /// assert!(out.outcome.stats.forward_steps > 100);
@@ -205,9 +211,9 @@ where
     pub fn run_planned<P>(
         &mut self,
         problem: &mut P,
-        initial: S,
         budget: &PlanBudget,
-        mut terminal: impl FnMut(&S) -> Result<P::Adjoint, UserError>,
+        initial: S,
+        terminal: impl FnMut(&S) -> Result<P::Adjoint, UserError>,
     ) -> Result<PlannedOutcome<P::Adjoint>, ExecutorError>
     where
         P: Problem<State = S> + Clone,
@@ -217,18 +223,8 @@ where
                 "run_planned needs a step count (PlanBudget::new); use run_planned_online for a loop that decides when it ends",
             ));
         }
-        let measurements = self.measure_until(problem, &initial, budget, None, &mut terminal)?;
-        let (plan, planning_seconds) = plan_for(&measurements, budget)?;
-        let start = Instant::now();
-        let outcome = self.run_spec(problem, &plan.best.spec, initial, terminal)?;
-        let measured_seconds = start.elapsed().as_secs_f64();
-        Ok(finish(
-            outcome,
-            plan,
-            measurements,
-            measured_seconds,
-            planning_seconds,
-        ))
+        let no_stop: Option<fn(Step, &S) -> bool> = None;
+        self.measure_plan_run(problem, budget, initial, no_stop, terminal)
     }
 
     /// [`run_planned`](Self::run_planned) for a loop that decides when it
@@ -248,7 +244,7 @@ where
     /// );
     /// let budget = PlanBudget::online(Bytes(1 << 20));
     /// let out = Executor::in_memory()
-    ///     .run_planned_online(&mut problem, vec![0.0; 100], &budget, |_, x| x[0] >= 40.0, |_| Ok(1.0))
+    ///     .run_planned_online(&mut problem, &budget, vec![0.0; 100], |_, x| x[0] >= 40.0, |_| Ok(1.0))
     ///     .unwrap();
     /// assert_eq!(out.outcome.stats.steps, 40);
     /// assert!(out.modelled_seconds > 0.0);
@@ -256,10 +252,10 @@ where
     pub fn run_planned_online<P>(
         &mut self,
         problem: &mut P,
-        initial: S,
         budget: &PlanBudget,
-        mut stop: impl FnMut(Step, &S) -> bool,
-        mut terminal: impl FnMut(&S) -> Result<P::Adjoint, UserError>,
+        initial: S,
+        stop: impl FnMut(Step, &S) -> bool,
+        terminal: impl FnMut(&S) -> Result<P::Adjoint, UserError>,
     ) -> Result<PlannedOutcome<P::Adjoint>, ExecutorError>
     where
         P: Problem<State = S> + Clone,
@@ -269,49 +265,52 @@ where
                 "run_planned_online needs an unknown step count (PlanBudget::online); use run_planned for a known one",
             ));
         }
-        let measurements =
-            self.measure_until(problem, &initial, budget, Some(&mut stop), &mut terminal)?;
-        let (plan, planning_seconds) = plan_for(&measurements, budget)?;
-        let schedule = plan.best.spec.build()?;
+        self.measure_plan_run(problem, budget, initial, Some(stop), terminal)
+    }
+
+    /// What [`run_planned`](Self::run_planned) and
+    /// [`run_planned_online`](Self::run_planned_online) do once their budget
+    /// is checked: measure, plan, run (the planned schedule for its steps
+    /// without `stop`, online until `stop` with it), and report.
+    fn measure_plan_run<P>(
+        &mut self,
+        problem: &mut P,
+        budget: &PlanBudget,
+        initial: S,
+        mut stop: Option<impl FnMut(Step, &S) -> bool>,
+        mut terminal: impl FnMut(&S) -> Result<P::Adjoint, UserError>,
+    ) -> Result<PlannedOutcome<P::Adjoint>, ExecutorError>
+    where
+        P: Problem<State = S> + Clone,
+    {
+        let measurements = self.measure_until(
+            problem,
+            &initial,
+            budget,
+            stop.as_mut().map(|f| f as StopProbe<'_, S>),
+            &mut terminal,
+        )?;
         let start = Instant::now();
-        let outcome = self.run_online(problem, schedule, initial, stop, terminal)?;
+        let plan = plan(&measurements.plan_input(budget))?;
+        let planning_seconds = start.elapsed().as_secs_f64();
+        let start = Instant::now();
+        let mut outcome = match stop {
+            None => self.run_spec(problem, &plan.best.spec, initial, terminal)?,
+            Some(stop) => {
+                let schedule = plan.best.spec.build()?;
+                self.run_online(problem, schedule, initial, stop, terminal)?
+            }
+        };
         let measured_seconds = start.elapsed().as_secs_f64();
-        Ok(finish(
+        measurements.discount(&mut outcome.stats);
+        Ok(PlannedOutcome {
+            predicted_seconds: plan.best.predicted_seconds,
+            modelled_seconds: measurements.model_seconds(&outcome.stats),
             outcome,
             plan,
             measurements,
             measured_seconds,
             planning_seconds,
-        ))
-    }
-}
-
-/// Plans for `budget` from `measurements`, timed.
-fn plan_for(
-    measurements: &Measurements,
-    budget: &PlanBudget,
-) -> Result<(Plan, f64), ExecutorError> {
-    let start = Instant::now();
-    let plan = plan(&measurements.plan_input(budget))?;
-    Ok((plan, start.elapsed().as_secs_f64()))
-}
-
-/// The outcome of a planned run, the probes' traffic discounted.
-fn finish<A>(
-    mut outcome: Outcome<A>,
-    plan: Plan,
-    measurements: Measurements,
-    measured_seconds: f64,
-    planning_seconds: f64,
-) -> PlannedOutcome<A> {
-    measurements.discount(&mut outcome.stats);
-    PlannedOutcome {
-        predicted_seconds: plan.best.predicted_seconds,
-        modelled_seconds: measurements.model_seconds(&outcome.stats),
-        outcome,
-        plan,
-        measurements,
-        measured_seconds,
-        planning_seconds,
+        })
     }
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::{DurableStore, SnapshotNames, SnapshotStore, StorageError, StoreStats};
+use super::{DurableStore, NamedStore, SnapshotNames, SnapshotStore, StorageError, StoreStats};
 use crate::action::Step;
 
 /// File header: magic, step, payload length, CRC-32 of step, length and
@@ -321,28 +321,17 @@ impl<T: Serialize + DeserializeOwned> SnapshotStore<T> for DiskStore<T> {
     }
 }
 
-/// Its files outlive the process.
-impl<T> DurableStore for DiskStore<T> {
-    fn defer_removals(&mut self) {
-        self.files.defer_removals();
+/// Its files outlive the process: it is a [`DurableStore`] through this.
+impl<T> NamedStore for DiskStore<T> {
+    fn names(&mut self) -> &mut SnapshotNames {
+        &mut self.files
     }
 
-    fn complete_removals(&mut self) -> Result<(), StorageError> {
-        for (step, name) in self.files.take_pending() {
-            self.delete(step, &name)?;
-        }
-        Ok(())
+    fn stats_mut(&mut self) -> &mut StoreStats {
+        &mut self.stats
     }
 
-    fn has_pending_removals(&mut self) -> bool {
-        self.files.has_pending()
-    }
-
-    fn manifest(&mut self) -> Vec<(Step, String)> {
-        self.files.manifest()
-    }
-
-    fn adopt(&mut self, manifest: &[(Step, String)]) -> Result<(), StorageError> {
+    fn list_named(&mut self) -> Result<Vec<(String, u64)>, StorageError> {
         let listing = fs::read_dir(&self.dir).map_err(|e| Self::io(0, &self.dir, e))?;
         let mut found = Vec::new();
         for entry in listing {
@@ -359,15 +348,14 @@ impl<T> DurableStore for DiskStore<T> {
                 let _ = fs::remove_file(entry.path());
             }
         }
-        let dir = self.dir.clone();
-        let missing = |step, name: &str| StorageError::Missing {
-            step,
-            path: Some(dir.join(name)),
-        };
-        for (step, name) in self.files.adopt(&found, manifest, missing)? {
-            self.delete(step, &name)?;
-        }
-        self.stats.record_held(self.files.len(), self.files.bytes());
-        Ok(())
+        Ok(found)
+    }
+
+    fn delete_named(&mut self, step: Step, name: &str) -> Result<(), StorageError> {
+        self.delete(step, name)
+    }
+
+    fn location(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
     }
 }

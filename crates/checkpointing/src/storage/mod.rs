@@ -20,8 +20,8 @@ pub use disk::DiskStore;
 pub(crate) use disk::{decode_snapshot_file, encode_snapshot_file};
 pub use error::StorageError;
 pub use memory::MemoryStore;
-pub use names::SnapshotNames;
-pub use store::{DurableStore, SnapshotStore, StoreStats};
+pub use names::{NamedStore, SnapshotNames};
+pub use store::{DurableStore, NotDurable, SnapshotStore, StoreStats};
 
 /// Decodes a value that [`bincode::serialize`] wrote, from bytes read back
 /// from a file: never reads past `payload`, allocates at most what

@@ -2,8 +2,9 @@
 //! datasets), with the deferred removals of journaled runs.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 
-use super::StorageError;
+use super::{DurableStore, StorageError, StoreStats};
 use crate::action::Step;
 
 /// The bookkeeping of a store that keeps each snapshot under a name on a
@@ -198,5 +199,66 @@ impl SnapshotNames {
         self.bytes = held.values().map(|(_, size)| size).sum();
         self.held = held;
         Ok(delete)
+    }
+}
+
+/// A store that keeps each snapshot under a name ([`SnapshotNames`]) on a
+/// medium that outlives the process: files in a directory
+/// ([`DiskStore`](crate::DiskStore)), datasets in an HDF5 file
+/// (`checkpointing_store::Hdf5Store`). Implementing it makes the store a
+/// [`DurableStore`]: deferring, completing and adopting removals are
+/// written once, in that impl, from the four things a medium differs in.
+pub trait NamedStore {
+    /// The names of the snapshots it holds and the removals it defers.
+    fn names(&mut self) -> &mut SnapshotNames;
+    /// Its counters; [`DurableStore::adopt`] records what it then holds.
+    fn stats_mut(&mut self) -> &mut StoreStats;
+    /// Every snapshot of this store on the medium now, by name and size in
+    /// bytes (what [`DurableStore::adopt`] keeps or deletes). A store may
+    /// clear debris here, such as a write cut short.
+    fn list_named(&mut self) -> Result<Vec<(String, u64)>, StorageError>;
+    /// Deletes the data named `name` (a snapshot of `step`) from the medium.
+    fn delete_named(&mut self, step: Step, name: &str) -> Result<(), StorageError>;
+    /// Where the snapshot named `name` is: the path a
+    /// [`StorageError::Missing`] names.
+    fn location(&self, name: &str) -> PathBuf;
+}
+
+impl<X: NamedStore> DurableStore for X {
+    fn defer_removals(&mut self) {
+        self.names().defer_removals();
+    }
+
+    fn complete_removals(&mut self) -> Result<(), StorageError> {
+        for (step, name) in self.names().take_pending() {
+            self.delete_named(step, &name)?;
+        }
+        Ok(())
+    }
+
+    fn has_pending_removals(&mut self) -> bool {
+        self.names().has_pending()
+    }
+
+    fn manifest(&mut self) -> Vec<(Step, String)> {
+        self.names().manifest()
+    }
+
+    fn adopt(&mut self, manifest: &[(Step, String)]) -> Result<(), StorageError> {
+        let found = self.list_named()?;
+        let locations: HashMap<&str, PathBuf> = manifest
+            .iter()
+            .map(|(_, name)| (name.as_str(), self.location(name)))
+            .collect();
+        let missing = |step, name: &str| StorageError::Missing {
+            step,
+            path: locations.get(name).cloned(),
+        };
+        for (step, name) in self.names().adopt(&found, manifest, missing)? {
+            self.delete_named(step, &name)?;
+        }
+        let (held, bytes) = (self.names().len(), self.names().bytes());
+        self.stats_mut().record_held(held, bytes);
+        Ok(())
     }
 }

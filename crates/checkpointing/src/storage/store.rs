@@ -266,3 +266,19 @@ pub trait DurableStore {
     /// medium, and deletes every other snapshot of this store found there.
     fn adopt(&mut self, manifest: &[(Step, String)]) -> Result<(), StorageError>;
 }
+
+/// The source of the [`StorageError::Backend`] that adopting a manifest
+/// ([`DurableStore::adopt`]) returns through a wrapper whose inner store
+/// does not outlive the process: `checkpointing_store::AsyncStore` or
+/// `checkpointing_mpi::CollectiveStore` over a [`MemoryStore`](crate::MemoryStore),
+/// say. Those crates re-export it.
+///
+/// ```
+/// use checkpointing::{NotDurable, StorageError};
+/// let error = StorageError::backend(0, NotDurable);
+/// assert_eq!(error.to_string(), "snapshot of step 0: the store does not outlive the process");
+/// assert!(error.backend_source::<NotDurable>().is_some());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the store does not outlive the process")]
+pub struct NotDurable;

@@ -6,7 +6,7 @@
 True
 """
 
-from .. import NoneCheckpointSchedule, SingleDiskStorageSchedule, SingleMemoryStorageSchedule
+from .._native import NoneCheckpointSchedule, SingleDiskStorageSchedule, SingleMemoryStorageSchedule
 from .schedule import (  # noqa: F401 (names the reference's module imports)
     CheckpointSchedule,
     Copy,

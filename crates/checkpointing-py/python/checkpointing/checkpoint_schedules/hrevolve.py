@@ -7,7 +7,7 @@
 True
 """
 
-from .. import (
+from .._native import (
     DiskRevolve,
     HRevolve,
     PeriodicDiskRevolve,

@@ -7,7 +7,7 @@ dynamic program (``optimal_steps_mixed``, ``mixed_step_memoization``,
 352
 """
 
-from .. import MixedCheckpointSchedule
+from .._native import MixedCheckpointSchedule
 from .._tables import (
     cache_step,
     mixed_step_memoization,

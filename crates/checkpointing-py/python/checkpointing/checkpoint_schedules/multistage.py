@@ -7,7 +7,7 @@ the binomial program (``optimal_steps_binomial``, ``optimal_extra_steps``,
 55
 """
 
-from .. import MultistageCheckpointSchedule
+from .._native import MultistageCheckpointSchedule
 from .._tables import (
     allocate_snapshots,
     cache_step,

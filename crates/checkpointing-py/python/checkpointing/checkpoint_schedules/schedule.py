@@ -6,7 +6,8 @@
 Forward(0, 2, True, False, StorageType.RAM)
 """
 
-from .. import (
+from .. import StorageType
+from .._native import (
     CheckpointAction,
     CheckpointSchedule,
     Copy,
@@ -15,7 +16,6 @@ from .. import (
     Forward,
     Move,
     Reverse,
-    StorageType,
 )
 from .._tables import StepType  # noqa: F401 (public, outside __all__, as there)
 

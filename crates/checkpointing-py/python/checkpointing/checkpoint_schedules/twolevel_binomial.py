@@ -5,7 +5,7 @@
 Forward(0, 3, True, False, StorageType.DISK)
 """
 
-from .. import TwoLevelCheckpointSchedule
+from .._native import TwoLevelCheckpointSchedule
 from .multistage import n_advance
 from .schedule import (  # noqa: F401 (names the reference's module imports)
     CheckpointSchedule,

@@ -173,7 +173,8 @@ impl HeterogeneousChain {
 }
 
 /// What an action stream costs on a [`HeterogeneousChain`]
-/// ([`HeterogeneousChain::account`]).
+/// ([`HeterogeneousChain::account`]): a total, as [`Cost`](crate::Cost) is for
+/// a replay, in the chain's own prices (each step's forward and adjoint time).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ChainCost {
     /// Forward cost of every step advanced, recomputations included.

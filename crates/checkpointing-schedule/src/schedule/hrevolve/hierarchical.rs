@@ -9,7 +9,7 @@ use super::program::HRevolveProgram;
 use super::TABLE_LIMIT;
 use crate::action::Step;
 use crate::replay::Replay;
-use crate::schedule::ops::{SequenceSchedule, TIERS};
+use crate::schedule::op_sequence::{SequenceSchedule, TIERS};
 use crate::schedule::{
     check_cost, flags_from_fields, CandidateBudget, Cursor, Schedule, ScheduleError,
     ScheduleParams, StepCosts,

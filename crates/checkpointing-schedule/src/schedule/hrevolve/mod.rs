@@ -46,7 +46,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::action::Step;
 use crate::replay::Replay;
-use crate::schedule::ops::{sequence_schedule, SequenceSchedule, TIERS};
+use crate::schedule::op_sequence::{sequence_schedule, SequenceSchedule, TIERS};
 use crate::schedule::{
     require_ram_snapshot, CandidateBudget, Costs, Cursor, Schedule, ScheduleError, ScheduleParams,
 };

@@ -4,7 +4,7 @@
 use super::level;
 use super::table::HTable;
 use crate::action::Step;
-use crate::schedule::ops::{Machine, Op, Program, TAPE_ONE, TWO_STEPS_RAM};
+use crate::schedule::op_sequence::{Machine, Op, Program, TAPE_ONE, TWO_STEPS_RAM};
 use crate::schedule::revolve::{single_step, RevolveFrame};
 use crate::StorageLevel;
 

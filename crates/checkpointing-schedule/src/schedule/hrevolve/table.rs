@@ -2,7 +2,7 @@
 //! is in the parent module's docs).
 
 use crate::action::Step;
-use crate::schedule::search::{lane_min, last_minimum, RowSearch};
+use crate::schedule::argmin::{lane_min, last_minimum, RowSearch};
 
 /// `opt` and `optp` of the reference's `get_hopt_table`, per level, indexed
 /// `[m * (lmax + 1) + l]` (a row per snapshot count, contiguous in `l`).

@@ -50,13 +50,14 @@ use table::{MixedTable, TABLE_LIMIT};
 /// `Mixed(10^4, 50)` builds in about 0.2 s.
 ///
 /// ```
-/// use checkpointing_schedule::{MixedCheckpointSchedule, Replay, StorageLevel};
-/// let schedule = MixedCheckpointSchedule::new(50, 4, StorageLevel::Disk).unwrap();
+/// use checkpointing_schedule::{Mixed, Replay, StorageLevel};
+/// let schedule = Mixed::new(50, 4, StorageLevel::Disk).unwrap();
 /// let cost = Replay::new(50).disk_budget(4).require_freed(true).run(schedule).unwrap();
 /// assert_eq!(cost.adjoint_steps, 50);
 /// ```
 #[derive(Debug, Clone)]
-pub struct MixedCheckpointSchedule {
+#[doc(alias = "MixedCheckpointSchedule")]
+pub struct Mixed {
     cursor: Cursor,
     snapshots: u64,
     storage: StorageLevel,
@@ -68,7 +69,12 @@ pub struct MixedCheckpointSchedule {
     done: bool,
 }
 
-impl MixedCheckpointSchedule {
+/// The name of [`Mixed`] in `checkpoint_schedules` (and this crate's
+/// name for it until this release): the Python drop-in keeps it, Rust code uses the short name.
+#[deprecated(note = "renamed to `Mixed`")]
+pub type MixedCheckpointSchedule = Mixed;
+
+impl Mixed {
     /// `MixedCheckpointSchedule(max_n, snapshots, storage=...)`.
     ///
     /// Errors: [`ScheduleError::ZeroSteps`]; [`ScheduleError::TooFewSnapshots`]
@@ -201,9 +207,9 @@ fn forward(
     }
 }
 
-pending_iterator!(MixedCheckpointSchedule, |s| s.done);
+pending_iterator!(Mixed, |s| s.done);
 
-impl Schedule for MixedCheckpointSchedule {
+impl Schedule for Mixed {
     impl_schedule_position!();
 
     /// True once `EndReverse` has been produced, as in the reference (not
@@ -281,7 +287,7 @@ pub(crate) fn default_storage() -> StorageLevel {
     StorageLevel::Disk
 }
 
-/// Parameters of [`MixedCheckpointSchedule`]: JSON `{"schedule": "mixed",
+/// Parameters of [`Mixed`]: JSON `{"schedule": "mixed",
 /// "max_n": 100, "snapshots": 5, "storage": "DISK"}` (storage defaults to
 /// DISK).
 ///
@@ -323,7 +329,7 @@ impl ScheduleParams for MixedParams {
     }
 
     fn build(&self) -> Result<Box<dyn Schedule + Send>, ScheduleError> {
-        Ok(Box::new(MixedCheckpointSchedule::new(
+        Ok(Box::new(Mixed::new(
             self.max_n,
             self.snapshots,
             self.storage,

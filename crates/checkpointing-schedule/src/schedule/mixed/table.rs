@@ -2,7 +2,7 @@
 //! steps and `s` checkpoint units, and the first step to take
 //! ([`MixedCostTable`], [`mixed_step`], [`optimal_steps_mixed`]).
 
-use super::super::search::{lane_min, RowSearch};
+use super::super::argmin::{lane_min, RowSearch};
 use super::super::ScheduleError;
 use crate::action::Step;
 
@@ -55,7 +55,7 @@ pub struct MixedStep {
 /// The table of the mixed dynamic program for every `n <= max_n` and
 /// `s <= snapshots`: the values of `mixed_steps_tabulation(max_n,
 /// snapshots)` of `checkpoint_schedules.mixed` 1.0.4, the table
-/// [`MixedCheckpointSchedule`](super::MixedCheckpointSchedule) is built from.
+/// [`Mixed`](super::Mixed) is built from.
 ///
 /// ```
 /// use checkpointing_schedule::schedule::{MixedCostTable, MixedStepKind};
@@ -78,7 +78,7 @@ impl MixedCostTable {
     ///
     /// Errors: [`ScheduleError::ZeroSteps`] for `max_n = 0`;
     /// [`ScheduleError::TooLarge`] past the limit of
-    /// [`MixedCheckpointSchedule::new`](super::MixedCheckpointSchedule::new) (`max_n² · min(snapshots, max_n - 1)
+    /// [`Mixed::new`](super::Mixed::new) (`max_n² · min(snapshots, max_n - 1)
     /// / 2 > 2·10^10`), or when the table would not fit in memory.
     pub fn new(max_n: Step, snapshots: u64) -> Result<Self, ScheduleError> {
         if max_n == 0 {
@@ -166,7 +166,7 @@ pub fn mixed_step(n: Step, s: u64) -> Result<MixedStep, ScheduleError> {
 /// The total number of steps advanced (forward and adjoint) by the optimal
 /// mixed schedule of `n` steps with `s` units: `optimal_steps_mixed(n, s)`
 /// of `checkpoint_schedules.mixed` 1.0.4, the steps
-/// [`MixedCheckpointSchedule`](super::MixedCheckpointSchedule)`(n, s)` advances. Errors as [`mixed_step`].
+/// [`Mixed`](super::Mixed)`(n, s)` advances. Errors as [`mixed_step`].
 ///
 /// ```
 /// use checkpointing_schedule::schedule::optimal_steps_mixed;

@@ -30,15 +30,16 @@ use crate::StorageLevel;
 /// Produces exactly the actions of `checkpoint_schedules`' schedule 1.0.4.
 ///
 /// ```
-/// use checkpointing_schedule::{Drive, StorageLevel, Trajectory, TwoLevelCheckpointSchedule};
-/// let schedule = TwoLevelCheckpointSchedule::new(3, 1, StorageLevel::Ram, Trajectory::Maximum).unwrap();
+/// use checkpointing_schedule::{Drive, StorageLevel, Trajectory, TwoLevel};
+/// let schedule = TwoLevel::new(3, 1, StorageLevel::Ram, Trajectory::Maximum).unwrap();
 /// let text: Vec<String> = Drive::new(schedule, 5).unwrap().map(|a| a.unwrap().to_string()).collect();
 /// assert_eq!(text[0], "Forward(0, 3, True, False, StorageType.DISK)");
 /// assert_eq!(text[1], "Forward(3, 5, True, False, StorageType.DISK)");
 /// assert_eq!(text.last().unwrap(), "EndReverse()");
 /// ```
 #[derive(Debug, Clone)]
-pub struct TwoLevelCheckpointSchedule {
+#[doc(alias = "TwoLevelCheckpointSchedule")]
+pub struct TwoLevel {
     cursor: Cursor,
     period: Step,
     binomial_snapshots: u64,
@@ -54,6 +55,11 @@ pub struct TwoLevelCheckpointSchedule {
     /// The full period being replayed from `full_period`.
     replay: Option<Replay>,
 }
+
+/// The name of [`TwoLevel`] in `checkpoint_schedules` (and this crate's
+/// name for it until this release): the Python drop-in keeps it, Rust code uses the short name.
+#[deprecated(note = "renamed to `TwoLevel`")]
+pub type TwoLevelCheckpointSchedule = TwoLevel;
 
 /// Where the replay of a full period's actions stands.
 #[derive(Debug, Clone)]
@@ -128,7 +134,7 @@ fn shifted(action: Action, by: Step) -> Action {
     }
 }
 
-impl TwoLevelCheckpointSchedule {
+impl TwoLevel {
     /// `TwoLevelCheckpointSchedule(period, binomial_snapshots,
     /// binomial_storage=..., binomial_trajectory=...)`.
     ///
@@ -348,7 +354,7 @@ impl TwoLevelCheckpointSchedule {
     }
 }
 
-impl Iterator for TwoLevelCheckpointSchedule {
+impl Iterator for TwoLevel {
     type Item = Action;
 
     // Inlined into batch consumers (`Schedule::next_actions`), where a
@@ -372,7 +378,7 @@ impl Iterator for TwoLevelCheckpointSchedule {
     }
 }
 
-impl Schedule for TwoLevelCheckpointSchedule {
+impl Schedule for TwoLevel {
     impl_schedule_position!();
 
     fn is_exhausted(&self) -> bool {
@@ -419,7 +425,7 @@ impl Schedule for TwoLevelCheckpointSchedule {
 #[cfg(test)]
 mod tests;
 
-/// Parameters of [`TwoLevelCheckpointSchedule`], driven for `steps` steps:
+/// Parameters of [`TwoLevel`], driven for `steps` steps:
 /// JSON `{"schedule": "two-level", "steps": 100, "period": 10,
 /// "binomial_snapshots": 2, "binomial_storage": "DISK",
 /// "binomial_trajectory": "maximum"}` (the last two are the defaults).
@@ -471,7 +477,7 @@ impl ScheduleParams for TwoLevelParams {
     }
 
     fn build(&self) -> Result<Box<dyn Schedule + Send>, ScheduleError> {
-        Ok(Box::new(TwoLevelCheckpointSchedule::new(
+        Ok(Box::new(TwoLevel::new(
             self.period,
             self.binomial_snapshots,
             self.binomial_storage,

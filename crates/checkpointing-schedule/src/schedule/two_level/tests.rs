@@ -11,13 +11,8 @@ fn replayed_periods_equal_computed_ones() {
             for trajectory in [Trajectory::Maximum, Trajectory::Revolve] {
                 for steps in [1, period, period + 1, 3 * period, 5 * period + 2] {
                     let make = || {
-                        let mut s = TwoLevelCheckpointSchedule::new(
-                            period,
-                            snapshots,
-                            StorageLevel::Ram,
-                            trajectory,
-                        )
-                        .unwrap();
+                        let mut s = TwoLevel::new(period, snapshots, StorageLevel::Ram, trajectory)
+                            .unwrap();
                         while s.cursor.n() < steps {
                             s.next();
                         }
@@ -27,7 +22,7 @@ fn replayed_periods_equal_computed_ones() {
                     let kept = make();
                     let mut computed = make();
                     computed.full_period = PeriodActions::TooMany;
-                    let take = |s: TwoLevelCheckpointSchedule| {
+                    let take = |s: TwoLevel| {
                         let mut s = s;
                         (0..20 * steps + 10)
                             .map(|_| (s.next(), s.cursor.n(), s.cursor.r()))
