@@ -121,6 +121,9 @@ pub struct PlanCandidate {
     writes: Vec<(&'static str, u64)>,
     reads: Vec<(&'static str, u64)>,
     json: String,
+    /// Whether the plan was made for a known number of steps: an online
+    /// schedule then stops there.
+    known_steps: bool,
 }
 
 impl PlanCandidate {
@@ -139,11 +142,19 @@ impl PlanCandidate {
             writes: per_level(input, |l| cost.levels[l].writes),
             reads: per_level(input, |l| cost.levels[l].reads),
             json: to_json(candidate),
+            known_steps: input.steps.is_some(),
         }
     }
 
+    /// The schedule; for a known number of steps, one that stops there
+    /// (an online schedule finalized at it), else an online one that runs
+    /// until finalized.
     fn build(&self, py: Python<'_>) -> PyResult<CheckpointSchedule> {
-        CheckpointSchedule::from_result(py, self.spec.build())
+        if self.known_steps {
+            CheckpointSchedule::from_result(py, self.spec.build_for_steps())
+        } else {
+            CheckpointSchedule::from_result(py, self.spec.build())
+        }
     }
 }
 

@@ -271,3 +271,23 @@ def test_alternatives_are_schedules_too():
         assert out == actions(checkpointing.schedule_from_spec(candidate.spec), 200)
         assert json.loads(candidate.to_json())["spec"] == json.loads(candidate.spec)
     assert "PlanCandidate(name=" in repr(plan.best) and "Plan(name=" in repr(plan)
+
+
+def test_a_plan_for_known_steps_stops_there():
+    """The README's RAM + disk plan for 5,000 steps: iterating the planned
+    schedule (and every alternative's) ends with EndReverse after 5,000
+    reversed steps, even where the pick is an online schedule."""
+    import itertools
+
+    planned = checkpointing.plan(5000, "80MB", "2GiB", disk="100GB", disk_bandwidth="1GB/s")
+    schedules = [planned] + [c.schedule() for c in planned.plan.alternatives]
+    assert any(c.name in ("two-level", "online-r2") for c in [planned.plan.best, *planned.plan.alternatives])
+    for schedule in schedules:
+        out = [str(a) for a in itertools.islice(schedule, 1_000_000)]
+        assert out[-1] == "EndReverse()", out[-3:]
+        reversed_steps = sum(
+            int(a[len("Reverse("):].split(",")[0]) - int(a.split(", ")[1])
+            for a in out if a.startswith("Reverse(")
+        )
+        assert reversed_steps == 5000
+        assert max(int(a.split(", ")[1]) for a in out if a.startswith("Forward(")) == 5000

@@ -512,3 +512,55 @@ fn classic_revolve_is_preferred_when_writes_cost() {
     assert!(classic.1 < reference.1, "{classic:?} {reference:?}");
     assert!(classic.0 < reference.0, "{classic:?} {reference:?}");
 }
+
+/// A plan for a known number of steps gives schedules that stop there:
+/// every candidate of every family, online ones included, built for its
+/// steps ends with `EndReverse` after exactly `n` reverse steps, never
+/// advancing past `n`, and replays within its budgets.
+#[test]
+fn every_candidate_built_for_its_steps_stops_at_n() {
+    let inputs = [
+        PlanInput::new(Some(500), Bytes(MB), Bytes(8 * MB)),
+        PlanInput::new(Some(5000), Bytes(80 * MB), Bytes(2 << 30)).with_level(
+            StorageLevel::Disk,
+            LevelBudget::new(Bytes(100_000 * MB), 0.08, 0.08),
+        ),
+        PlanInput::new(Some(300), Bytes(MB), Bytes(6 * MB)).with_level(
+            StorageLevel::Disk,
+            LevelBudget::new(Bytes(50 * MB), 0.1, 0.1),
+        ),
+    ];
+    let mut online = 0;
+    for input in &inputs {
+        let plan = plan(input).unwrap();
+        let n = input.steps.unwrap();
+        for candidate in all(&plan) {
+            let spec = &candidate.spec;
+            online += usize::from(spec.is_online());
+            let schedule = spec.build_for_steps().unwrap();
+            let limit = 4 * candidate.cost.forward_steps as usize + 10 * n as usize + 100;
+            let actions: Vec<crate::Action> = schedule.take(limit).collect();
+            assert_eq!(actions.last(), Some(&crate::Action::EndReverse), "{spec:?}");
+            let reversed: u64 = actions
+                .iter()
+                .map(|a| match a {
+                    crate::Action::Reverse { n1, n0, .. } => n1 - n0,
+                    _ => 0,
+                })
+                .sum();
+            assert_eq!(reversed, n, "{spec:?}");
+            assert!(
+                actions
+                    .iter()
+                    .all(|a| !matches!(a, crate::Action::Forward { n1, .. } if *n1 > n)),
+                "{spec:?}"
+            );
+            let cost = spec
+                .replay()
+                .run(spec.build_for_steps().unwrap())
+                .unwrap_or_else(|e| panic!("{spec:?}: {e}"));
+            assert_eq!(cost.adjoint_steps, n);
+        }
+    }
+    assert!(online > 0, "no online candidate was planned");
+}

@@ -90,3 +90,73 @@ impl<S: Schedule> Iterator for Drive<S> {
         Some(Ok(action))
     }
 }
+
+/// A [`Drive`] that is itself a [`Schedule`]: the actions of the driven
+/// schedule, for code that takes a schedule (the Python package's
+/// iteration, the executor). An online schedule so driven stops at `steps`:
+/// its forward is cut there and it is finalized with `steps` when its
+/// forward reaches it, and the stream ends after the first `EndReverse`.
+///
+/// ```
+/// use checkpointing_schedule::schedule::{TwoLevel, Trajectory};
+/// use checkpointing_schedule::{Action, Driven, Schedule, StorageLevel};
+/// let online = TwoLevel::new(4, 2, StorageLevel::Ram, Trajectory::Maximum).unwrap();
+/// let driven = Driven::new(online, 10).unwrap();
+/// let actions: Vec<Action> = driven.collect();
+/// assert_eq!(actions.last(), Some(&Action::EndReverse));
+/// assert_eq!(actions.iter().filter(|a| matches!(a, Action::Reverse { .. })).count(), 10);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Driven<S> {
+    drive: Drive<S>,
+    failure: Option<ScheduleError>,
+}
+
+impl<S: Schedule> Driven<S> {
+    /// `schedule` driven for `steps` steps; the errors of [`Drive::new`].
+    pub fn new(schedule: S, steps: Step) -> Result<Self, ScheduleError> {
+        Ok(Self {
+            drive: Drive::new(schedule, steps)?,
+            failure: None,
+        })
+    }
+
+    /// Why the stream ended early, if it did: finalizing the online
+    /// schedule at `steps` failed (which [`Drive::new`]'s checks rule out
+    /// for the schedules of this crate).
+    pub fn failure(&self) -> Option<&ScheduleError> {
+        self.failure.as_ref()
+    }
+}
+
+impl<S: Schedule> Iterator for Driven<S> {
+    type Item = Action;
+
+    fn next(&mut self) -> Option<Action> {
+        if self.failure.is_some() {
+            return None;
+        }
+        match self.drive.next()? {
+            Ok(action) => Some(action),
+            Err(e) => {
+                self.failure = Some(e);
+                None
+            }
+        }
+    }
+}
+
+impl<S: Schedule> Schedule for Driven<S> {
+    fn cursor(&self) -> &super::Cursor {
+        self.drive.schedule.cursor()
+    }
+    fn cursor_mut(&mut self) -> &mut super::Cursor {
+        self.drive.schedule.cursor_mut()
+    }
+    fn is_exhausted(&self) -> bool {
+        self.drive.ended || self.failure.is_some() || self.drive.schedule.is_exhausted()
+    }
+    fn uses_storage(&self, level: crate::StorageLevel) -> bool {
+        self.drive.schedule.uses_storage(level)
+    }
+}

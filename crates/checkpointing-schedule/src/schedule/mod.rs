@@ -69,7 +69,7 @@ pub use costs::{Costs, StepCosts};
 pub use disk_revolve::{
     DiskRevolve, DiskRevolveParams, PeriodicDiskRevolve, PeriodicDiskRevolveParams,
 };
-pub use drive::Drive;
+pub use drive::{Drive, Driven};
 pub use heterogeneous::{
     ChainCost, ChainModel, HeterogeneousChain, HeterogeneousRevolve, HeterogeneousRevolveParams,
     PerStep,

@@ -213,6 +213,31 @@ impl OpTranslator {
     pub(crate) fn pop(&mut self, cursor: &mut Cursor) -> Option<Action> {
         self.pending.pop(cursor)
     }
+
+    /// The next action of a sequence: a queued one if any; else `more`
+    /// translates further operations into the translator and says whether
+    /// there were any; when there were none, the sequence ends
+    /// (`EndReverse` is queued, `ended` set).
+    #[inline]
+    pub(crate) fn next_or(
+        &mut self,
+        cursor: &mut Cursor,
+        ended: &mut bool,
+        mut more: impl FnMut(&mut Self) -> bool,
+    ) -> Option<Action> {
+        loop {
+            if let Some(action) = self.pop(cursor) {
+                return Some(action);
+            }
+            if *ended {
+                return None;
+            }
+            if !more(self) {
+                *ended = true;
+                self.finish();
+            }
+        }
+    }
 }
 
 /// Where a program emits operations and parks the sub-sequences still to
@@ -261,7 +286,7 @@ pub(crate) struct SequenceSchedule<P: Program> {
     pub(crate) program: P,
     machine: Machine<P::Frame>,
     translator: OpTranslator,
-    exhausted: bool,
+    /// The program has no more operations (`EndReverse` is queued).
     done: bool,
 }
 
@@ -298,34 +323,28 @@ impl<P: Program> SequenceSchedule<P> {
             program,
             machine,
             translator,
-            exhausted: false,
             done: false,
         }
     }
 
     pub(crate) fn is_exhausted(&self) -> bool {
-        self.exhausted
+        self.done
     }
 
     #[inline]
     pub(crate) fn next_action(&mut self) -> Option<Action> {
-        loop {
-            if let Some(action) = self.translator.pop(&mut self.cursor) {
-                return Some(action);
-            }
-            if self.done {
-                return None;
-            }
-            if let Some(op) = self.machine.ops.pop_front() {
-                self.translator.push(op);
-            } else if let Some(frame) = self.machine.frames.pop() {
-                self.program.resume(frame, &mut self.machine);
-            } else {
-                self.done = true;
-                self.exhausted = true;
-                self.translator.finish();
-            }
-        }
+        let (machine, program) = (&mut self.machine, &self.program);
+        self.translator
+            .next_or(&mut self.cursor, &mut self.done, |translator| {
+                if let Some(op) = machine.ops.pop_front() {
+                    translator.push(op);
+                } else if let Some(frame) = machine.frames.pop() {
+                    program.resume(frame, machine);
+                } else {
+                    return false;
+                }
+                true
+            })
     }
 }
 

@@ -48,45 +48,42 @@ impl ClassicSequence {
 
     #[inline]
     pub(crate) fn next_action(&mut self) -> Option<Action> {
-        loop {
-            if let Some(action) = self.translator.pop(&mut self.cursor) {
-                return Some(action);
-            }
-            if self.done {
-                return None;
-            }
-            self.step();
-        }
+        let (controller, at, snapshots) = (&mut self.controller, &mut self.at, self.snapshots);
+        self.translator
+            .next_or(&mut self.cursor, &mut self.done, |translator| {
+                call(controller, at, snapshots, translator)
+            })
     }
+}
 
-    /// One controller call, translated.
-    fn step(&mut self) {
-        let from = self.at.capo as Step;
-        // With a fixed `fine` and `snaps ≥ 1` the controller cannot refuse
-        // (tested over the published code's outputs and by the replay
-        // checker); were it to, the schedule ends and the replay reports
-        // the missing reversal.
-        let Ok(action) = self.controller.call(&mut self.at, self.snapshots, false) else {
-            debug_assert!(false, "the classic controller refused a valid reversal");
-            self.finish();
-            return;
-        };
-        let capo = self.at.capo as Step;
-        match action {
-            ControllerAction::Takeshot => self.translator.push(Op::Write(StorageLevel::Ram, capo)),
-            ControllerAction::Advance => self.translator.push(Op::Forward(from, capo)),
-            ControllerAction::Restore => self.translator.push(Op::Read(StorageLevel::Ram, capo)),
-            ControllerAction::Firsturn | ControllerAction::Youturn => {
-                for op in TAPE_ONE {
-                    self.translator.push(op.shifted(capo));
-                }
+/// One controller call, translated into `translator`; false once the
+/// reversal is complete.
+fn call(
+    controller: &mut RevolveController,
+    at: &mut ControllerPosition,
+    snapshots: i64,
+    translator: &mut OpTranslator,
+) -> bool {
+    let from = at.capo as Step;
+    // With a fixed `fine` and `snaps ≥ 1` the controller cannot refuse
+    // (tested over the published code's outputs and by the replay
+    // checker); were it to, the schedule ends and the replay reports the
+    // missing reversal.
+    let Ok(action) = controller.call(at, snapshots, false) else {
+        debug_assert!(false, "the classic controller refused a valid reversal");
+        return false;
+    };
+    let capo = at.capo as Step;
+    match action {
+        ControllerAction::Takeshot => translator.push(Op::Write(StorageLevel::Ram, capo)),
+        ControllerAction::Advance => translator.push(Op::Forward(from, capo)),
+        ControllerAction::Restore => translator.push(Op::Read(StorageLevel::Ram, capo)),
+        ControllerAction::Firsturn | ControllerAction::Youturn => {
+            for op in TAPE_ONE {
+                translator.push(op.shifted(capo));
             }
-            ControllerAction::Terminate => self.finish(),
         }
+        ControllerAction::Terminate => return false,
     }
-
-    fn finish(&mut self) {
-        self.done = true;
-        self.translator.finish();
-    }
+    true
 }

@@ -18,7 +18,7 @@ use super::online_r2::OnlineR2Params;
 use super::periodic::PeriodicParams;
 use super::revolve::RevolveParams;
 use super::two_level::TwoLevelParams;
-use super::{Costs, Drive, Schedule, ScheduleError, StepCounts};
+use super::{Costs, Drive, Driven, Schedule, ScheduleError, StepCounts};
 use crate::action::{Action, Step, StorageLevel};
 use crate::replay::{Cost, Replay, ReplayError};
 
@@ -405,6 +405,27 @@ impl ScheduleSpec {
     /// `EndReverse` (see [`Drive`]).
     pub fn drive(&self) -> Result<Drive<Box<dyn Schedule + Send>>, ScheduleError> {
         Drive::new(self.build()?, self.steps())
+    }
+
+    /// The schedule for [`ScheduleSpec::steps`] steps as a [`Schedule`]: an
+    /// offline schedule as [`build`](Self::build) gives it; an online one
+    /// [`Driven`], so that it stops there (finalized at `steps`, ending after
+    /// its first `EndReverse`) instead of advancing until told.
+    ///
+    /// ```
+    /// use checkpointing_schedule::{Action, ScheduleSpec};
+    /// let spec: ScheduleSpec = serde_json::from_str(
+    ///     r#"{"schedule":"online-r2","steps":50,"snapshots":3}"#).unwrap();
+    /// let actions: Vec<Action> = spec.build_for_steps().unwrap().collect();
+    /// assert_eq!(actions.last(), Some(&Action::EndReverse));
+    /// ```
+    pub fn build_for_steps(&self) -> Result<Box<dyn Schedule + Send>, ScheduleError> {
+        let schedule = self.build()?;
+        if self.is_online() {
+            Ok(Box::new(Driven::new(schedule, self.steps())?))
+        } else {
+            Ok(schedule)
+        }
     }
 
     /// Drives the schedule and replays its actions, streaming: validity and
