@@ -9,7 +9,9 @@ use checkpointing_schedule::plan::{
 use checkpointing_schedule::schedule::{PerStep, ScheduleError};
 use checkpointing_schedule::ScheduleSpec;
 use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Value};
+use std::time::Duration;
 
 use crate::args::parameters;
 use crate::args::spec_command_line;
@@ -327,7 +329,7 @@ impl PlanArgs {
 
 pub(crate) fn run(args: &PlanArgs) -> Result<(), Failure> {
     let input = args.input()?;
-    let plan = plan::plan(&input).map_err(|e| Failure(e.to_string(), 2))?;
+    let plan = plan_with_progress(&input).map_err(|e| Failure(e.to_string(), 2))?;
     match args.format {
         PlanFormat::Json => println!("{}", report(&input, &plan)),
         PlanFormat::Text => print_text(&input, &plan, args.top),
@@ -508,4 +510,35 @@ fn peaks(input: &PlanInput, c: &Candidate) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// [`plan::plan`], with a bar on standard error (a terminal only) once it
+/// has taken a second: the configurations costed and the one being costed,
+/// whose replay may itself take seconds at millions of steps.
+fn plan_with_progress(input: &PlanInput) -> Result<Plan, plan::PlanError> {
+    let bar = ProgressBar::hidden();
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} planning: {pos}/{len} configurations costed [{elapsed_precise}] {wide_msg}",
+        )
+        .expect("valid template"),
+    );
+    let reveal = bar.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(1));
+        if !reveal.is_finished() {
+            reveal.set_draw_target(ProgressDrawTarget::stderr());
+            reveal.enable_steady_tick(Duration::from_millis(200));
+        }
+    });
+    let result = plan::plan_observed(input, |progress| {
+        bar.set_length(progress.total as u64);
+        bar.set_position(progress.done as u64);
+        bar.set_message(format!(
+            "costing {}",
+            progress.costing.command_args().join(" ")
+        ));
+    });
+    bar.finish_and_clear();
+    result
 }

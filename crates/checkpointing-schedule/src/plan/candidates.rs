@@ -4,8 +4,8 @@ use std::collections::{HashMap, HashSet};
 
 use super::profile::{Accountant, StepProfile};
 use super::{
-    Candidate, PlanInput, HETEROGENEOUS_WORK_LIMIT, MAX_CANDIDATES, RAM_OVERHEAD_STATES,
-    REPLAY_STEP_LIMIT, TABLE_STEP_LIMIT,
+    Candidate, PlanInput, PlanProgress, HETEROGENEOUS_WORK_LIMIT, MAX_CANDIDATES,
+    RAM_OVERHEAD_STATES, REPLAY_STEP_LIMIT, TABLE_STEP_LIMIT,
 };
 use crate::action::{Step, StorageLevel};
 use crate::levels::PerLevel;
@@ -175,10 +175,22 @@ fn device(input: &PlanInput, snapshots: &PerLevel<u64>) -> Vec<ScheduleSpec> {
 /// The configurations that fit `input`, costed, near-duplicates collapsed
 /// ([`collapse`]), fastest first (ties: less RAM, then by name, then the
 /// smaller parameters).
-pub(super) fn fitting(input: &PlanInput, snapshots: &PerLevel<u64>) -> Vec<Candidate> {
-    let candidates: Vec<Candidate> = configurations(input, snapshots)
+pub(super) fn fitting(
+    input: &PlanInput,
+    snapshots: &PerLevel<u64>,
+    mut observe: impl FnMut(PlanProgress<'_>),
+) -> Vec<Candidate> {
+    let configurations = configurations(input, snapshots);
+    let total = configurations.len();
+    let candidates: Vec<Candidate> = configurations
         .into_iter()
-        .filter_map(|spec| {
+        .enumerate()
+        .filter_map(|(done, spec)| {
+            observe(PlanProgress {
+                done,
+                total,
+                costing: &spec,
+            });
             let costed = cost_of(&spec, input.profile.as_ref())?;
             let candidate = predict(input, spec, costed);
             fits(input, &candidate).then_some(candidate)

@@ -464,9 +464,43 @@ pub enum PlanError {
 /// assert!(plan(&PlanInput::new(Some(100), Bytes(1000), smallest_ram)).is_ok());
 /// ```
 pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
+    plan_observed(input, |_| {})
+}
+
+/// Where [`plan_observed`] is: `done` of `total` configurations costed, and
+/// the one being costed now (a long replay shows here).
+#[derive(Debug, Clone, Copy)]
+pub struct PlanProgress<'a> {
+    /// Configurations costed so far.
+    pub done: usize,
+    /// Configurations to cost.
+    pub total: usize,
+    /// The configuration being costed.
+    pub costing: &'a ScheduleSpec,
+}
+
+/// [`plan`], calling `observe` before each configuration is costed (for a
+/// progress bar: costing replays every configuration, which takes seconds
+/// for millions of steps).
+///
+/// ```
+/// use checkpointing_schedule::plan::{plan_observed, Bytes, PlanInput};
+/// let input = PlanInput::new(Some(1000), Bytes(1_000_000), Bytes(10_000_000));
+/// let mut seen = 0;
+/// let plan = plan_observed(&input, |p| {
+///     assert!(p.done < p.total);
+///     seen += 1;
+/// })
+/// .unwrap();
+/// assert!(seen > plan.alternatives.len());
+/// ```
+pub fn plan_observed(
+    input: &PlanInput,
+    observe: impl FnMut(PlanProgress<'_>),
+) -> Result<Plan, PlanError> {
     let input = input.effective()?;
     let snapshots = input.snapshots()?;
-    let mut fitting = candidates::fitting(&input, &snapshots);
+    let mut fitting = candidates::fitting(&input, &snapshots, observe);
     if fitting.is_empty() {
         return Err(nothing_fits(&input));
     }
@@ -508,7 +542,7 @@ fn nothing_fits(input: &PlanInput) -> PlanError {
         let Ok(snapshots) = larger.snapshots() else {
             break;
         };
-        if !candidates::fitting(&larger, &snapshots).is_empty() || bytes == u64::MAX {
+        if !candidates::fitting(&larger, &snapshots, |_| {}).is_empty() || bytes == u64::MAX {
             smallest = Some(Bytes(bytes));
             break;
         }
