@@ -47,7 +47,7 @@ fn beta_reaches(s: u64, r: u64, n: u128) -> bool {
 /// small (the schedules' hot path), then bisects: `O(log n)` evaluations of
 /// [`beta_reaches`] for the few snapshots that make `r` large (`r ≈ n` for
 /// one snapshot).
-fn repetition(n: u64, s: u64) -> (u64, u128) {
+pub(crate) fn repetition(n: u64, s: u64) -> (u64, u128) {
     const LINEAR: u64 = 64;
     let (n, s128) = (n as u128, s as u128);
     let (mut r, mut b_prev, mut b) = (0u64, 0u128, 1u128);

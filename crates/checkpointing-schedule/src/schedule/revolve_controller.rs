@@ -178,15 +178,17 @@ impl fmt::Display for NumforwError {
 impl std::error::Error for NumforwError {}
 
 /// The least repetition number `r` with `β(snaps, r) ≥ steps`, and that
-/// binomial, formed as Algorithm 799 forms it: `range = range · (r + snaps)
-/// / r`, exact at every step. `None` past `i64`.
+/// binomial: what Algorithm 799's loop `range = range · (r + snaps) / r`
+/// (from `r = 0`, `range = 1`) stops at, every step of it exact; found in
+/// `O(log steps)` for any size (the loop is linear in `r`, which is `steps −
+/// 1` for one snapshot). `snaps ≥ 1`; `None` past `i64`.
 fn repetitions(steps: i64, snaps: i64) -> Option<(i64, i64)> {
-    let (mut reps, mut range) = (0i64, 1i64);
-    while range < steps {
-        reps += 1;
-        range = range.checked_mul(reps.checked_add(snaps)?)? / reps;
+    if steps <= 1 {
+        return Some((0, 1));
     }
-    Some((reps, range))
+    let (reps, before) = super::binomial::repetition(steps as u64, u64::try_from(snaps).ok()?);
+    let range = before.checked_mul(snaps as u128 + u128::from(reps))? / u128::from(reps);
+    Some((i64::try_from(reps).ok()?, i64::try_from(range).ok()?))
 }
 
 /// Algorithm 799's `numforw(steps, snaps)`: the steps advanced by a
@@ -341,9 +343,14 @@ impl RevolveController {
         }
         if at.check == -1 && at.capo < at.fine {
             self.turned = false;
-            self.set_slot(0, at.capo - 1);
+            // Any step but `capo`: no checkpoint at the start yet.
+            self.set_slot(0, at.capo.wrapping_sub(1));
         }
-        match at.fine - at.capo {
+        let range = at
+            .fine
+            .checked_sub(at.capo)
+            .ok_or(ControllerError::Overflow)?;
+        match range {
             0 => {
                 if at.check == -1 || at.capo == self.slot(at.check) {
                     at.check -= 1;
@@ -420,7 +427,9 @@ impl RevolveController {
             return Err(ControllerError::FineGrownWithSlotsFull);
         }
         let old_capo = at.capo;
-        let free = snaps - at.check;
+        let free = snaps
+            .checked_sub(at.check)
+            .ok_or(ControllerError::Overflow)?;
         if free < 1 {
             return Err(ControllerError::TooFewSnaps);
         }
@@ -485,6 +494,30 @@ mod tests {
                 let got = numforw(steps as i64, snaps as i64, ControllerLimits::NONE).unwrap();
                 assert_eq!(got as u64, want, "steps {steps} snaps {snaps}");
             }
+        }
+    }
+
+    proptest::proptest! {
+        /// Whatever a caller passes, a typed answer, never an arithmetic
+        /// panic (debug builds check overflow).
+        #[test]
+        fn any_arguments_give_an_answer(
+            check in proptest::prelude::any::<i64>(),
+            capo in proptest::prelude::any::<i64>(),
+            fine in proptest::prelude::any::<i64>(),
+            snaps in proptest::prelude::any::<i64>(),
+            predict in proptest::prelude::any::<bool>(),
+        ) {
+            for limits in [ControllerLimits::ALGORITHM_799, ControllerLimits::NONE] {
+                let mut controller = RevolveController::new(limits);
+                let mut at = ControllerPosition { check: check.clamp(-2, 63), capo, fine };
+                for _ in 0..8 {
+                    if controller.call(&mut at, snaps, predict).is_err() {
+                        break;
+                    }
+                }
+            }
+            let _ = numforw(fine, snaps, ControllerLimits::NONE);
         }
     }
 
