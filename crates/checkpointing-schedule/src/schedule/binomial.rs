@@ -95,7 +95,8 @@ pub fn binomial_forward_steps(n: u64, s: u64) -> Option<u64> {
 
 /// [`binomial_forward_steps`] in `u128`, which holds the count for every
 /// `u64` number of steps and snapshots but the largest few (`None` there,
-/// and for `n == 0` or `s == 0 < n - 1`). `O(log n)` time.
+/// and for `n == 0` or `s == 0 < n - 1`). `O(1)` time for repetition
+/// numbers up to 2, `O(log n)` beyond.
 ///
 /// ```
 /// use checkpointing_schedule::schedule::binomial_forward_steps_wide;
@@ -109,6 +110,17 @@ pub fn binomial_forward_steps_wide(n: u64, s: u64) -> Option<u128> {
     }
     if n == 1 {
         return Some(1);
+    }
+    // Repetition numbers 1 and 2, the schedules' hot path (online-r2's
+    // greedy choice costs every segment every step), without the search:
+    // β(s, 1) = s + 1, β(s, 2) = (s + 1)(s + 2)/2, so the count is
+    // n + n − β(s + 1, 0) = 2n − 1, or n + 2n − β(s + 1, 1) = 3n − s − 2.
+    let (n_wide, s_wide) = (u128::from(n), u128::from(s));
+    if n_wide <= s_wide + 1 {
+        return Some(2 * n_wide - 1);
+    }
+    if n_wide <= (s_wide + 1) * (s_wide + 2) / 2 {
+        return Some(3 * n_wide - s_wide - 2);
     }
     let (r, _) = repetition(n, s);
     let extra = (r as u128).checked_mul(n as u128)? - beta(s + 1, r - 1)?;
