@@ -434,14 +434,15 @@ class OnlineLoop:
             store = lax.cond(split, lambda b, l: _set(b, new, l), lambda b, l: b, store, live)
             where = jnp.where(split, where.at[new].set(c + k), where)
             stack = jnp.where(split, stack.at[jnp.minimum(depth, s - 1)].set(new), stack)
-            # An adjoint step: of the checkpoint's step from its slot, or of
-            # the step before top from the live carry.
+            # An adjoint step (none after a split): of the checkpoint's step
+            # from its slot, or of the step before top from the live carry.
+            # One VJP site in the program: the carry is chosen first.
+            at = lax.cond(single, lambda b, l: _index(b, slot), lambda b, l: l, store, live)
             ct, ct_consts = lax.cond(
-                single,
-                lambda b, l, ct, cc: differentiate(_index(b, slot), ct, cc),
-                lambda b, l, ct, cc: lax.cond(split, lambda: (ct, cc), lambda: differentiate(l, ct, cc)),
-                store,
-                live,
+                split,
+                lambda a, ct, cc: (ct, cc),
+                differentiate,
+                at,
                 ct,
                 ct_consts,
             )
