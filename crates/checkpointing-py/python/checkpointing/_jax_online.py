@@ -21,6 +21,15 @@ checkpointing (Griewank & Walther 2000) over the snapshots then free,
 with the last optimal split ``min(β(s, r - 1), L - β(s - 1, r - 1))`` of
 Revolve; it is a ``lax.while_loop`` over a stack of checkpoints (their
 positions and slots), with ``jax.vjp`` of one step for each adjoint step.
+
+What is snapshotted is the carry less its write-only buffers, plus the
+step's predicate (a member of a ``vmap`` batch that has stopped keeps its
+carry: see ``_jax_batch``); the buffers reach the backward once, final,
+and every recomputed step reads them there (it only reads where it wrote
+before). The ``custom_vjp`` has symbolic zeros: the carry leaves that
+carry a tangent are the fixed point of the body's data flow from the
+perturbed inputs (``_depends``), and only those, and the perturbed
+closed-over constants, are differentiated.
 """
 
 import math
@@ -413,43 +422,53 @@ class OnlineLoop:
             ct, ct_c = pullback(ct)
             return ct, [a + b for a, b in zip(ct_consts, ct_c)]
 
-        def step(state):
-            top, stack, depth, where, live_at, live, store, ct, ct_consts = state
+        def top_segment(top, stack, depth, where):
+            """The checkpoint below ``top`` (slot, step) and whether its
+            segment is one step, or must be split first (binomially, into a
+            free slot)."""
             slot = stack[depth - 1]
             c = where[slot]
             length = top - c
             free = jnp.sum(where < 0)
-            single = length == 1
-            split = (length >= 3) & (free >= 1)
-            k = jnp.where(split, last_split(jnp.maximum(length, 3), jnp.maximum(free + 1, 2)), 0)
-            # Restore the checkpoint unless the live carry is there already.
-            restore = (~single) & (live_at != c)
-            live = lax.cond(restore, lambda l, b: _index(b, slot), lambda l, b: l, live, store)
-            live_at = jnp.where(restore, c, live_at)
-            goal = jnp.where(single, live_at, jnp.where(split, c + k, top - 1))
-            live = lax.fori_loop(live_at, goal, advance, live)
-            live_at = goal
-            # Store the split point.
+            return slot, c, length, free, length == 1, (length >= 3) & (free >= 1)
+
+        def restore(slot, c, live_at, live, store):
+            """The live carry at step ``c`` (from its slot unless it is there)."""
+            back = live_at != c
+            live = lax.cond(back, lambda l, b: _index(b, slot), lambda l, b: l, live, store)
+            return jnp.where(back, c, live_at), live
+
+        def split(state):
+            top, stack, depth, where, live_at, live, store = state
+            slot, c, length, free, _, _ = top_segment(top, stack, depth, where)
+            k = last_split(jnp.maximum(length, 3), jnp.maximum(free + 1, 2))
+            live_at, live = restore(slot, c, live_at, live, store)
+            live = lax.fori_loop(live_at, c + k, advance, live)
             new = jnp.argmax(where < 0)
-            store = lax.cond(split, lambda b, l: _set(b, new, l), lambda b, l: b, store, live)
-            where = jnp.where(split, where.at[new].set(c + k), where)
-            stack = jnp.where(split, stack.at[jnp.minimum(depth, s - 1)].set(new), stack)
-            # An adjoint step (none after a split): of the checkpoint's step
-            # from its slot, or of the step before top from the live carry.
-            # One VJP site in the program: the carry is chosen first.
-            at = lax.cond(single, lambda b, l: _index(b, slot), lambda b, l: l, store, live)
-            ct, ct_consts = lax.cond(
-                split,
-                lambda a, ct, cc: (ct, cc),
-                differentiate,
-                at,
-                ct,
-                ct_consts,
+            store = _set(store, new, live)
+            where = where.at[new].set(c + k)
+            stack = stack.at[jnp.minimum(depth, s - 1)].set(new)
+            return top, stack, depth + 1, where, c + k, live, store
+
+        def step(state):
+            """Splits until the top segment needs none, then one adjoint step:
+            of the checkpoint's step from its slot (a one-step segment), or
+            of the step before top from the live carry. The cotangents stay
+            out of any conditional: updated in place."""
+            control, ct, ct_consts = state[:7], state[7], state[8]
+            control = lax.while_loop(lambda st: top_segment(*st[:4])[5], split, control)
+            top, stack, depth, where, live_at, live, store = control
+            slot, c, _, _, single, _ = top_segment(top, stack, depth, where)
+            live_at, live = lax.cond(
+                single, lambda *a: (live_at, live), lambda *a: restore(slot, c, live_at, live, store)
             )
+            goal = jnp.where(single, live_at, top - 1)
+            live = lax.fori_loop(live_at, goal, advance, live)
+            at = lax.cond(single, lambda b, l: _index(b, slot), lambda b, l: l, store, live)
+            ct, ct_consts = differentiate(at, ct, ct_consts)
             where = jnp.where(single, where.at[slot].set(-1), where)
-            depth = jnp.where(single, depth - 1, jnp.where(split, depth + 1, depth))
-            top = jnp.where(split, top, top - 1)
-            return top, stack, depth, where, live_at, live, store, ct, ct_consts
+            depth = jnp.where(single, depth - 1, depth)
+            return top - 1, stack, depth, where, goal, live, store, ct, ct_consts
 
         state = (n, order, depth, where, it(-1), live, store, ct, ct_consts)
         *_, ct, ct_consts = lax.while_loop(lambda st: st[0] > 0, step, state)
