@@ -173,8 +173,15 @@ class OnlineLoop:
     constants). ``checkpoints`` is already resolved (see
     :func:`default_checkpoints`) and ``max_steps >= 1``."""
 
-    def __init__(self, cond_fun, body_fun, init_val, checkpoints, max_steps, buffers):
+    def __init__(self, cond_fun, body_fun, init_val, checkpoints, max_steps, buffers, masked_buffers=None):
+        """``masked_buffers``: ``None``, or an object with ``wrap(array,
+        pred)`` and ``unwrap(value)``: the body then gets each buffer
+        wrapped with the step's predicate so that its writes are masked for
+        the stopped members of a ``vmap`` batch (equinox's buffers, which
+        diffrax writes with ``eqxi.buffer_at_set``), instead of a select of
+        the whole buffer after the step."""
         leaves, self.treedef = jax.tree_util.tree_flatten(init_val)
+        self.masked = masked_buffers
         self.avals = [jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x)) for x in leaves]
         self.is_buffer = self._buffer_mask(buffers)
         self.s, self.max_steps = checkpoints, max_steps
@@ -187,7 +194,17 @@ class OnlineLoop:
             out_tree.append(tree)
             return out
 
-        closed, out_leaves = jax.make_jaxpr(flat_body, return_shape=True)(*structs)
+        def flat_masked_body(pred, *xs):
+            xs = [self.masked.wrap(x, pred) if b else x for x, b in zip(xs, self.is_buffer)]
+            out, tree = jax.tree_util.tree_flatten(body_fun(unflat(xs)), is_leaf=self.masked.is_wrapped)
+            out_tree.append(tree)
+            return [self.masked.unwrap(x) for x in out]
+
+        if self.masked is None:
+            closed, out_leaves = jax.make_jaxpr(flat_body, return_shape=True)(*structs)
+        else:
+            pred = jax.ShapeDtypeStruct((), jnp.bool_)
+            closed, out_leaves = jax.make_jaxpr(flat_masked_body, return_shape=True)(pred, *structs)
         if out_tree[0] != self.treedef:
             raise ValueError(
                 "checkpointed_while_loop: body_fun must return the structure of init_val, "
@@ -237,8 +254,12 @@ class OnlineLoop:
     def _step(self, leaves, pred, bconsts, cconsts):
         """The body where ``pred`` holds (a stopped member of a batch keeps
         its carry), and the predicate for the next step."""
-        new = jax.core.eval_jaxpr(self.body_jaxpr, list(bconsts), *leaves)
-        new = [select_if_batched(pred, n, o) for n, o in zip(new, leaves)]
+        if self.masked is None:
+            new = jax.core.eval_jaxpr(self.body_jaxpr, list(bconsts), *leaves)
+            new = [select_if_batched(pred, n, o) for n, o in zip(new, leaves)]
+        else:
+            new = jax.core.eval_jaxpr(self.body_jaxpr, list(bconsts), pred, *leaves)
+            new = [n if b else select_if_batched(pred, n, o) for n, o, b in zip(new, leaves, self.is_buffer)]
         return new, pred & self._cond(new, cconsts)
 
     def _keep_going(self, n, pred):
@@ -368,7 +389,7 @@ class OnlineLoop:
         data flow from the perturbed inputs and closed-over constants."""
         p = [bool(q) and _is_inexact(a) for q, a in zip(perturbed_in, self.avals)]
         while True:
-            out = _depends(self.body_jaxpr, perturbed_consts, p)
+            out = _depends(self.body_jaxpr, perturbed_consts, p if self.masked is None else [False] + p)
             new = [a or (b and _is_inexact(v)) for a, b, v in zip(p, out, self.avals)]
             if new == p:
                 return p

@@ -184,6 +184,12 @@ def checkpointed_while_loop(cond_fun, body_fun, init_val, *, checkpoints=None, m
     >>> bool(jnp.allclose(g[0], 0.99**(0.5 * 100), rtol=0.05))
     True
     """
+    return _while_loop(cond_fun, body_fun, init_val, checkpoints, max_steps, buffers)
+
+
+def _while_loop(cond_fun, body_fun, init_val, checkpoints, max_steps, buffers, _masked_buffers=None):
+    """:func:`checkpointed_while_loop`, with ``_masked_buffers`` for
+    :mod:`checkpointing.jax.diffrax` (see ``OnlineLoop``)."""
     if max_steps is not None:
         if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)):
             raise TypeError(f"max_steps is None or a Python int, got {max_steps!r}")
@@ -206,7 +212,7 @@ def checkpointed_while_loop(cond_fun, body_fun, init_val, *, checkpoints=None, m
         return init_val
     if max_steps is not None:
         checkpoints = min(int(checkpoints), max_steps)
-    loop = _online.OnlineLoop(cond_fun, body_fun, init_val, int(checkpoints), max_steps, buffers)
+    loop = _online.OnlineLoop(cond_fun, body_fun, init_val, int(checkpoints), max_steps, buffers, _masked_buffers)
     return loop(init_val)
 
 

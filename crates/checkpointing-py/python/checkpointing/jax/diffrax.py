@@ -23,7 +23,7 @@ except ImportError as error:  # pragma: no cover - exercised by a test that hide
         "checkpointing.jax.diffrax needs diffrax (and equinox): pip install checkpointing[diffrax]"
     ) from error
 
-from . import checkpointed_while_loop
+from . import _while_loop
 
 __all__ = ["CheckpointAdjoint"]
 
@@ -118,7 +118,41 @@ class CheckpointAdjoint(diffrax.AbstractAdjoint):
         return final_state
 
 
+class _EquinoxBuffers:
+    """diffrax writes its saved outputs with ``eqxi.buffer_at_set(buffer, i,
+    x, pred=...)``, which masks the write with the buffer's own predicate
+    when the buffer is equinox's buffer type: handing the body such buffers
+    (with the step's predicate) keeps a stopped member of a ``vmap`` batch
+    from writing, without a select of the whole buffer at every step. The
+    type is equinox's internal one (``buffer_at_set`` dispatches on it); if
+    equinox ever moves it, the loop falls back to plain arrays (correct,
+    with that select under ``vmap``)."""
+
+    def __init__(self, kind):
+        self.kind = kind
+
+    def wrap(self, array, pred):
+        return self.kind(array, pred, None, False)
+
+    def is_wrapped(self, x):
+        return isinstance(x, self.kind)
+
+    def unwrap(self, x):
+        while isinstance(x, self.kind):
+            x = x._array
+        return x
+
+
+def _equinox_buffers():
+    try:
+        from equinox.internal._loop.common import _Buffer
+    except ImportError:  # pragma: no cover - depends on equinox's internals
+        return None
+    return _EquinoxBuffers(_Buffer)
+
+
+_MASKED = _equinox_buffers()
+
+
 def _outer_loop(cond_fun, body_fun, init_val, *, max_steps, buffers, checkpoints):
-    return checkpointed_while_loop(
-        cond_fun, body_fun, init_val, checkpoints=checkpoints, max_steps=max_steps, buffers=buffers
-    )
+    return _while_loop(cond_fun, body_fun, init_val, checkpoints, max_steps, buffers, _MASKED)
