@@ -213,7 +213,7 @@ def test_vmap_runs_the_batch_in_lockstep():
         return grow(c)
 
     def loss(y0, loop):
-        return jnp.sum(loop(below_two, counted, (0, y0)) [1] ** 2)
+        return jnp.sum(loop(below_two, counted, (0, y0))[1] ** 2)
 
     ours = lambda cond, body, init: checkpointed_while_loop(cond, body, init, checkpoints=4)  # noqa: E731
     batch = jnp.stack([Y0 * 0.3, Y0 * 0.7, Y0 * 0.1])
