@@ -231,6 +231,29 @@ def test_saved_outputs_are_not_checkpointed():
     assert temp(44) - temp(4) < 40 * saved / 4
 
 
+def test_saved_outputs_under_vmap_cost_what_diffrax_adjoint_costs():
+    """A stopped member of a vmap batch must not write into the saved
+    outputs: the writes are masked (as diffrax's adjoint does), not the
+    buffers selected whole at each step, which cost 1.55x the compiled memory
+    of RecursiveCheckpointAdjoint in this case."""
+    y0 = jnp.asarray(np.random.RandomState(5).normal(size=(8, 30)))
+    a = jnp.asarray(np.random.RandomState(6).normal(size=(30, 30)) / np.sqrt(30))
+
+    def temp(adjoint):
+        def loss(y0):
+            sol = diffrax.diffeqsolve(
+                diffrax.ODETerm(lambda t, y, a: -0.5 * y + jnp.tanh(a @ y)), diffrax.Tsit5(), 0.0, 2.0, 0.1, y0,
+                args=a, stepsize_controller=diffrax.PIDController(rtol=1e-6, atol=1e-6),
+                saveat=diffrax.SaveAt(ts=jnp.linspace(0.0, 2.0, 101)), adjoint=adjoint, max_steps=128,
+            )
+            return jnp.sum(sol.ys**2)
+
+        f = jax.jit(jax.vmap(jax.grad(loss)))
+        return f.lower(y0).compile().memory_analysis().temp_size_in_bytes
+
+    assert temp(CheckpointAdjoint(4)) <= 1.1 * temp(diffrax.RecursiveCheckpointAdjoint(4))
+
+
 def test_checkpoints_validated():
     with pytest.raises(ValueError, match="at least one checkpoint"):
         CheckpointAdjoint(0)
