@@ -375,7 +375,11 @@ class OnlineLoop:
             keep, dropped, fixed, nfixed, run = self._place(n, fixed, nfixed, run)
             free = jnp.argmax(where < 0)
             slot = jnp.where(dropped >= 0, jnp.argmax(where == dropped), free)
-            store = lax.cond(keep, lambda b: _set(b, slot, self._snap(leaves, pred)), lambda b: b, store)
+            # A write of the slot in any case (its old value when not
+            # keeping): in place, where a conditional would copy the store.
+            old = _index(store, slot)
+            snap = [jnp.where(keep, v, o) for v, o in zip(self._snap(leaves, pred), old)]
+            store = _set(store, slot, snap)
             where = jnp.where(keep, where.at[slot].set(n), where)
             leaves, pred = self._step(leaves, pred, bconsts, cconsts)
             return n + 1, leaves, pred, store, where, fixed, nfixed, run
@@ -456,7 +460,7 @@ class OnlineLoop:
         def restore(slot, c, live_at, live, store):
             """The live carry at step ``c`` (from its slot unless it is there)."""
             back = live_at != c
-            live = lax.cond(back, lambda l, b: _index(b, slot), lambda l, b: l, live, store)
+            live = [jnp.where(back, b, l) for b, l in zip(_index(store, slot), live)]
             return jnp.where(back, c, live_at), live
 
         def split(state):
