@@ -290,7 +290,7 @@ def online_variant(name, cells, final_time, snapshots):
             import equinox.internal as eqxi
 
             return eqxi.while_loop(cond, body, init, kind="checkpointed", checkpoints=snapshots)
-        return checkpointed_while_loop(cond, body, init, snapshots=snapshots)
+        return checkpointed_while_loop(cond, body, init, checkpoints=snapshots)
 
     def loss(u, k, count=None):
         return jnp.sum(solve(u, k, count)[2] ** 2)

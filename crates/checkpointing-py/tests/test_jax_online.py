@@ -38,7 +38,7 @@ def body(carry, w):
 
 def ours(n, s):
     def loss(y0, w):
-        final = checkpointed_while_loop(lambda c: c[0] < n, lambda c: body(c, w), (0.0, y0), snapshots=s)
+        final = checkpointed_while_loop(lambda c: c[0] < n, lambda c: body(c, w), (0.0, y0), checkpoints=s)
         return jnp.sum(final[1] ** 2)
 
     return loss
@@ -82,7 +82,7 @@ def test_step_evaluations_equal_the_rust_online_schedule(n, s):
         return body(carry, W)
 
     f = jax.jit(
-        jax.grad(lambda y0: jnp.sum(checkpointed_while_loop(lambda c: c[0] < n, counted, (0.0, y0), snapshots=s)[1]))
+        jax.grad(lambda y0: jnp.sum(checkpointed_while_loop(lambda c: c[0] < n, counted, (0.0, y0), checkpoints=s)[1]))
     )
     jax.block_until_ready(f(Y0))
     calls.clear()
@@ -109,7 +109,7 @@ def test_vmap_a_data_dependent_length_and_max_steps():
     max_steps caps the loop."""
 
     def loss(y0, max_steps=None):
-        final = checkpointed_while_loop(below_two, grow, (0.0, y0), snapshots=3, max_steps=max_steps)
+        final = checkpointed_while_loop(below_two, grow, (0.0, y0), checkpoints=3, max_steps=max_steps)
         return jnp.sum(final[1] ** 2)
 
     batch = jnp.stack([Y0 * 0.3, Y0 * 0.7, Y0 * 0.1])

@@ -21,14 +21,27 @@ checkpointing (Griewank & Walther 2000) over the snapshots then free,
 with the last optimal split ``min(β(s, r - 1), L - β(s - 1, r - 1))`` of
 Revolve; it is a ``lax.while_loop`` over a stack of checkpoints (their
 positions and slots), with ``jax.vjp`` of one step for each adjoint step.
+
+What is snapshotted is the carry less its write-only buffers, plus the
+step's predicate (a member of a ``vmap`` batch that has stopped keeps its
+carry: see ``_jax_batch``); the buffers reach the backward once, final,
+and every recomputed step reads them there (it only reads where it wrote
+before). The ``custom_vjp`` has symbolic zeros: the carry leaves that
+carry a tangent are the fixed point of the body's data flow from the
+perturbed inputs (``_depends``), and only those, and the perturbed
+closed-over constants, are differentiated.
 """
+
+import math
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
+from jax.custom_derivatives import SymbolicZero
+from jax.extend.core import Literal
 
-from ._jax_compiled import _add, _index, _set
+from ._jax_batch import any_across_batch, select_if_batched
+from ._jax_compiled import _index, _set
 
 
 def _int():
@@ -98,22 +111,185 @@ def last_split(length, s):
     return jnp.minimum(b_s, length - b_sm1).astype(_int())
 
 
-class OnlineLoop:
-    """``custom_vjp`` of ``while cond(carry): carry = body(carry)`` (body and
-    cond converted: ``body(carry, *body_consts)``, ``cond(carry,
-    *cond_consts)``) with ``snapshots`` carries kept for the backward and an
-    optional ``max_steps``."""
 
-    def __init__(self, body, cond, snapshots, max_steps=None):
-        if snapshots < 1:
-            raise ValueError(f"checkpointed_while_loop needs at least one snapshot, got {snapshots}")
-        self.body, self.cond, self.s, self.max_steps = body, cond, int(snapshots), max_steps
+
+def default_checkpoints(max_steps):
+    """equinox's default number of checkpoints for a loop of at most
+    ``max_steps`` steps: ``floor(-1.5 + sqrt(2 max_steps + 0.25)) + 1``, the
+    least ``s`` with ``(s + 1)(s + 2)/2 > max_steps`` (so that OnlineR2's
+    placement stays in its optimal range); 1 for ``max_steps <= 1``.
+
+    >>> [default_checkpoints(m) for m in (1, 2, 5, 9, 10, 4096)]
+    [1, 1, 2, 3, 4, 90]
+    """
+    if max_steps <= 1:
+        return 1
+    return math.floor(-1.5 + math.sqrt(2 * max_steps + 0.25)) + 1
+
+
+class _Static:
+    """Static data carried through a ``custom_vjp`` residual (no leaves)."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+jax.tree_util.register_pytree_node(_Static, lambda s: ((), s.value), lambda value, _: _Static(value))
+
+
+class _Marker:
+    def __init__(self, index):
+        self.index = index
+
+
+def _is_inexact(aval):
+    return jnp.issubdtype(aval.dtype, jnp.inexact)
+
+
+def _depends(jaxpr, perturbed_consts, perturbed_in):
+    """Which outputs of ``jaxpr`` (constvars then invars) may carry a tangent
+    when the marked inputs do: forward data flow, through every equation
+    except ``stop_gradient``; only floating-point values carry tangents."""
+    live = {v for v, p in zip(jaxpr.constvars, perturbed_consts) if p}
+    live |= {v for v, p in zip(jaxpr.invars, perturbed_in) if p}
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "stop_gradient":
+            continue
+        if any(not isinstance(v, Literal) and v in live for v in eqn.invars):
+            live |= {v for v in eqn.outvars if _is_inexact(v.aval)}
+    return [not isinstance(v, Literal) and v in live for v in jaxpr.outvars]
+
+
+class OnlineLoop:
+    """``while cond(carry): carry = body(carry)`` with a ``custom_vjp``:
+    ``checkpoints`` carries kept for the backward, ``max_steps`` (``None``:
+    unbounded) enforced, the leaves marked as ``buffers`` (write-only) kept
+    out of the snapshots.
+
+    ``body`` and ``cond`` are traced once to jaxprs here; every array they
+    close over (integer and boolean ones included) becomes an input of the
+    ``custom_vjp``, so that no tracer of an enclosing transformation is
+    closed over (``jax.closure_convert`` hoists only floating-point
+    constants). ``checkpoints`` is already resolved (see
+    :func:`default_checkpoints`) and ``max_steps >= 1``."""
+
+    def __init__(self, cond_fun, body_fun, init_val, checkpoints, max_steps, buffers, masked_buffers=None):
+        """``masked_buffers``: ``None``, or an object with ``wrap(array,
+        pred)`` and ``unwrap(value)``: the body then gets each buffer
+        wrapped with the step's predicate so that its writes are masked for
+        the stopped members of a ``vmap`` batch (equinox's buffers, which
+        diffrax writes with ``eqxi.buffer_at_set``), instead of a select of
+        the whole buffer after the step."""
+        leaves, self.treedef = jax.tree_util.tree_flatten(init_val)
+        self.masked = masked_buffers
+        self.avals = [jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x)) for x in leaves]
+        self.is_buffer = self._buffer_mask(buffers)
+        self.s, self.max_steps = checkpoints, max_steps
+        structs = self.avals
+        unflat = lambda xs: jax.tree_util.tree_unflatten(self.treedef, xs)  # noqa: E731
+        out_tree = []
+
+        def flat_body(*xs):
+            out, tree = jax.tree_util.tree_flatten(body_fun(unflat(xs)))
+            out_tree.append(tree)
+            return out
+
+        def flat_masked_body(pred, *xs):
+            xs = [self.masked.wrap(x, pred) if b else x for x, b in zip(xs, self.is_buffer)]
+            out, tree = jax.tree_util.tree_flatten(body_fun(unflat(xs)), is_leaf=self.masked.is_wrapped)
+            out_tree.append(tree)
+            return [self.masked.unwrap(x) for x in out]
+
+        if self.masked is None:
+            closed, out_leaves = jax.make_jaxpr(flat_body, return_shape=True)(*structs)
+        else:
+            pred = jax.ShapeDtypeStruct((), jnp.bool_)
+            closed, out_leaves = jax.make_jaxpr(flat_masked_body, return_shape=True)(pred, *structs)
+        if out_tree[0] != self.treedef:
+            raise ValueError(
+                "checkpointed_while_loop: body_fun must return the structure of init_val, "
+                f"got {out_tree[0]} for {self.treedef}"
+            )
+        for i, (a, o) in enumerate(zip(self.avals, out_leaves)):
+            if a.shape != o.shape or a.dtype != o.dtype:
+                raise ValueError(
+                    f"checkpointed_while_loop: body_fun changes leaf {i} from {a.dtype}{list(a.shape)} "
+                    f"to {o.dtype}{list(o.shape)}"
+                )
+        self.body_jaxpr, self.body_consts = closed.jaxpr, list(closed.consts)
+        cclosed, out = jax.make_jaxpr(lambda *xs: jnp.asarray(cond_fun(unflat(xs))), return_shape=True)(*structs)
+        if out.shape != () or out.dtype != jnp.bool_:
+            raise TypeError(f"checkpointed_while_loop: cond_fun must return a boolean scalar, got {out}")
+        self.cond_jaxpr, self.cond_consts = cclosed.jaxpr, list(cclosed.consts)
         run = jax.custom_vjp(self._primal)
-        run.defvjp(self._fwd, self._bwd)
+        run.defvjp(self._fwd, self._bwd, symbolic_zeros=True)
         self.run = run
 
-    def __call__(self, init, body_consts, cond_consts):
-        return self.run(init, tuple(body_consts), tuple(cond_consts))
+    def _buffer_mask(self, buffers):
+        n = self.treedef.num_leaves
+        if buffers is None:
+            return [False] * n
+        markers = jax.tree_util.tree_unflatten(self.treedef, [_Marker(i) for i in range(n)])
+        chosen = jax.tree_util.tree_leaves(buffers(markers), is_leaf=lambda x: isinstance(x, _Marker))
+        mask = [False] * n
+        for leaf in chosen:
+            if not isinstance(leaf, _Marker):
+                raise ValueError(
+                    "checkpointed_while_loop: buffers(val) must return parts of val "
+                    f"(subtrees or leaves), got {type(leaf).__name__}"
+                )
+            mask[leaf.index] = True
+        return mask
+
+    def __call__(self, init_val):
+        leaves = [jnp.asarray(x, a.dtype) for x, a in zip(jax.tree_util.tree_leaves(init_val), self.avals)]
+        out = self.run(tuple(leaves), tuple(self.body_consts), tuple(self.cond_consts))
+        return jax.tree_util.tree_unflatten(self.treedef, out)
+
+    # -- one step, lockstep under vmap ------------------------------------------
+
+    def _cond(self, leaves, cconsts):
+        return jax.core.eval_jaxpr(self.cond_jaxpr, list(cconsts), *leaves)[0]
+
+    def _step(self, leaves, pred, bconsts, cconsts):
+        """The body where ``pred`` holds (a stopped member of a batch keeps
+        its carry), and the predicate for the next step."""
+        if self.masked is None:
+            new = jax.core.eval_jaxpr(self.body_jaxpr, list(bconsts), *leaves)
+            new = [select_if_batched(pred, n, o) for n, o in zip(new, leaves)]
+        else:
+            new = jax.core.eval_jaxpr(self.body_jaxpr, list(bconsts), pred, *leaves)
+            new = [n if b else select_if_batched(pred, n, o) for n, o, b in zip(new, leaves, self.is_buffer)]
+        return new, pred & self._cond(new, cconsts)
+
+    def _keep_going(self, n, pred):
+        go = any_across_batch(pred)
+        if self.max_steps is not None:
+            go = go & (n < self.max_steps)
+        return go
+
+    def _primal(self, leaves, bconsts, cconsts):
+        """Not differentiated: the plain loop, no snapshots."""
+
+        def step(state):
+            n, leaves, pred = state
+            leaves, pred = self._step(leaves, pred, bconsts, cconsts)
+            return n + 1, leaves, pred
+
+        pred = self._cond(list(leaves), cconsts)
+        state = (_int()(0), list(leaves), pred)
+        _, out, _ = lax.while_loop(lambda st: self._keep_going(st[0], st[2]), step, state)
+        return tuple(out)
+
+    # -- snapshots: the non-buffer leaves and the predicate ---------------------
+
+    def _snap(self, leaves, pred):
+        return [x for x, b in zip(leaves, self.is_buffer) if not b] + [pred]
+
+    def _unsnap(self, snap, buffers):
+        """The full carry from a snapshot and the (final) buffers."""
+        snap, buffers = iter(snap[:-1]), iter(buffers)
+        return [next(buffers) if b else next(snap) for b in self.is_buffer]
 
     # -- the forward: OnlineR2's placement ----------------------------------
 
@@ -185,106 +361,154 @@ class OnlineLoop:
         j = jnp.argmin(total)
         return jnp.where(total[j] < best, j, -1).astype(_int())
 
-    def _forward(self, init, body_consts, cond_consts):
+
+    def _forward(self, leaves, bconsts, cconsts):
         s, it = self.s, _int()
-        buffer = jax.tree_util.tree_map(lambda a: jnp.zeros((s, *jnp.shape(a)), jnp.result_type(a)), init)
+        pred = self._cond(leaves, cconsts)
+        snap = self._snap(leaves, pred)
+        store = [jnp.zeros((s, *jnp.shape(a)), jnp.result_type(a)) for a in snap]
         where = jnp.full((s,), -1, it)  # the step held by each slot, -1: free
         fixed = jnp.zeros((s,), it)
 
-        def keep_going(state):
-            n, carry = state[0], state[1]
-            go = self.cond(carry, *cond_consts)
-            if self.max_steps is not None:
-                go = go & (n < self.max_steps)
-            return go
-
         def step(state):
-            n, carry, buffer, where, fixed, nfixed, run = state
-            store, dropped, fixed, nfixed, run = self._place(n, fixed, nfixed, run)
+            n, leaves, pred, store, where, fixed, nfixed, run = state
+            keep, dropped, fixed, nfixed, run = self._place(n, fixed, nfixed, run)
             free = jnp.argmax(where < 0)
             slot = jnp.where(dropped >= 0, jnp.argmax(where == dropped), free)
-            buffer = lax.cond(store, lambda b: _set(b, slot, carry), lambda b: b, buffer)
-            where = jnp.where(store, where.at[slot].set(n), where)
-            carry = self.body(carry, *body_consts)
-            return n + 1, carry, buffer, where, fixed, nfixed, run
+            # A write of the slot in any case (its old value when not
+            # keeping): in place, where a conditional would copy the store.
+            old = _index(store, slot)
+            snap = [jnp.where(keep, v, o) for v, o in zip(self._snap(leaves, pred), old)]
+            store = _set(store, slot, snap)
+            where = jnp.where(keep, where.at[slot].set(n), where)
+            leaves, pred = self._step(leaves, pred, bconsts, cconsts)
+            return n + 1, leaves, pred, store, where, fixed, nfixed, run
 
-        state = (it(0), init, buffer, where, fixed, it(0), it(0))
-        n, carry, buffer, where, *_ = lax.while_loop(keep_going, step, state)
-        return carry, (n, buffer, where)
+        state = (it(0), leaves, pred, store, where, fixed, it(0), it(0))
+        n, leaves, _, store, where, *_ = lax.while_loop(lambda st: self._keep_going(st[0], st[2]), step, state)
+        return leaves, n, store, where
 
-    def _primal(self, init, body_consts, cond_consts):
-        return self._forward(init, body_consts, cond_consts)[0]
+    def _perturbed_carry(self, perturbed_in, perturbed_consts):
+        """Which carry leaves carry a tangent: the fixed point of the body's
+        data flow from the perturbed inputs and closed-over constants."""
+        p = [bool(q) and _is_inexact(a) for q, a in zip(perturbed_in, self.avals)]
+        while True:
+            out = _depends(self.body_jaxpr, perturbed_consts, p if self.masked is None else [False] + p)
+            new = [a or (b and _is_inexact(v)) for a, b, v in zip(p, out, self.avals)]
+            if new == p:
+                return p
+            p = new
 
-    def _fwd(self, init, body_consts, cond_consts):
-        carry, (n, buffer, where) = self._forward(init, body_consts, cond_consts)
-        return carry, (n, buffer, where, body_consts, cond_consts)
+    def _fwd(self, leaves, bconsts, cconsts):
+        perturbed_consts = [c.perturbed and jnp.issubdtype(jnp.result_type(c.value), jnp.inexact) for c in bconsts]
+        perturbed = self._perturbed_carry([x.perturbed for x in leaves], perturbed_consts)
+        leaves = [x.value for x in leaves]
+        bconsts = [c.value for c in bconsts]
+        cconsts = [c.value for c in cconsts]
+        out, n, store, where = self._forward(leaves, bconsts, cconsts)
+        buffers = [x for x, b in zip(out, self.is_buffer) if b]
+        static = _Static((tuple(perturbed), tuple(perturbed_consts)))
+        return tuple(out), (n, store, where, buffers, bconsts, cconsts, static)
 
     # -- the backward: binomial reversal of the segments ----------------------
 
-    def _bwd(self, residuals, ct):
-        n, buffer, where, consts, cond_consts = residuals
+    def _bwd(self, residuals, ct_out):
+        n, store, where, buffers, bconsts, cconsts, static = residuals
+        perturbed, perturbed_consts = static.value
         s, it = self.s, _int()
+        P = [i for i, p in enumerate(perturbed) if p]
+        PC = [j for j, p in enumerate(perturbed_consts) if p]
+        ct = [_instantiate(ct_out[i]) for i in P]
+        ct_consts = [jnp.zeros_like(bconsts[j]) for j in PC]
+        if not P:
+            return self._cotangents(perturbed, perturbed_consts, [], [], cconsts)
         # The stack of checkpoints, by increasing step: slots in order.
         order = jnp.argsort(jnp.where(where < 0, jnp.iinfo(it).max, where)).astype(it)
         depth = jnp.sum(where >= 0).astype(it)
-        live = jax.tree_util.tree_map(lambda b: jnp.zeros(b.shape[1:], b.dtype), buffer)
-        ct_consts = jax.tree_util.tree_map(jnp.zeros_like, consts)
+        live = [jnp.zeros(b.shape[1:], b.dtype) for b in store]
 
-        def differentiate(carry, ct, ct_consts):
-            _, pullback = jax.vjp(self.body, carry, *consts)
-            ct, *ct_c = pullback(ct)
-            return ct, _add(ct_consts, tuple(ct_c))
+        def advance(i, snap):
+            leaves, pred = self._step(self._unsnap(snap, buffers), snap[-1], bconsts, cconsts)
+            return self._snap(leaves, pred)
 
-        def more(state):
-            return state[0] > 0
+        def differentiate(snap, ct, ct_consts):
+            full = self._unsnap(snap, buffers)
 
-        def step(state):
-            top, stack, depth, where, live_at, live, buffer, ct, ct_consts = state
+            def f(xs, cs):
+                leaves, consts = list(full), list(bconsts)
+                for i, x in zip(P, xs):
+                    leaves[i] = x
+                for j, c in zip(PC, cs):
+                    consts[j] = c
+                new, _ = self._step(leaves, snap[-1], consts, cconsts)
+                return [new[i] for i in P]
+
+            _, pullback = jax.vjp(f, [full[i] for i in P], [bconsts[j] for j in PC])
+            ct, ct_c = pullback(ct)
+            return ct, [a + b for a, b in zip(ct_consts, ct_c)]
+
+        def top_segment(top, stack, depth, where):
+            """The checkpoint below ``top`` (slot, step) and whether its
+            segment is one step, or must be split first (binomially, into a
+            free slot)."""
             slot = stack[depth - 1]
             c = where[slot]
             length = top - c
             free = jnp.sum(where < 0)
-            single = length == 1
-            split = (length >= 3) & (free >= 1)
-            k = jnp.where(split, last_split(jnp.maximum(length, 3), jnp.maximum(free + 1, 2)), 0)
-            # Restore the checkpoint unless the live carry is there already.
-            restore = (~single) & (live_at != c)
-            live = lax.cond(restore, lambda l, b: _index(b, slot), lambda l, b: l, live, buffer)
-            live_at = jnp.where(restore, c, live_at)
-            goal = jnp.where(single, live_at, jnp.where(split, c + k, top - 1))
-            live = lax.fori_loop(live_at, goal, lambda i, x: self.body(x, *consts), live)
-            live_at = goal
-            # Store the split point.
+            return slot, c, length, free, length == 1, (length >= 3) & (free >= 1)
+
+        def restore(slot, c, live_at, live, store):
+            """The live carry at step ``c`` (from its slot unless it is there)."""
+            back = live_at != c
+            live = [jnp.where(back, b, l) for b, l in zip(_index(store, slot), live)]
+            return jnp.where(back, c, live_at), live
+
+        def split(state):
+            top, stack, depth, where, live_at, live, store = state
+            slot, c, length, free, _, _ = top_segment(top, stack, depth, where)
+            k = last_split(jnp.maximum(length, 3), jnp.maximum(free + 1, 2))
+            live_at, live = restore(slot, c, live_at, live, store)
+            live = lax.fori_loop(live_at, c + k, advance, live)
             new = jnp.argmax(where < 0)
-            buffer = lax.cond(split, lambda b, l: _set(b, new, l), lambda b, l: b, buffer, live)
-            where = jnp.where(split, where.at[new].set(c + k), where)
-            stack = jnp.where(split, stack.at[jnp.minimum(depth, s - 1)].set(new), stack)
-            # An adjoint step: of the checkpoint's step from its slot, or of
-            # the step before top from the live carry.
-            ct, ct_consts = lax.cond(
-                single,
-                lambda b, l, ct, cc: differentiate(_index(b, slot), ct, cc),
-                lambda b, l, ct, cc: lax.cond(
-                    split, lambda: (ct, cc), lambda: differentiate(l, ct, cc)
-                ),
-                buffer,
-                live,
-                ct,
-                ct_consts,
+            store = _set(store, new, live)
+            where = where.at[new].set(c + k)
+            stack = stack.at[jnp.minimum(depth, s - 1)].set(new)
+            return top, stack, depth + 1, where, c + k, live, store
+
+        def step(state):
+            """Splits until the top segment needs none, then one adjoint step:
+            of the checkpoint's step from its slot (a one-step segment), or
+            of the step before top from the live carry. The cotangents stay
+            out of any conditional: updated in place."""
+            control, ct, ct_consts = state[:7], state[7], state[8]
+            control = lax.while_loop(lambda st: top_segment(*st[:4])[5], split, control)
+            top, stack, depth, where, live_at, live, store = control
+            slot, c, _, _, single, _ = top_segment(top, stack, depth, where)
+            live_at, live = lax.cond(
+                single, lambda *a: (live_at, live), lambda *a: restore(slot, c, live_at, live, store)
             )
+            goal = jnp.where(single, live_at, top - 1)
+            live = lax.fori_loop(live_at, goal, advance, live)
+            at = lax.cond(single, lambda b, l: _index(b, slot), lambda b, l: l, store, live)
+            ct, ct_consts = differentiate(at, ct, ct_consts)
             where = jnp.where(single, where.at[slot].set(-1), where)
-            depth = jnp.where(single, depth - 1, jnp.where(split, depth + 1, depth))
-            top = jnp.where(split, top, top - 1)
-            return top, stack, depth, where, live_at, live, buffer, ct, ct_consts
+            depth = jnp.where(single, depth - 1, depth)
+            return top - 1, stack, depth, where, goal, live, store, ct, ct_consts
 
-        state = (n, order, depth, where, it(-1), live, buffer, ct, ct_consts)
-        *_, ct, ct_consts = lax.while_loop(more, step, state)
-        zero_cond = jax.tree_util.tree_map(_zero_cotangent, cond_consts)
-        return ct, ct_consts, zero_cond
+        state = (n, order, depth, where, it(-1), live, store, ct, ct_consts)
+        *_, ct, ct_consts = lax.while_loop(lambda st: st[0] > 0, step, state)
+        return self._cotangents(perturbed, perturbed_consts, ct, ct_consts, cconsts)
+
+    def _cotangents(self, perturbed, perturbed_consts, ct, ct_consts, cconsts):
+        ct, ct_consts = iter(ct), iter(ct_consts)
+        return (
+            tuple(next(ct) if p else None for p in perturbed),
+            tuple(next(ct_consts) if p else None for p in perturbed_consts),
+            tuple(None for _ in cconsts),
+        )
 
 
-def _zero_cotangent(x):
-    x = jnp.asarray(x)
-    if jnp.issubdtype(x.dtype, jnp.inexact):
-        return jnp.zeros_like(x)
-    return np.zeros(x.shape, jax.dtypes.float0)
+def _instantiate(ct):
+    if isinstance(ct, SymbolicZero):
+        return jnp.zeros(ct.aval.shape, ct.aval.dtype)
+    return ct

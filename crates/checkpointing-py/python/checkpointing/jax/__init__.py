@@ -56,9 +56,9 @@ import numpy as np
 
 import checkpointing as _cp
 
-from . import _jax_compiled
-from . import _jax_online as _online
-from . import _jax_program as _program
+from .. import _jax_compiled
+from .. import _jax_online as _online
+from .. import _jax_program as _program
 
 __all__ = ["checkpointed_scan", "checkpointed_while_loop", "last_stats"]
 
@@ -139,34 +139,81 @@ def checkpointed_scan(step, init, xs_or_length, *, schedule, mode="compiled", di
     return _jax_compiled.Compiled(fn, plan, kind)(init, xs, consts)
 
 
-def checkpointed_while_loop(cond_fun, body_fun, init_val, *, snapshots, max_steps=None):
+def checkpointed_while_loop(cond_fun, body_fun, init_val, *, checkpoints=None, max_steps=None, buffers=None):
     """``jax.lax.while_loop(cond_fun, body_fun, init_val)``, reverse-mode
     differentiable, for loops whose number of steps is known only when they
-    stop (adaptive ODE solvers), keeping ``snapshots`` carries for the
-    backward.
+    stop (adaptive ODE solvers), keeping ``checkpoints`` carries for the
+    backward: the contract of equinox's checkpointed while loop
+    (``equinox.internal.while_loop(..., kind="checkpointed")``), with fewer
+    step evaluations.
 
     The forward places its checkpoints online with ``OnlineR2``'s rule
     (Stumm & Walther 2010; optimal up to ``(s + 1)(s + 2)/2 - 1`` steps,
     a greedy choice beyond), computed in ``jnp`` inside the loop; the
     backward reverses the segments between checkpoints with binomial
     checkpointing over the snapshots then free. One XLA program: works
-    under ``jax.jit`` and ``jax.vmap``. ``body_fun`` may close over arrays
-    (gradients flow to them); ``cond_fun`` is not differentiated. The carry
-    must be floating point. ``max_steps`` (optional) stops the loop
-    unconditionally after that many steps.
+    under ``jax.jit``, ``jax.grad`` of jitted functions and ``jax.vmap``.
+
+    - ``checkpoints``: carries kept for the backward; ``None``: equinox's
+      default ``floor(-1.5 + sqrt(2 max_steps + 0.25)) + 1`` (then
+      ``max_steps`` is required), and never more than ``max_steps``.
+    - ``max_steps``: ``None`` or a Python int; the loop stops after that
+      many steps whatever ``cond_fun`` says (``0``: ``init_val`` back).
+    - ``buffers``: a function of the carry returning some of its parts
+      (subtrees or leaves, e.g. ``lambda c: c[2]``) that the body only
+      writes, each location at most once (``buf.at[i].set(x)``), and reads
+      only where it wrote before. They are kept out of the snapshots: the
+      backward gets the final buffers once, whatever ``checkpoints``. The
+      rules are not checked; breaking them gives wrong gradients.
+
+    ``body_fun`` and ``cond_fun`` may close over arrays of any dtype, traced
+    or not (gradients flow to the floating-point ones; integer and boolean
+    ones get zero cotangents); ``cond_fun`` is not differentiated. The carry
+    is any pytree of arrays or Python scalars; only its floating-point
+    leaves that depend on a differentiated input are differentiated (the
+    others cost nothing in the backward). Under ``jax.vmap`` the batch runs
+    in lockstep: one schedule for the whole batch, the loop going on while
+    any member does (the others keep their carry), as equinox does. Not
+    forward-mode differentiable (``jax.jvp``).
 
     >>> import jax, jax.numpy as jnp
     >>> def solve(y0, k):  # y' = -k y until t = 1, steps of 0.01
     ...     body = lambda c: (c[0] + 0.01, c[1] - 0.01 * k * c[1])
-    ...     return checkpointed_while_loop(lambda c: c[0] < 1.0, body, (0.0, y0), snapshots=4)[1]
+    ...     return checkpointed_while_loop(lambda c: c[0] < 1.0, body, (0.0, y0), checkpoints=4)[1]
     >>> g = jax.jit(jax.grad(solve, argnums=(0, 1)))(2.0, 0.5)
     >>> bool(jnp.allclose(g[0], 0.99**(0.5 * 100), rtol=0.05))
     True
     """
-    body, body_consts = jax.closure_convert(body_fun, init_val)
-    cond, cond_consts = jax.closure_convert(cond_fun, init_val)
-    loop = _online.OnlineLoop(body, cond, snapshots, max_steps)
-    return loop(init_val, body_consts, cond_consts)
+    return _while_loop(cond_fun, body_fun, init_val, checkpoints, max_steps, buffers)
+
+
+def _while_loop(cond_fun, body_fun, init_val, checkpoints, max_steps, buffers, _masked_buffers=None):
+    """:func:`checkpointed_while_loop`, with ``_masked_buffers`` for
+    :mod:`checkpointing.jax.diffrax` (see ``OnlineLoop``)."""
+    if max_steps is not None:
+        if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)):
+            raise TypeError(f"max_steps is None or a Python int, got {max_steps!r}")
+        if max_steps < 0:
+            raise ValueError(f"max_steps must be >= 0, got {max_steps}")
+        max_steps = int(max_steps)
+    if checkpoints is None:
+        if max_steps is None:
+            raise ValueError(
+                "checkpointed_while_loop needs checkpoints= or max_steps= (with checkpoints=None the "
+                "number of checkpoints is derived from max_steps, as equinox does)"
+            )
+        checkpoints = _online.default_checkpoints(max_steps)
+    elif isinstance(checkpoints, bool) or not isinstance(checkpoints, (int, np.integer)):
+        raise TypeError(f"checkpoints is None or a Python int, got {checkpoints!r}")
+    elif checkpoints < 1:
+        raise ValueError(f"checkpointed_while_loop needs at least one checkpoint, got {checkpoints}")
+    init_val = jax.tree_util.tree_map(jnp.asarray, init_val)
+    if max_steps == 0:
+        return init_val
+    if max_steps is not None:
+        checkpoints = min(int(checkpoints), max_steps)
+    loop = _online.OnlineLoop(cond_fun, body_fun, init_val, int(checkpoints), max_steps, buffers, _masked_buffers)
+    return loop(init_val)
 
 
 _plans = {}
