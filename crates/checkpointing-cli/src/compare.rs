@@ -50,8 +50,9 @@ pub(crate) fn run(args: &CompareArgs) -> Result<(), Failure> {
         .unwrap_or(0);
     let budget = CandidateBudget {
         max_n: args.max_n,
-        ram,
-        disk,
+        snapshots: PerLevel::default()
+            .with(StorageLevel::Ram, ram)
+            .with(StorageLevel::Disk, disk),
         costs,
     };
     let snapshots = PerLevel::default()

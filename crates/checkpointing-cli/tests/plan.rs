@@ -5,7 +5,7 @@ mod common;
 use common::{stdout, usage_error};
 
 use checkpointing::schedule::CandidateBudget;
-use checkpointing::{HeterogeneousChain, ScheduleSpec};
+use checkpointing::{HeterogeneousChain, ScheduleSpec, StorageLevel};
 use serde_json::Value;
 
 /// The spec a `checkpointing schedule ...` line names.
@@ -117,8 +117,9 @@ fn unknown_steps_plans_online_schedules() {
 fn every_schedule_kind_round_trips_through_its_command_line() {
     let budget = CandidateBudget {
         max_n: 20,
-        ram: 3,
-        disk: 4,
+        snapshots: checkpointing::PerLevel::default()
+            .with(StorageLevel::Ram, 3)
+            .with(StorageLevel::Disk, 4),
         costs: Default::default(),
     };
     let mut specs = ScheduleSpec::candidates(&budget);

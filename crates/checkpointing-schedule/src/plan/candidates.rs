@@ -70,8 +70,9 @@ pub(super) fn configurations(input: &PlanInput, snapshots: &PerLevel<u64>) -> Ve
         for disk in splits(cap(snapshots[StorageLevel::Disk]), SPLITS) {
             let budget = CandidateBudget {
                 max_n: steps,
-                ram,
-                disk,
+                snapshots: PerLevel::default()
+                    .with(StorageLevel::Ram, ram)
+                    .with(StorageLevel::Disk, disk),
                 costs,
             };
             for spec in ScheduleSpec::candidates(&budget) {

@@ -436,7 +436,7 @@ impl ScheduleParams for SingleDiskParams {
     }
 
     fn candidates(budget: &CandidateBudget) -> Vec<Self> {
-        if budget.disk == 0 {
+        if budget.snapshots[StorageLevel::Disk] == 0 {
             return Vec::new();
         }
         vec![Self {

@@ -442,12 +442,14 @@ macro_rules! disk_variant_params {
             }
 
             fn candidates(budget: &CandidateBudget) -> Vec<Self> {
-                if budget.ram == 0 || budget.disk == 0 {
+                if budget.snapshots[StorageLevel::Ram] == 0
+                    || budget.snapshots[StorageLevel::Disk] == 0
+                {
                     return Vec::new();
                 }
                 vec![Self {
                     max_n: budget.max_n,
-                    snapshots_in_ram: budget.ram,
+                    snapshots_in_ram: budget.snapshots[StorageLevel::Ram],
                     costs: budget.costs,
                 }]
             }

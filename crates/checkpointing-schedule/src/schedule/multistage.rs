@@ -384,8 +384,8 @@ impl ScheduleParams for MultistageParams {
         [Trajectory::Maximum, Trajectory::Revolve]
             .map(|trajectory| Self {
                 max_n: budget.max_n,
-                snapshots_in_ram: budget.ram,
-                snapshots_on_disk: budget.disk,
+                snapshots_in_ram: budget.snapshots[StorageLevel::Ram],
+                snapshots_on_disk: budget.snapshots[StorageLevel::Disk],
                 trajectory,
             })
             .to_vec()

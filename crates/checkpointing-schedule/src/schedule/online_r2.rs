@@ -441,12 +441,12 @@ impl ScheduleParams for OnlineR2Params {
     }
 
     fn candidates(budget: &CandidateBudget) -> Vec<Self> {
-        if budget.ram == 0 {
+        if budget.snapshots[StorageLevel::Ram] == 0 {
             return Vec::new();
         }
         vec![Self {
             steps: budget.max_n,
-            snapshots: budget.ram,
+            snapshots: budget.snapshots[StorageLevel::Ram],
         }]
     }
 

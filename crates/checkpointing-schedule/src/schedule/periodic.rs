@@ -225,7 +225,10 @@ impl ScheduleParams for PeriodicParams {
     fn candidates(budget: &CandidateBudget) -> Vec<Self> {
         vec![Self {
             max_n: budget.max_n,
-            period: budget.max_n.div_ceil(budget.ram.saturating_add(1)).max(1),
+            period: budget
+                .max_n
+                .div_ceil(budget.snapshots[StorageLevel::Ram].saturating_add(1))
+                .max(1),
         }]
     }
 

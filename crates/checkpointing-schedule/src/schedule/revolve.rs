@@ -557,7 +557,7 @@ impl ScheduleParams for RevolveParams {
     }
 
     fn candidates(budget: &CandidateBudget) -> Vec<Self> {
-        if budget.ram == 0 {
+        if budget.snapshots[StorageLevel::Ram] == 0 {
             return Vec::new();
         }
         [
@@ -566,7 +566,7 @@ impl ScheduleParams for RevolveParams {
         ]
         .map(|trajectory| Self {
             max_n: budget.max_n,
-            snapshots_in_ram: budget.ram,
+            snapshots_in_ram: budget.snapshots[StorageLevel::Ram],
             costs: budget.costs,
             trajectory,
         })

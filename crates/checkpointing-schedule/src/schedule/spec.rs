@@ -20,6 +20,7 @@ use super::revolve::RevolveParams;
 use super::two_level::TwoLevelParams;
 use super::{Costs, Drive, Driven, Schedule, ScheduleError, StepCounts};
 use crate::action::{Action, Step, StorageLevel};
+use crate::levels::PerLevel;
 use crate::replay::{Cost, Replay, ReplayError};
 
 /// The parameters of one schedule: what [`ScheduleSpec`] needs of each.
@@ -129,17 +130,18 @@ pub fn flags_from_fields(params: &impl Serialize) -> Vec<String> {
 ///
 /// ```
 /// use checkpointing_schedule::schedule::CandidateBudget;
-/// let budget = CandidateBudget { max_n: 100, ram: 4, disk: 0, costs: Default::default() };
+/// use checkpointing_schedule::{PerLevel, StorageLevel};
+/// let snapshots = PerLevel::default().with(StorageLevel::Ram, 4);
+/// let budget = CandidateBudget { max_n: 100, snapshots, costs: Default::default() };
 /// assert_eq!(budget.costs.wd, 2.0);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CandidateBudget {
     /// Number of forward steps.
     pub max_n: Step,
-    /// Snapshots that fit in RAM.
-    pub ram: u64,
-    /// Snapshots that fit on disk.
-    pub disk: u64,
+    /// Snapshots that fit in each stored level (RAM and DISK are read by
+    /// the schedules of this crate; DEVICE by none yet).
+    pub snapshots: PerLevel<u64>,
     /// The cost model.
     pub costs: Costs,
 }
@@ -314,8 +316,9 @@ macro_rules! schedule_registry {
             ///
             /// ```
             /// use checkpointing_schedule::schedule::CandidateBudget;
-            /// use checkpointing_schedule::ScheduleSpec;
-            /// let budget = CandidateBudget { max_n: 100, ram: 4, disk: 0, costs: Default::default() };
+            /// use checkpointing_schedule::{PerLevel, ScheduleSpec, StorageLevel};
+            /// let snapshots = PerLevel::default().with(StorageLevel::Ram, 4);
+/// let budget = CandidateBudget { max_n: 100, snapshots, costs: Default::default() };
             /// let names: Vec<_> = ScheduleSpec::candidates(&budget).iter().map(|s| s.name()).collect();
             /// assert!(names.contains(&"revolve") && names.contains(&"mixed"));
             /// ```

@@ -359,16 +359,21 @@ impl ScheduleParams for HierarchicalRevolveParams {
 
     /// RAM (free traffic) then disk at the budget's disk costs.
     fn candidates(budget: &CandidateBudget) -> Vec<Self> {
-        if budget.ram == 0 || budget.disk == 0 {
+        if budget.snapshots[StorageLevel::Ram] == 0 || budget.snapshots[StorageLevel::Disk] == 0 {
             return Vec::new();
         }
         vec![Self {
             max_n: budget.max_n,
             levels: vec![
-                LevelSpec::new(StorageLevel::Ram, budget.ram, 0.0, 0.0),
+                LevelSpec::new(
+                    StorageLevel::Ram,
+                    budget.snapshots[StorageLevel::Ram],
+                    0.0,
+                    0.0,
+                ),
                 LevelSpec::new(
                     StorageLevel::Disk,
-                    budget.disk,
+                    budget.snapshots[StorageLevel::Disk],
                     budget.costs.wd,
                     budget.costs.rd,
                 ),

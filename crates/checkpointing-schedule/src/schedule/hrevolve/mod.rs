@@ -205,13 +205,13 @@ impl ScheduleParams for HRevolveParams {
     }
 
     fn candidates(budget: &CandidateBudget) -> Vec<Self> {
-        if budget.ram == 0 || budget.disk == 0 {
+        if budget.snapshots[StorageLevel::Ram] == 0 || budget.snapshots[StorageLevel::Disk] == 0 {
             return Vec::new();
         }
         vec![Self {
             max_n: budget.max_n,
-            snapshots_in_ram: budget.ram,
-            snapshots_on_disk: budget.disk,
+            snapshots_in_ram: budget.snapshots[StorageLevel::Ram],
+            snapshots_on_disk: budget.snapshots[StorageLevel::Disk],
             costs: budget.costs,
         }]
     }

@@ -348,13 +348,13 @@ impl ScheduleParams for MixedParams {
     fn candidates(budget: &CandidateBudget) -> Vec<Self> {
         let mut specs = vec![Self {
             max_n: budget.max_n,
-            snapshots: budget.ram,
+            snapshots: budget.snapshots[StorageLevel::Ram],
             storage: StorageLevel::Ram,
         }];
-        if budget.disk > 0 {
+        if budget.snapshots[StorageLevel::Disk] > 0 {
             specs.push(Self {
                 max_n: budget.max_n,
-                snapshots: budget.disk,
+                snapshots: budget.snapshots[StorageLevel::Disk],
                 storage: StorageLevel::Disk,
             });
         }

@@ -497,14 +497,14 @@ impl ScheduleParams for TwoLevelParams {
 
     /// One period per disk snapshot, the RAM snapshots within a period.
     fn candidates(budget: &CandidateBudget) -> Vec<Self> {
-        if budget.disk == 0 {
+        if budget.snapshots[StorageLevel::Disk] == 0 {
             return Vec::new();
         }
-        let periods = budget.disk.min(budget.max_n);
+        let periods = budget.snapshots[StorageLevel::Disk].min(budget.max_n);
         vec![Self {
             steps: budget.max_n,
             period: budget.max_n.div_ceil(periods),
-            binomial_snapshots: budget.ram,
+            binomial_snapshots: budget.snapshots[StorageLevel::Ram],
             binomial_storage: StorageLevel::Ram,
             binomial_trajectory: Trajectory::Maximum,
         }]
