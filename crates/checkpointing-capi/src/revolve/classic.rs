@@ -174,18 +174,17 @@ impl Classic {
                         print(&message);
                     }
                 }
-                let info = e.info();
-                set_last_error(&format!(
-                    "revolve: {e}{}",
-                    info.map_or(String::new(), |i| format!(" (info {i})"))
-                ));
-                match info {
+                match e.info() {
+                    // `report` writes `info` and the message.
                     Some(info) => Err(Failure {
                         info,
-                        message: e.to_string(),
+                        message: format!("revolve: {e} (info {info})"),
                     }),
                     // The published code returns `error` and leaves `info`.
-                    None => Ok(CkptRevolveAction::Error),
+                    None => {
+                        set_last_error(&format!("revolve: {e}"));
+                        Ok(CkptRevolveAction::Error)
+                    }
                 }
             }
         }

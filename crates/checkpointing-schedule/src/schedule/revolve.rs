@@ -240,9 +240,7 @@ impl Revolve {
         snapshots_in_ram: u64,
         costs: Costs,
     ) -> Result<Self, ScheduleError> {
-        let Costs { uf, ub, .. } = costs.checked()?;
-        let cursor = Cursor::offline(max_n)?;
-        require_ram_snapshot("Revolve", snapshots_in_ram)?;
+        let (cursor, Costs { uf, ub, .. }) = checked(max_n, snapshots_in_ram, costs)?;
         let l = max_n - 1;
         let program = RevolveProgram {
             l,
@@ -283,9 +281,7 @@ impl Revolve {
                 Self::with_costs(max_n, snapshots_in_ram, costs)
             }
             RevolveTrajectory::Classic => {
-                costs.checked()?;
-                let cursor = Cursor::offline(max_n)?;
-                require_ram_snapshot("Revolve", snapshots_in_ram)?;
+                let (cursor, _) = checked(max_n, snapshots_in_ram, costs)?;
                 let too_large = |what: &'static str| ScheduleError::TooLarge {
                     what,
                     reason: "the classic trajectory counts steps and snapshots in i64".into(),
@@ -299,6 +295,19 @@ impl Revolve {
             }
         }
     }
+}
+
+/// What every Revolve needs, whatever its trajectory: valid costs, at least
+/// one step and one RAM snapshot. Gives the cursor and the checked costs.
+fn checked(
+    max_n: Step,
+    snapshots_in_ram: u64,
+    costs: Costs,
+) -> Result<(Cursor, Costs), ScheduleError> {
+    let costs = costs.checked()?;
+    let cursor = Cursor::offline(max_n)?;
+    require_ram_snapshot("Revolve", snapshots_in_ram)?;
+    Ok((cursor, costs))
 }
 
 impl Splits {

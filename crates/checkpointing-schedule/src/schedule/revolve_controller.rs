@@ -67,6 +67,16 @@ impl ControllerLimits {
         checkpoints: None,
         repetitions: None,
     };
+
+    /// Whether `snaps` exceeds the slots (`CHECKUP`).
+    fn snaps_above(self, snaps: i64) -> bool {
+        self.checkpoints.is_some_and(|c| snaps > c as i64)
+    }
+
+    /// Whether `reps` exceeds the repetitions (`REPSUP`).
+    fn reps_above(self, reps: i64) -> bool {
+        self.repetitions.is_some_and(|r| reps > r)
+    }
 }
 
 /// What the caller does next, as Algorithm 799's `enum action`.
@@ -207,11 +217,11 @@ pub fn numforw(steps: i64, snaps: i64, limits: ControllerLimits) -> Result<i64, 
     if snaps < 1 {
         return Err(NumforwError::SnapsBelowOne);
     }
-    if limits.checkpoints.is_some_and(|c| snaps > c as i64) {
+    if limits.snaps_above(snaps) {
         return Err(NumforwError::SnapsAboveLimit(snaps));
     }
     let (reps, range) = repetitions(steps, snaps).ok_or(NumforwError::Overflow)?;
-    if limits.repetitions.is_some_and(|r| reps > r) {
+    if limits.reps_above(reps) {
         return Err(NumforwError::RepetitionsAboveLimit(reps));
     }
     let total = reps.checked_mul(steps).ok_or(NumforwError::Overflow)?;
@@ -405,7 +415,7 @@ impl RevolveController {
                 ..ControllerCounters::default()
             };
             self.old_snaps = snaps;
-            if self.limits.checkpoints.is_some_and(|c| snaps > c as i64) {
+            if self.limits.snaps_above(snaps) {
                 return Err(ControllerError::SnapsAboveLimit);
             }
             if predict {
@@ -435,10 +445,10 @@ impl RevolveController {
         }
         let range_steps = at.fine - at.capo;
         let (reps, range) = repetitions(range_steps, free).ok_or(ControllerError::Overflow)?;
-        if self.limits.repetitions.is_some_and(|r| reps > r) {
+        if self.limits.reps_above(reps) {
             return Err(ControllerError::RepetitionsAboveLimit);
         }
-        if snaps != self.old_snaps && self.limits.checkpoints.is_some_and(|c| snaps > c as i64) {
+        if snaps != self.old_snaps && self.limits.snaps_above(snaps) {
             return Err(ControllerError::SnapsAboveLimit);
         }
         let next = binomial_advance(at.capo, at.fine, free, reps, range)
