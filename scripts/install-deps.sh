@@ -7,7 +7,8 @@
 # the reference checkpoint-schedules 1.0.4 (the Python package's tests), as
 # listed in scripts/requirements-test.txt; gcc, gfortran, pkg-config and
 # valgrind (checkpointing-capi's C and Fortran examples and tests, run by
-# crates/checkpointing-capi/run-c-tests.sh), and xz (its revolve() fixtures).
+# crates/checkpointing-capi/run-c-tests.sh), xz (its revolve() fixtures),
+# cmake and libzstd-dev (zfp and SZ3, built from source).
 # Idempotent; uses apt-get (via sudo when not root) and pip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +28,11 @@ command -v gfortran >/dev/null || packages+=(gfortran)
 command -v pkg-config >/dev/null || packages+=(pkg-config)
 command -v valgrind >/dev/null || packages+=(valgrind)
 command -v xz >/dev/null || packages+=(xz-utils)
+# cmake and Zstandard's headers: zfp-sys and sz3-sys build zfp and SZ3 from
+# source (checkpointing-store's `zfp` and `sz3` features); without a system
+# libzstd, SZ3's cmake would try to download one.
+command -v cmake >/dev/null || packages+=(cmake)
+pkg-config --exists libzstd 2>/dev/null || packages+=(libzstd-dev)
 command -v python3 >/dev/null || packages+=(python3)
 if command -v python3 >/dev/null && ! python3 -c "import venv, ensurepip" 2>/dev/null; then
     packages+=(python3-venv)

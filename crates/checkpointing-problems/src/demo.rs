@@ -5,9 +5,15 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use checkpointing::schedule::RevolveParams;
+use std::sync::{Arc, Mutex};
+
 use checkpointing::{
     binomial_forward_steps, Checkpoint, Cost, DiskStore, ExecutionStats, Executor, ExecutorError,
-    Footprint, MemoryStore, Progress, Schedule, ScheduleSpec, UserError,
+    Footprint, MemoryStore, Progress, Schedule, ScheduleSpec, StorageLevel, UserError,
+};
+use checkpointing_store::{
+    Blob, CompressedStore, CompressionTotals, LossyBlob, LossyCompressor, LossyStats, LossyStore,
+    SnapshotCodec,
 };
 
 use crate::heat::HeatEquation;
@@ -32,6 +38,8 @@ pub struct DemoConfig {
     pub disk: Option<PathBuf>,
     /// Compare with store-all when it needs at most this many bytes.
     pub store_all_limit: u64,
+    /// Compression of every snapshot, RAM and disk (`None`: none).
+    pub compress: Option<SnapshotCodec>,
 }
 
 impl DemoConfig {
@@ -63,6 +71,68 @@ impl Default for DemoConfig {
             .into(),
             disk: None,
             store_all_limit: 1 << 30,
+            compress: None,
+        }
+    }
+}
+
+/// What compressing the snapshots did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompressionReport {
+    /// The codec.
+    pub codec: SnapshotCodec,
+    /// Raw bytes over stored bytes, over every snapshot saved.
+    pub ratio: f64,
+    /// For lossy codecs, what the checked bound saw: measured errors,
+    /// retries, fallbacks.
+    pub lossy: Option<LossyStats>,
+}
+
+/// Handles on the stores' counters, read after the run.
+enum Probe {
+    Lossless([Arc<Mutex<CompressionTotals>>; 2]),
+    Lossy([Arc<Mutex<LossyStats>>; 2]),
+}
+
+impl Probe {
+    fn report(self, codec: SnapshotCodec) -> CompressionReport {
+        fn read<T: Copy>(handle: &Arc<Mutex<T>>) -> T {
+            *handle.lock().unwrap_or_else(|e| e.into_inner())
+        }
+        match self {
+            Probe::Lossless(handles) => {
+                let [a, b]: [CompressionTotals; 2] = handles.each_ref().map(read);
+                let total = CompressionTotals {
+                    raw_bytes: a.raw_bytes + b.raw_bytes,
+                    compressed_bytes: a.compressed_bytes + b.compressed_bytes,
+                };
+                CompressionReport {
+                    codec,
+                    ratio: total.ratio(),
+                    lossy: None,
+                }
+            }
+            Probe::Lossy(handles) => {
+                let [a, b]: [LossyStats; 2] = handles.each_ref().map(read);
+                let total = LossyStats {
+                    snapshots: a.snapshots + b.snapshots,
+                    first_try: a.first_try + b.first_try,
+                    retried: a.retried + b.retried,
+                    fallback_missed: a.fallback_missed + b.fallback_missed,
+                    lossless_by_content: a.lossless_by_content + b.lossless_by_content,
+                    raw_bytes: a.raw_bytes + b.raw_bytes,
+                    compressed_bytes: a.compressed_bytes + b.compressed_bytes,
+                    max_error: a.max_error.max(b.max_error),
+                    max_error_over_tolerance: a
+                        .max_error_over_tolerance
+                        .max(b.max_error_over_tolerance),
+                };
+                CompressionReport {
+                    codec,
+                    ratio: total.ratio(),
+                    lossy: Some(total),
+                }
+            }
         }
     }
 }
@@ -90,6 +160,10 @@ pub struct DemoReport {
     /// Max |checkpointed − store-all| over the gradient, and whether every
     /// component is bitwise equal; `None` when store-all would not fit.
     pub store_all: Option<(f64, bool)>,
+    /// `max |g − g_ref| / max |g_ref|` against store-all's gradient `g_ref`.
+    pub store_all_relative_error: Option<f64>,
+    /// What compression did, when snapshots were compressed.
+    pub compression: Option<CompressionReport>,
     /// What the executor did.
     pub stats: ExecutionStats,
     /// The schedule's cost model (replay).
@@ -106,6 +180,20 @@ pub struct DemoReport {
 }
 
 impl DemoConfig {
+    /// The disk level's store: in `disk`, or a temporary directory.
+    fn disk_store<T>(&self) -> Result<DiskStore<T>, DemoError> {
+        match &self.disk {
+            Some(dir) => DiskStore::in_dir(dir),
+            None => DiskStore::temporary(),
+        }
+        .map_err(|e| {
+            DemoError::Executor(ExecutorError::Storage {
+                level: StorageLevel::Disk,
+                source: e,
+            })
+        })
+    }
+
     /// Runs the demo; `progress(done, total)` is called as steps advance.
     pub fn run(&self, mut progress: impl FnMut(u64, u64)) -> Result<DemoReport, DemoError> {
         let steps = self.spec.steps();
@@ -142,18 +230,27 @@ impl DemoConfig {
         let objective = HeatEquation::objective(&final_state);
         drop(final_state);
 
-        let disk = match &self.disk {
-            Some(dir) => DiskStore::in_dir(dir),
-            None => DiskStore::temporary(),
-        }
-        .map_err(|e| {
-            DemoError::Executor(ExecutorError::Storage {
-                level: checkpointing::StorageLevel::Disk,
-                source: e,
-            })
-        })?;
-        let ram: MemoryStore<Checkpoint<Vec<f64>>> = MemoryStore::new();
-        let mut executor = Executor::new(ram, disk)
+        let (executor, probe) = match self.compress {
+            None => {
+                let ram = MemoryStore::<Checkpoint<Vec<f64>>>::new();
+                (Executor::new(ram, self.disk_store()?), None)
+            }
+            Some(SnapshotCodec::Lossless(codec)) => {
+                let ram = CompressedStore::new(MemoryStore::<Blob>::new(), codec);
+                let disk = CompressedStore::new(self.disk_store::<Blob>()?, codec);
+                let handles = [ram.totals_handle(), disk.totals_handle()];
+                (Executor::new(ram, disk), Some(Probe::Lossless(handles)))
+            }
+            Some(SnapshotCodec::Lossy(spec)) => {
+                let compressor = LossyCompressor::from_spec(spec)
+                    .map_err(|e| DemoError::Config(e.to_string()))?;
+                let ram = LossyStore::with_compressor(MemoryStore::<LossyBlob>::new(), compressor);
+                let disk = LossyStore::with_compressor(self.disk_store::<LossyBlob>()?, compressor);
+                let handles = [ram.stats_handle(), disk.stats_handle()];
+                (Executor::new(ram, disk), Some(Probe::Lossy(handles)))
+            }
+        };
+        let mut executor = executor
             .with_progress(|p: Progress| progress(p.forward_steps + p.adjoint_steps, total));
         let schedule = spec.build().map_err(|e| DemoError::Config(e.to_string()))?;
         let terminal = |t: &Vec<f64>| -> Result<Vec<f64>, UserError> {
@@ -175,19 +272,27 @@ impl DemoConfig {
         drop(executor);
         let gradient = outcome.adjoint;
 
-        let store_all = (steps.saturating_mul(state_bytes) <= self.store_all_limit).then(|| {
-            let (_, reference) = heat.gradient_store_all(initial, steps);
+        let reference = (steps.saturating_mul(state_bytes) <= self.store_all_limit)
+            .then(|| heat.gradient_store_all(initial, steps).1);
+        let store_all = reference.as_ref().map(|reference| {
             let max_diff = gradient
                 .iter()
-                .zip(&reference)
+                .zip(reference)
                 .map(|(a, b)| (a - b).abs())
                 .fold(0.0, f64::max);
             let bitwise = gradient
                 .iter()
-                .zip(&reference)
+                .zip(reference)
                 .all(|(a, b)| a.to_bits() == b.to_bits());
             (max_diff, bitwise)
         });
+        let store_all_relative_error =
+            reference
+                .as_ref()
+                .zip(store_all)
+                .map(|(reference, (diff, _))| {
+                    diff / reference.iter().map(|g| g.abs()).fold(0.0, f64::max)
+                });
         // The states the schedule held at once: stored snapshots on every
         // level, and adjoint dependencies in WORK beyond one step.
         let held =
@@ -198,6 +303,10 @@ impl DemoConfig {
             objective,
             gradient_norm: gradient.iter().map(|g| g * g).sum::<f64>().sqrt(),
             store_all,
+            store_all_relative_error,
+            compression: probe
+                .zip(self.compress)
+                .map(|(probe, codec)| probe.report(codec)),
             stats: outcome.stats,
             cost,
             minimum_forward_steps,

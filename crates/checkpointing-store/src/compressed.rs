@@ -1,5 +1,7 @@
 //! Compression in front of any store.
 
+use std::sync::{Arc, Mutex};
+
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -33,8 +35,27 @@ use crate::codec::{Blob, Codec, Compressor};
 pub struct CompressedStore<St> {
     inner: St,
     compressor: Compressor,
-    raw_written: u64,
-    compressed_written: u64,
+    totals: Arc<Mutex<CompressionTotals>>,
+}
+
+/// Bytes a [`CompressedStore`] has saved, before and after compression.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CompressionTotals {
+    /// Serialized bytes, before compression.
+    pub raw_bytes: u64,
+    /// Compressed bytes.
+    pub compressed_bytes: u64,
+}
+
+impl CompressionTotals {
+    /// Raw over compressed bytes (1 before the first save).
+    pub fn ratio(&self) -> f64 {
+        if self.compressed_bytes == 0 {
+            1.0
+        } else {
+            self.raw_bytes as f64 / self.compressed_bytes as f64
+        }
+    }
 }
 
 impl<St> CompressedStore<St> {
@@ -49,8 +70,7 @@ impl<St> CompressedStore<St> {
         Self {
             inner,
             compressor,
-            raw_written: 0,
-            compressed_written: 0,
+            totals: Arc::default(),
         }
     }
 
@@ -61,17 +81,24 @@ impl<St> CompressedStore<St> {
 
     /// Serialized bytes saved so far, before compression.
     pub fn raw_bytes_written(&self) -> u64 {
-        self.raw_written
+        self.totals().raw_bytes
+    }
+
+    /// Bytes saved so far, before and after compression.
+    pub fn totals(&self) -> CompressionTotals {
+        *self.totals.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A handle on the totals that stays readable after the store is moved
+    /// into an [`Executor`](checkpointing::Executor).
+    pub fn totals_handle(&self) -> Arc<Mutex<CompressionTotals>> {
+        Arc::clone(&self.totals)
     }
 
     /// Serialized bytes over compressed bytes, for everything saved so far
     /// (1 before the first save).
     pub fn ratio(&self) -> f64 {
-        if self.compressed_written == 0 {
-            1.0
-        } else {
-            self.raw_written as f64 / self.compressed_written as f64
-        }
+        self.totals().ratio()
     }
 
     fn decode<T: DeserializeOwned>(step: Step, blob: &Blob) -> Result<T, StorageError> {
@@ -99,8 +126,9 @@ where
         let blob = self.compressor.compress(&raw);
         let size = blob.len() as u64;
         self.inner.save(step, blob)?;
-        self.raw_written += raw.len() as u64;
-        self.compressed_written += size;
+        let mut totals = self.totals.lock().unwrap_or_else(|e| e.into_inner());
+        totals.raw_bytes += raw.len() as u64;
+        totals.compressed_bytes += size;
         Ok(())
     }
 

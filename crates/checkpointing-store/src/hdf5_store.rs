@@ -413,6 +413,29 @@ impl<E: Hdf5Element> SnapshotStore<Checkpoint<Vec<E>>> for Hdf5Store<E> {
     hdf5_bookkeeping!();
 }
 
+/// Lossy snapshots ([`LossyStore`](crate::LossyStore)) in an HDF5 file:
+/// each is one row of bytes, the blob with its headers (bincode), checked
+/// on read by the dataset's CRC-32 and by each array's own.
+impl SnapshotStore<crate::LossyBlob> for Hdf5Store<u8> {
+    fn save(&mut self, step: Step, value: crate::LossyBlob) -> Result<(), StorageError> {
+        let bytes = bincode::serialize(&value).map_err(|e| StorageError::Serialization {
+            step,
+            reason: e.to_string(),
+        })?;
+        self.write_rows(step, &[&bytes], true)
+    }
+
+    fn load(&mut self, step: Step) -> Result<crate::LossyBlob, StorageError> {
+        let bytes: Vec<u8> = SnapshotStore::<Vec<u8>>::load(self, step)?;
+        checkpointing::storage::decode_bounded(&bytes).map_err(|e| StorageError::Serialization {
+            step,
+            reason: e.to_string(),
+        })
+    }
+
+    hdf5_bookkeeping!();
+}
+
 /// Journaled runs ([`Executor::run_resumable`](checkpointing::Executor::run_resumable))
 /// can keep their disk level in an HDF5 file.
 impl<E: Hdf5Element> NamedStore for Hdf5Store<E> {
