@@ -335,3 +335,31 @@ fn errors_are_typed() {
         .unwrap_err();
     assert!(matches!(error, ExecutorError::WrongMode(_)));
 }
+
+#[test]
+fn three_levels() -> Result {
+    let mut problem = Diffusion::new(0.5);
+    // ANCHOR: three_levels
+    use checkpointing::{HierarchicalRevolve, LevelSpec, StorageLevel};
+    // Prices of one snapshot write and read per level (0 for device memory).
+    let levels = [
+        LevelSpec::new(StorageLevel::Device, 2, 0.0, 0.0),
+        LevelSpec::new(StorageLevel::Ram, 4, 1.0, 1.0),
+        LevelSpec::new(StorageLevel::Disk, 10, 5.0, 5.0),
+    ];
+    let schedule = HierarchicalRevolve::new(300, &levels, Default::default())?;
+    // On a GPU the DEVICE store is checkpointing_cuda::device_store and the
+    // RAM store its HostStore; any stores run the same schedule.
+    let mut executor =
+        Executor::new(MemoryStore::new(), DiskStore::temporary()?).with_device(MemoryStore::new());
+    let outcome = executor.run(&mut problem, schedule, initial_field(), |x| {
+        Ok(x.iter().map(|v| 2.0 * v).collect())
+    })?;
+    println!(
+        "device writes: {}",
+        outcome.stats.levels[StorageLevel::Device].writes
+    );
+    // ANCHOR_END: three_levels
+    assert_eq!(outcome.adjoint, store_all(300).0);
+    Ok(())
+}
