@@ -294,8 +294,9 @@ fn resumable_run() -> Result {
     let outcome = executor.run_resumable(&mut problem, &journal, x0, |x| {
         Ok(HeatEquation::objective_gradient(x))
     })?;
-    assert!(!journal.exists()); // removed once the run is complete
-                                // ANCHOR_END: resumable
+    // The journal is removed once the run is complete.
+    assert!(!journal.exists());
+    // ANCHOR_END: resumable
     let (_, expected) =
         HeatEquation::new(1_000).gradient_store_all(HeatEquation::new(1_000).initial_state(), 500);
     assert_eq!(outcome.adjoint, expected);
@@ -362,4 +363,74 @@ fn three_levels() -> Result {
     // ANCHOR_END: three_levels
     assert_eq!(outcome.adjoint, store_all(300).0);
     Ok(())
+}
+
+#[test]
+fn readme_executor_run() -> Result {
+    // ANCHOR: readme_run
+    use checkpointing::{DiskStore, Executor, FnProblem, MemoryStore, Revolve};
+
+    // x_{i+1} = x_i + 0.1 sin(x_i), elementwise; J = Σ x_n².
+    let mut problem = FnProblem::new(
+        |_step, x: &mut Vec<f64>| x.iter_mut().for_each(|v| *v += 0.1 * v.sin()),
+        // The adjoint step, given x_i: λ_i = (∂x_{i+1}/∂x_i)^T λ_{i+1}.
+        |_step, x: &Vec<f64>, l: &mut Vec<f64>| {
+            l.iter_mut()
+                .zip(x)
+                .for_each(|(l, v)| *l *= 1.0 + 0.1 * v.cos())
+        },
+    );
+    let x0: Vec<f64> = (0..100).map(|i| i as f64 / 10.0).collect();
+    let mut executor = Executor::new(MemoryStore::new(), DiskStore::temporary()?);
+    let outcome = executor.run(&mut problem, Revolve::new(2_000, 10)?, x0.clone(), |x| {
+        Ok(x.iter().map(|v| 2.0 * v).collect()) // λ_n = ∂J/∂x_n
+    })?;
+    // ∂J/∂x_0, as if all 2,000 states had been kept:
+    let gradient = outcome.adjoint;
+    // ANCHOR_END: readme_run
+    let mut states = vec![x0];
+    for _ in 0..2_000 {
+        let mut x = states.last().unwrap().clone();
+        x.iter_mut().for_each(|v| *v += 0.1 * v.sin());
+        states.push(x);
+    }
+    let mut l: Vec<f64> = states[2_000].iter().map(|v| 2.0 * v).collect();
+    for x in states[..2_000].iter().rev() {
+        l.iter_mut()
+            .zip(x)
+            .for_each(|(l, v)| *l *= 1.0 + 0.1 * v.cos());
+    }
+    assert_eq!(gradient, l);
+    Ok(())
+}
+
+/// The README's Rust code is this file's: every ```rust block of README.md
+/// must appear here, line for line (indentation aside), in one region.
+#[test]
+fn readme_rust_blocks_are_tested_here() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
+    let this: Vec<String> = include_str!("guide.rs")
+        .lines()
+        .map(|l| l.trim().to_string())
+        .collect();
+    let mut blocks = 0;
+    let mut lines = readme.lines();
+    while let Some(line) = lines.next() {
+        if line.trim() != "```rust" {
+            continue;
+        }
+        let block: Vec<String> = lines
+            .by_ref()
+            .take_while(|l| l.trim() != "```")
+            .map(|l| l.trim().to_string())
+            .collect();
+        assert!(
+            this.windows(block.len()).any(|w| w == block.as_slice()),
+            "a Rust block of README.md is not in examples/tests/guide.rs:\n{}",
+            block.join("\n")
+        );
+        blocks += 1;
+    }
+    assert!(blocks > 0, "README.md has no ```rust block");
 }
