@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Prints the README's table: forward steps of OnlineR2 (online, n unknown in
-# advance) against offline Revolve for the same n and snapshots, replayed by
-# the `checkpointing` command's cost model.
+# Prints the table of the guide's schedule reference (docs/src/reference.md):
+# forward steps of OnlineR2 (online, n unknown in advance) against offline
+# Revolve for the same n and snapshots, replayed by the `checkpointing`
+# command's cost model.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build -q --release -p checkpointing-cli

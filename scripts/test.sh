@@ -3,7 +3,8 @@
 # Python package's: installs what is missing (scripts/install-deps.sh), runs
 # cargo test, the C and Fortran programs of checkpointing-capi (gcc,
 # gfortran, valgrind: crates/checkpointing-capi/run-c-tests.sh), builds the
-# package into .venv-test with maturin and runs pytest,
+# package into .venv-test with maturin and runs pytest (the package's tests
+# and the Python examples of the guide and the README),
 # then the test suite of checkpoint_schedules 1.0.4 on the drop-in
 # (scripts/reference-suite.sh; downloads its sdist, so needs the network).
 set -euo pipefail
@@ -15,8 +16,11 @@ bash crates/checkpointing-capi/run-c-tests.sh
 echo "== Python package (maturin develop --release, pytest)"
 VIRTUAL_ENV="$PWD/.venv-test" PATH="$PWD/.venv-test/bin:$PATH" \
     maturin develop --release --quiet -m crates/checkpointing-py/Cargo.toml
+# The guide's and the README's Python examples are doctests: --doctest-glob
+# collects the `>>>` examples of every Markdown file under docs/src, and
+# README.md's.
 (cd crates/checkpointing-py && ../../.venv-test/bin/python -m pytest -q -p no:cacheprovider \
-    --doctest-modules python tests)
+    --doctest-modules --doctest-glob='*.md' python tests ../../docs/src ../../README.md)
 # The reference's own test suite, fetched from the package index, on the
 # reference (control) and on the drop-in: the counts must match.
 bash scripts/reference-suite.sh

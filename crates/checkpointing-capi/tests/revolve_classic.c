@@ -40,6 +40,7 @@ static double store_all_gradient(int steps) {
     return xb;
 }
 
+/* ANCHOR: reversal (included by docs/src/c-fortran.md) */
 /* One reversal. `driver` NULL: revolve(); else ckpt_revolve_driver_next().
  * Returns 0 on success, with the forward and advanced counts. */
 static int reversal(int steps, int snaps, CkptRevolveDriver *driver, long *forward, long *advanced,
@@ -91,6 +92,7 @@ static int reversal(int steps, int snaps, CkptRevolveDriver *driver, long *forwa
     *gradient = xb;
     return whatodo == terminate ? 0 : -1;
 }
+/* ANCHOR_END: reversal */
 
 int main(void) {
     int grid[][2] = {{1, 1}, {2, 1}, {5, 2}, {10, 3}, {37, 4}, {65, 1}, {100, 5},

@@ -3,7 +3,10 @@
 //! signatures, attributes, `repr`, equality and iteration, produced by the
 //! Rust schedules. The Python package `checkpointing` (in `python/`) wraps
 //! this module (`checkpointing._native`) and adds `StorageType`, the
-//! exception classes, the batched NumPy API and the JAX bridge.
+//! exception classes, `plan`, the batched NumPy API and the JAX
+//! (`checkpointing.jax`, with diffrax) and PyTorch (`checkpointing.torch`)
+//! bridges. The guide's Python chapters (`docs/src/python.md`, `jax.md`,
+//! `torch.md`) show them, as tested doctests.
 //!
 //! The package's top level has this project's names (`Multistage`,
 //! `TwoLevel`, ...); the classes keep the reference's names

@@ -354,7 +354,7 @@ fn too_long_a_chain_is_planned_with_uniform_schedules_on_it() {
 
 #[test]
 fn near_duplicates_are_collapsed() {
-    // The README's example: before collapsing, two-level with 24, 12, 6
+    // The guide's example (docs/src/planning.md): before collapsing, two-level with 24, 12, 6
     // and 3 binomial snapshots (period 4) tied in time and peaks; 3 is kept.
     let input = PlanInput::new(Some(5000), Bytes(80 * MB), Bytes(2 << 30)).with_level(
         StorageLevel::Disk,

@@ -55,7 +55,8 @@ use crate::StorageLevel;
 /// **Beyond the range** the schedule stays valid and keeps going: each step
 /// it either advances or stores the current state in place of the
 /// checkpoint whose removal keeps the reversal cheapest (a greedy choice,
-/// `O(s)` work per step). It is no longer optimal; the README's table gives
+/// `O(s)` work per step). It is no longer optimal; the guide's schedule
+/// reference (`docs/src/reference.md`, from `scripts/online-r2-table.sh`) gives
 /// its measured overhead. Stumm & Walther's `r = 3` algorithm is not
 /// implemented.
 ///
