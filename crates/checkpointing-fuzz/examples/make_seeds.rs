@@ -1,13 +1,13 @@
 //! Writes the seed inputs of every target into `corpus/<target>/seed-*`
 //! (run once; libFuzzer's runs grow the corpus from them):
-//! `cargo run -p checkpointing-fuzz --features hdf5 --example make_seeds`.
+//! `cargo run -p checkpointing-fuzz --features hdf5,lossy --example make_seeds`.
 
 use checkpointing::{
     fuzzing, Action, ActionRecord, Checkpoint, ExecutionStats, PerLevel, Revolve, Schedule,
     ScheduleSpec, StorageLevel,
 };
 use checkpointing_fuzz::corpus_dir;
-use checkpointing_store::{Codec, Compressor};
+use checkpointing_store::{Codec, Compressor, ErrorBound, LossyCodec, LossyCompressor};
 
 fn write(target: &str, name: &str, bytes: &[u8]) {
     let dir = corpus_dir(target);
@@ -63,6 +63,26 @@ fn main() {
             name,
             &bincode::serialize(&blob).expect("encodes"),
         );
+    }
+
+    // Lossy snapshots: one per codec and kind of payload (zfp and SZ3
+    // streams, the lossless path of a non-finite array).
+    let smooth: Vec<f64> = (0..256).map(|i| (f64::from(i) * 0.05).sin()).collect();
+    let mut with_nan = smooth.clone();
+    with_nan[3] = f64::NAN;
+    let lossy = Checkpoint {
+        ics: Some(smooth),
+        deps: vec![with_nan],
+    };
+    for codec in [LossyCodec::Zfp, LossyCodec::Sz3] {
+        if let Ok(compressor) = LossyCompressor::new(codec, ErrorBound::Absolute(1e-6)) {
+            let blob = compressor.compress_value(&lossy).expect("compresses");
+            write(
+                "lossy_blob",
+                &codec.to_string(),
+                &bincode::serialize(&blob).expect("encodes"),
+            );
+        }
     }
 
     // A journal entry, field for field (bincode writes a struct as a tuple,

@@ -67,6 +67,10 @@ pub const TARGETS: &[Target] = &[
         run: compressed_blob,
     },
     Target {
+        name: "lossy_blob",
+        run: lossy_blob,
+    },
+    Target {
         name: "journal",
         run: journal,
     },
@@ -211,6 +215,28 @@ pub fn compressed_blob(data: &[u8]) {
         assert_eq!(raw.len() as u64, blob.raw_len());
         let _ = checkpointing::storage::decode_bounded::<Checkpoint<Vec<f64>>>(&raw);
     }
+}
+
+/// A `LossyStore` payload: a serialized `LossyBlob` (counts, then arrays
+/// with their headers and zfp, SZ3 or lossless bytes), decompressed as a
+/// checkpoint; where an array decodes, it has the shape its header
+/// declares. (With the `lossy` feature the zfp and SZ3 decoders run;
+/// without it those arrays are refused as not in the build.)
+pub fn lossy_blob(data: &[u8]) {
+    let Ok(blob) = checkpointing::storage::decode_bounded::<checkpointing_store::LossyBlob>(data)
+    else {
+        return;
+    };
+    for array in blob.arrays() {
+        if let Ok(decoded) = array.decompress() {
+            assert_eq!(decoded.shape(), &array.shape()[..]);
+            assert_eq!(
+                (decoded.len() * array.element().width()) as u64,
+                array.raw_len()
+            );
+        }
+    }
+    let _ = blob.decompress_value::<Checkpoint<Vec<f64>>>();
 }
 
 /// A journal file, decoded as a resumed run of `Vec<f64>` states with a

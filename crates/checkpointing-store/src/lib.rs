@@ -52,6 +52,6 @@ pub use hdf5_store::{Hdf5Element, Hdf5Store};
 pub use lossy::{
     ArrayReader, ArrayWriter, Element, ErrorBound, Field, FloatArray, FloatArrays, FloatSlice,
     LosslessReason, LossyArray, LossyBlob, LossyCodec, LossyCompressor, LossyDecodeError,
-    LossyError, LossySpec, LossyStats, LossyStore, ZfpMode,
+    LossyError, LossySpec, LossyStats, LossyStore, ZfpMode, MAX_LOSSY_RATIO,
 };
 pub use quantized::{ErrorBoundError, Quantize, QuantizedStore};

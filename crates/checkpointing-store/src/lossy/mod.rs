@@ -295,7 +295,16 @@ pub enum LosslessReason {
     BoundMissed,
     /// The codec returned an error.
     CodecFailed,
+    /// The lossy stream was more than [`MAX_LOSSY_RATIO`] times smaller
+    /// than the array: kept as Zstandard, which decodes as a stream, so that
+    /// a reader can bound what a header makes it allocate.
+    BeyondRatioLimit,
 }
+
+/// The largest ratio of raw to compressed bytes a lossy stream may have;
+/// a reader refuses a header declaring more (see
+/// [`LosslessReason::BeyondRatioLimit`]).
+pub const MAX_LOSSY_RATIO: usize = 1 << 20;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 enum Payload {
@@ -407,11 +416,10 @@ impl LossyArray {
                 "CRC-32 mismatch: the compressed bytes are damaged".into(),
             ));
         }
-        // Bounds what a damaged header can make us allocate: no array that
-        // passed its bound check compresses beyond 2^20 to 1 (a constant
-        // array, the one that would, is stored lossless).
+        // Bounds what a damaged header can make us allocate: no lossy
+        // stream is written beyond this ratio.
         let width = self.element.width();
-        if len.saturating_mul(width) > bytes.len().saturating_mul(1 << 20).max(1 << 20) {
+        if len.saturating_mul(width) > bytes.len().saturating_mul(MAX_LOSSY_RATIO) {
             return Err(fail(format!(
                 "{len} elements declared from {} compressed bytes",
                 bytes.len()
@@ -669,6 +677,15 @@ impl LossyCompressor {
                 ));
             };
             if tolerance.is_none_or(|t| error <= t) {
+                let raw = array.len() * array.element().width();
+                if raw > candidate.compressed_len().saturating_mul(MAX_LOSSY_RATIO) {
+                    return Ok(self.lossless(
+                        array,
+                        tolerance,
+                        attempt + 1,
+                        LosslessReason::BeyondRatioLimit,
+                    ));
+                }
                 return Ok(LossyArray {
                     tolerance,
                     max_error: error,
@@ -678,6 +695,21 @@ impl LossyCompressor {
             }
         }
         Ok(self.lossless(array, tolerance, tries, LosslessReason::BoundMissed))
+    }
+
+    /// Compresses every array of `value`, as a [`LossyStore`] does on save.
+    pub fn compress_value<T: FloatArrays>(&self, value: &T) -> Result<LossyBlob, LossyError> {
+        let mut writer = ArrayWriter::default();
+        value.write_arrays(&mut writer);
+        let arrays = writer
+            .arrays
+            .iter()
+            .map(|a| self.compress(a))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(LossyBlob {
+            counts: writer.counts,
+            arrays,
+        })
     }
 
     /// Compresses at tolerance `tight` (None: precision or rate).
@@ -771,7 +803,8 @@ impl LossyBlob {
         self.arrays.iter().map(LossyArray::compressed_len).sum()
     }
 
-    fn decode<T: FloatArrays>(&self) -> Result<T, LossyDecodeError> {
+    /// The value, decompressed array by array.
+    pub fn decompress_value<T: FloatArrays>(&self) -> Result<T, LossyDecodeError> {
         let arrays = self
             .arrays
             .iter()
@@ -935,10 +968,11 @@ impl<St> LossyStore<St> {
     }
 
     fn decode<T: FloatArrays>(step: Step, blob: &LossyBlob) -> Result<T, StorageError> {
-        blob.decode().map_err(|e| StorageError::Serialization {
-            step,
-            reason: e.to_string(),
-        })
+        blob.decompress_value()
+            .map_err(|e| StorageError::Serialization {
+                step,
+                reason: e.to_string(),
+            })
     }
 }
 
@@ -948,21 +982,13 @@ where
     St: SnapshotStore<LossyBlob>,
 {
     fn save(&mut self, step: Step, value: T) -> Result<(), StorageError> {
-        let mut writer = ArrayWriter::default();
-        value.write_arrays(&mut writer);
-        let arrays = writer
-            .arrays
-            .iter()
-            .map(|a| self.compressor.compress(a))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| StorageError::Serialization {
-                step,
-                reason: e.to_string(),
-            })?;
-        let blob = LossyBlob {
-            counts: writer.counts,
-            arrays,
-        };
+        let blob =
+            self.compressor
+                .compress_value(&value)
+                .map_err(|e| StorageError::Serialization {
+                    step,
+                    reason: e.to_string(),
+                })?;
         let mut stats = self.lossy_stats();
         stats.snapshots += 1;
         blob.arrays.iter().for_each(|a| stats.record(a));
