@@ -24,6 +24,7 @@
 use pyo3::prelude::*;
 
 mod actions;
+mod codecs;
 mod constructors;
 mod disk;
 mod plan;
@@ -69,6 +70,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyPeriodic>()?;
     m.add_class::<PyOnlineR2>()?;
     disk::register(m)?;
+    codecs::register(m)?;
     plan::register(m)?;
     tables::register(m)?;
     record_layout::register(m)?;
