@@ -437,3 +437,77 @@ fn cost_of_huge_loops_comes_from_the_closed_form() {
         "at least 1 snapshot",
     );
 }
+
+#[test]
+fn demo_compresses_snapshots() {
+    // Lossless: the gradient stays bitwise equal, on RAM and disk levels.
+    for codec in ["zstd", "zstd-5", "lz4"] {
+        let text = stdout(&[
+            "demo",
+            "heat",
+            "--compress",
+            codec,
+            "multistage",
+            "--max-n",
+            "200",
+            "--snapshots-in-ram",
+            "2",
+            "--snapshots-on-disk",
+            "3",
+        ]);
+        assert!(text.contains("(bitwise equal)"), "{codec}: {text}");
+        assert!(text.contains("compression                   "), "{text}");
+    }
+    usage_error(
+        &["demo", "heat", "--compress", "gzip"],
+        "unknown codec `gzip`",
+    );
+    usage_error(
+        &["demo", "heat", "--compress", "sz3:rate=8"],
+        "sz3 takes abs= or rel= bounds",
+    );
+    usage_error(
+        &["demo", "heat", "--compress", "zfp:abs=0"],
+        "must be finite and above 0",
+    );
+    // Lossy: the measured error, read back from the output, is within the
+    // bound; without the codec compiled in, a one-line error.
+    for (codec, feature, tolerance) in [
+        ("zfp:abs=1e-8", cfg!(feature = "zfp"), 1e-8),
+        ("sz3:abs=1e-6", cfg!(feature = "sz3"), 1e-6),
+    ] {
+        let args = [
+            "demo",
+            "heat",
+            "--compress",
+            codec,
+            "multistage",
+            "--max-n",
+            "200",
+            "--snapshots-in-ram",
+            "2",
+            "--snapshots-on-disk",
+            "3",
+        ];
+        if feature {
+            let text = stdout(&args);
+            let line = text.lines().find(|l| l.starts_with("compression")).unwrap();
+            let error: f64 = line
+                .split("max error ")
+                .nth(1)
+                .and_then(|rest| rest.split(' ').next())
+                .and_then(|e| e.parse().ok())
+                .unwrap_or_else(|| panic!("no measured error in {line}"));
+            assert!(error > 0.0 && error <= tolerance, "{line}");
+            assert!(line.contains("checked on write"), "{line}");
+        } else {
+            let out = run(&args);
+            assert_eq!(out.status.code(), Some(1));
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains("not in this build"),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
