@@ -111,6 +111,13 @@ pub(crate) struct PlanArgs {
     /// --forward-seconds].
     #[arg(long, value_parser = parse_seconds, value_name = "SECONDS|LIST")]
     adjoint_seconds: Option<PerStep<f64>>,
+    /// Snapshots are compressed this many times (a measured ratio, e.g.
+    /// from `checkpointing demo --compress`): each stored snapshot takes
+    /// state bytes / ratio on every level and in bandwidth times, while RAM
+    /// still holds the live state and adjoint data uncompressed. Fold the
+    /// codec's own time into --ram-write-seconds and --disk-write-seconds.
+    #[arg(long, value_name = "RATIO")]
+    compression_ratio: Option<f64>,
     /// Alternatives shown in the text table (JSON lists all).
     #[arg(long, default_value_t = 10)]
     top: usize,
@@ -282,7 +289,20 @@ impl PlanArgs {
         }
     }
 
-    /// The planner's input from the flags.
+    /// The planner's input from the flags, snapshots compressed as
+    /// --compression-ratio says.
+    fn compressed_input(&self) -> Result<PlanInput, Failure> {
+        let input = self.input()?;
+        match self.compression_ratio {
+            Some(ratio) => input
+                .with_compression_ratio(ratio)
+                .map_err(|e| Failure(e.to_string(), 2)),
+            None => Ok(input),
+        }
+    }
+
+    /// The planner's input from the flags as given (level times from a
+    /// bandwidth already for the compressed size).
     fn input(&self) -> Result<PlanInput, Failure> {
         let steps = self.steps()?;
         let forward = &self.forward_seconds.0;
@@ -294,10 +314,11 @@ impl PlanArgs {
                 .collect(),
         };
         let sizes: Vec<u64> = self.state_bytes.0.iter().map(|b| b.0).collect();
-        // Level times from a bandwidth take the mean state.
-        let mean_state = Bytes(
-            (sizes.iter().map(|&b| b as u128).sum::<u128>() / sizes.len().max(1) as u128) as u64,
-        );
+        // Level times from a bandwidth take the mean state, as stored
+        // (compressed).
+        let ratio = self.compression_ratio.unwrap_or(1.0);
+        let mean = sizes.iter().map(|&b| b as u128).sum::<u128>() / sizes.len().max(1) as u128;
+        let mean_state = Bytes((mean as f64 / ratio.max(1.0)).ceil() as u64);
         let per_step = forward.len() > 1 || adjoint.len() > 1 || sizes.len() > 1;
         let mut input = PlanInput::new(steps, Bytes(sizes[0]), self.ram);
         input.forward_seconds = forward[0];
@@ -328,11 +349,20 @@ impl PlanArgs {
 }
 
 pub(crate) fn run(args: &PlanArgs) -> Result<(), Failure> {
-    let input = args.input()?;
-    let plan = plan_with_progress(&input).map_err(|e| Failure(e.to_string(), 2))?;
+    let input = args.compressed_input()?;
+    let mut plan = plan_with_progress(&input).map_err(|e| Failure(e.to_string(), 2))?;
+    // The planner counted RAM's live state and adjoint data at the
+    // compressed size against a RAM reduced by the difference: add it back,
+    // so that the peaks shown are RAM's true peaks.
+    let ram = |i: &PlanInput| i.levels[StorageLevel::Ram].map_or(0, |b| b.capacity.0);
+    let uncompressed_overhead = ram(&args.input()?) - ram(&input);
+    for candidate in std::iter::once(&mut plan.best).chain(plan.alternatives.iter_mut()) {
+        let peak = &mut candidate.peak_bytes[StorageLevel::Ram];
+        *peak = peak.saturating_add(uncompressed_overhead);
+    }
     match args.format {
         PlanFormat::Json => println!("{}", report(&input, &plan)),
-        PlanFormat::Text => print_text(&input, &plan, args.top),
+        PlanFormat::Text => print_text(&args.input()?, &plan, args.top, args.compression_ratio),
     }
     Ok(())
 }
@@ -380,7 +410,9 @@ fn range<T: PartialOrd + Copy>(values: &[T], show: impl Fn(T) -> String) -> Stri
     }
 }
 
-fn print_text(input: &PlanInput, plan: &Plan, top: usize) {
+/// `input` as the user gave it (uncompressed sizes and capacities); `plan`
+/// made for its compressed form when `compression` is set.
+fn print_text(input: &PlanInput, plan: &Plan, top: usize, compression: Option<f64>) {
     let level = |l: StorageLevel| {
         input.levels[l].map(|b| {
             format!(
@@ -403,10 +435,13 @@ fn print_text(input: &PlanInput, plan: &Plan, top: usize) {
             plan.steps
         ),
     };
-    let states = match &input.profile {
+    let mut states = match &input.profile {
         Some(p) => range(&p.state_bytes, bytes),
         None => input.state_bytes.to_string(),
     };
+    if let Some(ratio) = compression {
+        states = format!("{states} (snapshots compressed {ratio}×)");
+    }
     let budgets: Vec<String> = StorageLevel::STORED.into_iter().filter_map(level).collect();
     println!("{steps} of {states} states; {}", budgets.join(", "));
     let best = &plan.best;

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{stdout, usage_error};
+use common::{run, stdout, usage_error};
 
 use checkpointing::schedule::CandidateBudget;
 use checkpointing::{HeterogeneousChain, ScheduleSpec, StorageLevel};
@@ -366,5 +366,67 @@ fn bad_input_is_a_one_line_error() {
     for (line, needle) in cases {
         let args: Vec<&str> = line.split_whitespace().collect();
         usage_error(&args, needle);
+    }
+}
+
+/// A compression ratio makes each stored snapshot smaller, not the live
+/// state: RAM holds (8 GiB − 2 × 80 MB) / 20 MB − 2 = 421 snapshots
+/// compressed 4× against 105, and the peak shown is RAM's true peak.
+#[test]
+fn a_compression_ratio_makes_snapshots_cheaper() {
+    let args = |extra: &[&str]| -> Vec<String> {
+        [
+            "plan",
+            "--steps",
+            "20000",
+            "--state-bytes",
+            "80MB",
+            "--ram",
+            "8GiB",
+        ]
+        .iter()
+        .chain(extra)
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let plain = stdout(&args(&[]).iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(
+        plain.starts_with("20000 steps of 80 MB states; RAM 8 GiB (105 snapshots)"),
+        "{plain}"
+    );
+    let compressed = stdout(
+        &args(&["--compression-ratio", "4"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert!(
+        compressed.starts_with(
+            "20000 steps of 80 MB (snapshots compressed 4×) states; RAM 8 GiB (421 snapshots)"
+        ),
+        "{compressed}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&stdout(
+        &args(&["--compression-ratio", "4", "--format", "json"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    ))
+    .unwrap();
+    let best = &json["plan"]["best"];
+    let ram_peak = best["peak_bytes"]["ram"].as_u64().unwrap();
+    // At least the live state and the adjoint data, uncompressed.
+    assert!(ram_peak >= 160_000_000, "{best}");
+    for bad in ["0.5", "nan", "-1"] {
+        let flag = format!("--compression-ratio={bad}");
+        let out = run(&args(&[flag.as_str()])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>());
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("compression ratio"),
+            "{bad}"
+        );
     }
 }

@@ -230,6 +230,53 @@ impl PlanInput {
         self
     }
 
+    /// This input with snapshots compressed `ratio` times (a codec's
+    /// measured ratio, e.g. from `checkpointing demo --compress` or a
+    /// store's stats): each stored snapshot takes `state / ratio` bytes
+    /// (rounded up) on every level, while RAM still holds the live state and
+    /// the adjoint data uncompressed. Apply it to a complete input (levels
+    /// and profile set): the snapshot sizes (the profile's too) are divided,
+    /// and RAM's capacity is reduced by what the uncompressed overhead takes
+    /// beyond its compressed count, `RAM_OVERHEAD_STATES · (s − ⌈s/ratio⌉)`
+    /// for the largest state `s`, so that every snapshot count and fit the
+    /// planner computes stays exact (the RAM peaks a plan reports count that
+    /// overhead compressed: add the difference back for RAM's true peak, as
+    /// `checkpointing plan --compression-ratio` does). Level times given per
+    /// snapshot are not changed: give the compressed size's times (the
+    /// command computes bandwidth times from the compressed size) and fold
+    /// the codec's own time into the write and read seconds. A ratio below
+    /// 1 or not finite is an error.
+    ///
+    /// ```
+    /// use checkpointing_schedule::plan::{Bytes, PlanInput};
+    /// use checkpointing_schedule::StorageLevel;
+    /// // 100 states' worth of RAM: 98 snapshots beside the live state and
+    /// // the adjoint data; compressed 4×, 392.
+    /// let input = PlanInput::new(Some(1000), Bytes(1000), Bytes(100_000));
+    /// assert_eq!(input.snapshots().unwrap()[StorageLevel::Ram], 98);
+    /// let compressed = input.with_compression_ratio(4.0).unwrap();
+    /// assert_eq!(compressed.state_bytes, Bytes(250));
+    /// assert_eq!(compressed.snapshots().unwrap()[StorageLevel::Ram], 392);
+    /// assert!(PlanInput::new(Some(10), Bytes(8), Bytes(80)).with_compression_ratio(0.5).is_err());
+    /// ```
+    pub fn with_compression_ratio(mut self, ratio: f64) -> Result<Self, PlanError> {
+        if !(ratio.is_finite() && ratio >= 1.0) {
+            return Err(PlanError::InvalidCompressionRatio(ratio));
+        }
+        let shrink = |bytes: u64| ((bytes as f64 / ratio).ceil() as u64).max(1);
+        let largest = self.largest_state().0;
+        let uncompressed_overhead =
+            RAM_OVERHEAD_STATES.saturating_mul(largest - shrink(largest).min(largest));
+        self.state_bytes = Bytes(shrink(self.state_bytes.0));
+        if let Some(profile) = &mut self.profile {
+            profile.state_bytes.iter_mut().for_each(|b| *b = shrink(*b));
+        }
+        if let Some(ram) = &mut self.levels[StorageLevel::Ram] {
+            ram.capacity = Bytes(ram.capacity.0.saturating_sub(uncompressed_overhead));
+        }
+        Ok(self)
+    }
+
     /// This input with `budget` for `level` (DEVICE, RAM or DISK).
     pub fn with_level(mut self, level: StorageLevel, budget: LevelBudget) -> Self {
         if let Some(slot) = self.levels.get_mut(level) {
@@ -399,6 +446,9 @@ pub enum PlanError {
     /// No steps to reverse.
     #[error("steps must be positive")]
     ZeroSteps,
+    /// A compression ratio below 1 or not finite.
+    #[error("the compression ratio must be a finite number of at least 1, not {0}")]
+    InvalidCompressionRatio(f64),
     /// A state of no bytes.
     #[error("state bytes must be positive")]
     ZeroStateBytes,
