@@ -289,20 +289,8 @@ impl PlanArgs {
         }
     }
 
-    /// The planner's input from the flags, snapshots compressed as
-    /// --compression-ratio says.
-    fn compressed_input(&self) -> Result<PlanInput, Failure> {
-        let input = self.input()?;
-        match self.compression_ratio {
-            Some(ratio) => input
-                .with_compression_ratio(ratio)
-                .map_err(|e| Failure(e.to_string(), 2)),
-            None => Ok(input),
-        }
-    }
-
-    /// The planner's input from the flags as given (level times from a
-    /// bandwidth already for the compressed size).
+    /// The planner's input from the flags (with --compression-ratio, level
+    /// times from a bandwidth are for the compressed size).
     fn input(&self) -> Result<PlanInput, Failure> {
         let steps = self.steps()?;
         let forward = &self.forward_seconds.0;
@@ -344,25 +332,16 @@ impl PlanArgs {
                 input = input.with_level(flags.level, budget);
             }
         }
-        Ok(input)
+        Ok(input.with_compression_ratio(ratio))
     }
 }
 
 pub(crate) fn run(args: &PlanArgs) -> Result<(), Failure> {
-    let input = args.compressed_input()?;
-    let mut plan = plan_with_progress(&input).map_err(|e| Failure(e.to_string(), 2))?;
-    // The planner counted RAM's live state and adjoint data at the
-    // compressed size against a RAM reduced by the difference: add it back,
-    // so that the peaks shown are RAM's true peaks.
-    let ram = |i: &PlanInput| i.levels[StorageLevel::Ram].map_or(0, |b| b.capacity.0);
-    let uncompressed_overhead = ram(&args.input()?) - ram(&input);
-    for candidate in std::iter::once(&mut plan.best).chain(plan.alternatives.iter_mut()) {
-        let peak = &mut candidate.peak_bytes[StorageLevel::Ram];
-        *peak = peak.saturating_add(uncompressed_overhead);
-    }
+    let input = args.input()?;
+    let plan = plan_with_progress(&input).map_err(|e| Failure(e.to_string(), 2))?;
     match args.format {
         PlanFormat::Json => println!("{}", report(&input, &plan)),
-        PlanFormat::Text => print_text(&args.input()?, &plan, args.top, args.compression_ratio),
+        PlanFormat::Text => print_text(&input, &plan, args.top),
     }
     Ok(())
 }
@@ -410,9 +389,7 @@ fn range<T: PartialOrd + Copy>(values: &[T], show: impl Fn(T) -> String) -> Stri
     }
 }
 
-/// `input` as the user gave it (uncompressed sizes and capacities); `plan`
-/// made for its compressed form when `compression` is set.
-fn print_text(input: &PlanInput, plan: &Plan, top: usize, compression: Option<f64>) {
+fn print_text(input: &PlanInput, plan: &Plan, top: usize) {
     let level = |l: StorageLevel| {
         input.levels[l].map(|b| {
             format!(
@@ -439,8 +416,11 @@ fn print_text(input: &PlanInput, plan: &Plan, top: usize, compression: Option<f6
         Some(p) => range(&p.state_bytes, bytes),
         None => input.state_bytes.to_string(),
     };
-    if let Some(ratio) = compression {
-        states = format!("{states} (snapshots compressed {ratio}×)");
+    if input.compression_ratio != 1.0 {
+        states = format!(
+            "{states} (snapshots compressed {}×)",
+            input.compression_ratio
+        );
     }
     let budgets: Vec<String> = StorageLevel::STORED.into_iter().filter_map(level).collect();
     println!("{steps} of {states} states; {}", budgets.join(", "));

@@ -333,7 +333,7 @@ impl PlannedSchedule {
 
 /// `_plan(max_n, state_bytes, ram, disk, forward_seconds, adjoint_seconds,
 /// disk_write_seconds, disk_read_seconds, disk_bandwidth,
-/// disk_latency_seconds)`: the work of `checkpointing.plan` (see its
+/// disk_latency_seconds, compression_ratio)`: the work of `checkpointing.plan` (see its
 /// docstring), every argument given.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
@@ -349,6 +349,7 @@ pub(crate) fn _plan(
     disk_read_seconds: Option<f64>,
     disk_bandwidth: Option<&Bound<'_, PyAny>>,
     disk_latency_seconds: f64,
+    compression_ratio: f64,
 ) -> PyResult<Py<PlannedSchedule>> {
     let steps = match max_n {
         None => None,
@@ -386,7 +387,8 @@ pub(crate) fn _plan(
                 .budget(
                     StorageLevel::Disk,
                     capacity,
-                    state_bytes,
+                    // Bandwidth times move the stored (compressed) bytes.
+                    Bytes((state_bytes.0 as f64 / compression_ratio.max(1.0)).ceil() as u64),
                     Some(DEFAULT_DISK_BYTES_PER_SECOND),
                 )
                 .map_err(plan_error)?;
@@ -395,6 +397,7 @@ pub(crate) fn _plan(
         None if times.given() => return Err(plan_error("disk times given without disk")),
         None => {}
     }
+    let input = input.with_compression_ratio(compression_ratio);
     let planned = plan::plan(&input).map_err(plan_error)?;
     let json = serde_json::json!({ "input": input, "plan": planned }).to_string();
     let candidate = |c: &Candidate| Py::new(py, PlanCandidate::new(&input, c));

@@ -22,6 +22,7 @@ def plan(
     disk_read_seconds=None,
     disk_bandwidth=None,
     disk_latency_seconds=0.0,
+    compression_ratio=1.0,
 ):
     """The recommended schedule for ``max_n`` steps of ``state_bytes``
     states within ``ram`` bytes of RAM (and ``disk`` bytes of disk): every
@@ -64,6 +65,13 @@ def plan(
       each way; ``disk_read_seconds`` alone replaces the read time the
       bandwidth gives.
 
+    - ``compression_ratio``: stored snapshots are this many times smaller
+      than a state (a ratio you measured, e.g. with
+      :func:`checkpointing.codecs.info`): each takes ``state_bytes / ratio``
+      on every level and in bandwidth times, while RAM's live state and
+      adjoint data stay uncompressed; ``peak_bytes`` are the true peaks.
+      Fold the codec's time into ``disk_write_seconds``.
+
     The predicted time is ``forward_seconds x forward steps +
     adjoint_seconds x adjoint steps + write seconds x disk writes + read
     seconds x disk reads``.
@@ -99,6 +107,12 @@ def plan(
     >>> online.max_n is None, online.plan.steps, online.plan.snapshots
     (True, 10000, {'RAM': 24, 'DISK': 1250})
 
+    Snapshots compressed 4x: four times as many fit beside the
+    uncompressed live state and adjoint data:
+
+    >>> checkpointing.plan(1000, "1MiB", "12MiB", compression_ratio=4).plan.snapshots
+    {'RAM': 40}
+
     When nothing fits:
 
     >>> checkpointing.plan(100, 1000, 1500)  # doctest: +ELLIPSIS
@@ -117,4 +131,5 @@ def plan(
         disk_read_seconds,
         disk_bandwidth,
         disk_latency_seconds,
+        compression_ratio,
     )

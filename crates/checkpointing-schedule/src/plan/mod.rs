@@ -187,6 +187,9 @@ pub struct PlanInput {
     /// times and sizes from it and the three scalars above from its
     /// summaries (set them with [`PlanInput::with_profile`]).
     pub profile: Option<StepProfile>,
+    /// How many times smaller a stored snapshot is than a state (1: not
+    /// compressed); see [`PlanInput::with_compression_ratio`].
+    pub compression_ratio: f64,
 }
 
 impl PlanInput {
@@ -204,6 +207,7 @@ impl PlanInput {
             adjoint_seconds: ADJOINT_PER_FORWARD,
             levels,
             profile: None,
+            compression_ratio: 1.0,
         }
     }
 
@@ -232,49 +236,66 @@ impl PlanInput {
 
     /// This input with snapshots compressed `ratio` times (a codec's
     /// measured ratio, e.g. from `checkpointing demo --compress` or a
-    /// store's stats): each stored snapshot takes `state / ratio` bytes
-    /// (rounded up) on every level, while RAM still holds the live state and
-    /// the adjoint data uncompressed. Apply it to a complete input (levels
-    /// and profile set): the snapshot sizes (the profile's too) are divided,
-    /// and RAM's capacity is reduced by what the uncompressed overhead takes
-    /// beyond its compressed count, `RAM_OVERHEAD_STATES · (s − ⌈s/ratio⌉)`
-    /// for the largest state `s`, so that every snapshot count and fit the
-    /// planner computes stays exact (the RAM peaks a plan reports count that
-    /// overhead compressed: add the difference back for RAM's true peak, as
-    /// `checkpointing plan --compression-ratio` does). Level times given per
-    /// snapshot are not changed: give the compressed size's times (the
-    /// command computes bandwidth times from the compressed size) and fold
-    /// the codec's own time into the write and read seconds. A ratio below
-    /// 1 or not finite is an error.
+    /// store's stats): each stored snapshot takes `⌈state / ratio⌉` bytes on
+    /// every level, while RAM still holds the live state and the adjoint
+    /// data uncompressed. [`plan`] plans the stored form ([`stored`](Self::stored))
+    /// and reports RAM's true peaks. Level times given per snapshot are not
+    /// changed: give the compressed size's times (`checkpointing plan`
+    /// computes bandwidth times from the compressed size) and fold the
+    /// codec's own time into the write and read seconds. A ratio below 1 or
+    /// not finite is refused when planning.
     ///
     /// ```
-    /// use checkpointing_schedule::plan::{Bytes, PlanInput};
+    /// use checkpointing_schedule::plan::{plan, Bytes, PlanInput};
     /// use checkpointing_schedule::StorageLevel;
     /// // 100 states' worth of RAM: 98 snapshots beside the live state and
     /// // the adjoint data; compressed 4×, 392.
     /// let input = PlanInput::new(Some(1000), Bytes(1000), Bytes(100_000));
     /// assert_eq!(input.snapshots().unwrap()[StorageLevel::Ram], 98);
-    /// let compressed = input.with_compression_ratio(4.0).unwrap();
-    /// assert_eq!(compressed.state_bytes, Bytes(250));
+    /// let compressed = input.with_compression_ratio(4.0);
     /// assert_eq!(compressed.snapshots().unwrap()[StorageLevel::Ram], 392);
-    /// assert!(PlanInput::new(Some(10), Bytes(8), Bytes(80)).with_compression_ratio(0.5).is_err());
+    /// let ram_peak = plan(&compressed).unwrap().best.peak_bytes[StorageLevel::Ram];
+    /// assert!(ram_peak >= 2000, "the live state and adjoint data, uncompressed");
+    /// assert!(PlanInput::new(Some(10), Bytes(8), Bytes(80)).with_compression_ratio(0.5).snapshots().is_err());
     /// ```
-    pub fn with_compression_ratio(mut self, ratio: f64) -> Result<Self, PlanError> {
+    pub fn with_compression_ratio(mut self, ratio: f64) -> Self {
+        self.compression_ratio = ratio;
+        self
+    }
+
+    /// The input as the planner sees stored snapshots: sizes divided by
+    /// the compression ratio (rounded up; the profile's too), and RAM's
+    /// capacity reduced by what the uncompressed overhead takes beyond its
+    /// compressed count, `RAM_OVERHEAD_STATES · (s − ⌈s/ratio⌉)` for the
+    /// largest state `s`, so that every count and fit computed from one
+    /// snapshot size is exact. The input itself when not compressed.
+    pub fn stored(&self) -> Result<PlanInput, PlanError> {
+        let ratio = self.compression_ratio;
         if !(ratio.is_finite() && ratio >= 1.0) {
             return Err(PlanError::InvalidCompressionRatio(ratio));
         }
-        let shrink = |bytes: u64| ((bytes as f64 / ratio).ceil() as u64).max(1);
-        let largest = self.largest_state().0;
-        let uncompressed_overhead =
-            RAM_OVERHEAD_STATES.saturating_mul(largest - shrink(largest).min(largest));
-        self.state_bytes = Bytes(shrink(self.state_bytes.0));
-        if let Some(profile) = &mut self.profile {
+        let mut stored = self.clone();
+        stored.compression_ratio = 1.0;
+        if ratio == 1.0 {
+            return Ok(stored);
+        }
+        let shrink = |bytes: u64| ((bytes as f64 / ratio).ceil() as u64).clamp(1, bytes.max(1));
+        stored.state_bytes = Bytes(shrink(self.state_bytes.0));
+        if let Some(profile) = &mut stored.profile {
             profile.state_bytes.iter_mut().for_each(|b| *b = shrink(*b));
         }
-        if let Some(ram) = &mut self.levels[StorageLevel::Ram] {
-            ram.capacity = Bytes(ram.capacity.0.saturating_sub(uncompressed_overhead));
+        if let Some(ram) = &mut stored.levels[StorageLevel::Ram] {
+            ram.capacity = Bytes(ram.capacity.0.saturating_sub(self.uncompressed_overhead()));
         }
-        Ok(self)
+        Ok(stored)
+    }
+
+    /// What RAM's live state and adjoint data take beyond their count at
+    /// the compressed size (0 when not compressed).
+    fn uncompressed_overhead(&self) -> u64 {
+        let largest = self.largest_state().0;
+        let compressed = ((largest as f64 / self.compression_ratio).ceil() as u64).min(largest);
+        RAM_OVERHEAD_STATES.saturating_mul(largest - compressed)
     }
 
     /// This input with `budget` for `level` (DEVICE, RAM or DISK).
@@ -288,6 +309,9 @@ impl PlanInput {
     /// The snapshots each level holds (see the module docs for what RAM
     /// holds besides them); zero for an unused level.
     pub fn snapshots(&self) -> Result<PerLevel<u64>, PlanError> {
+        if self.compression_ratio != 1.0 {
+            return self.stored()?.snapshots();
+        }
         self.check()?;
         let state = self.largest_state().0;
         Ok(PerLevel::from_fn(|level| {
@@ -548,11 +572,19 @@ pub fn plan_observed(
     input: &PlanInput,
     observe: impl FnMut(PlanProgress<'_>),
 ) -> Result<Plan, PlanError> {
-    let input = input.effective()?;
+    let overhead = input.uncompressed_overhead();
+    let input = input.stored()?.effective()?;
     let snapshots = input.snapshots()?;
     let mut fitting = candidates::fitting(&input, &snapshots, observe);
     if fitting.is_empty() {
         return Err(nothing_fits(&input));
+    }
+    // The stored form counted RAM's live state and adjoint data compressed,
+    // against a RAM reduced by the difference: add it back, so that the
+    // peaks are RAM's true peaks.
+    for candidate in &mut fitting {
+        let peak = &mut candidate.peak_bytes[StorageLevel::Ram];
+        *peak = peak.saturating_add(overhead);
     }
     let best = fitting.remove(0);
     Ok(Plan {

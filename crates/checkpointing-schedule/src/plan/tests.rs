@@ -100,6 +100,12 @@ fn bad_inputs() {
         }),
         Err(PlanError::ZeroStateBytes)
     );
+    for bad in [0.0, 0.99, -1.0, f64::NAN, f64::INFINITY] {
+        assert!(matches!(
+            plan(&good.clone().with_compression_ratio(bad)),
+            Err(PlanError::InvalidCompressionRatio(_))
+        ));
+    }
     for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
         let result = plan(&PlanInput {
             forward_seconds: bad,
