@@ -36,13 +36,22 @@ class _Tape:
         self.inputs, self.outputs = inputs, outputs
 
 
+def _check_codec(compress):
+    """Refuses a codec spec this build cannot apply, before the loop runs."""
+    import numpy as np
+
+    from checkpointing import codecs
+
+    codecs.compress(np.zeros(0), compress)
+
+
 class _Run:
     """One execution of a schedule: its storage and working data, from the
     forward to the backward. It fills ``stats`` and calls ``publish(stats)``
     at the end of each phase (:mod:`checkpointing.torch` makes them its
     ``last_stats``)."""
 
-    def __init__(self, step, spec, n_state, params, schedule, n, disk, stats, publish):
+    def __init__(self, step, spec, n_state, params, schedule, n, disk, stats, publish, compress=None):
         self.step_fn, self.spec, self.n_state, self.params = step, spec, n_state, params
         self.schedule, self.actions = schedule, iter(schedule)
         self.total = n if isinstance(n, int) else None
@@ -58,9 +67,13 @@ class _Run:
         self.live, self.n = None, 0
         self.streams = {}
         if disk == "host":
+            if compress is not None:
+                raise ValueError('compress= applies to the DISK level in files: pass disk="files" or a directory')
             self.files = None
         elif disk == "files" or isinstance(disk, (str, os.PathLike)):
-            self.files = _Files(None if disk == "files" else os.fspath(disk), stats)
+            if compress is not None:
+                _check_codec(compress)
+            self.files = _Files(None if disk == "files" else os.fspath(disk), stats, compress)
         else:
             raise ValueError('disk must be "host", "files" or a directory')
         stats.__init__()

@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
+from checkpointing import codecs as _codecs
 from checkpointing._native import ByteDiskStore, SnapshotCorruptedError
 
 
@@ -104,7 +105,8 @@ class _Files:
     adjoint inputs, each keyed by the loop step), used from one background
     thread so that writes overlap compute."""
 
-    def __init__(self, directory, stats):
+    def __init__(self, directory, stats, compress=None):
+        self.compress = compress
         self.stores = {
             "ics": ByteDiskStore(directory, prefix="ics-"),
             "deps": ByteDiskStore(directory, prefix="deps-"),
@@ -117,28 +119,42 @@ class _Files:
     def save(self, kind, step, leaves):
         host, events = _to_host(leaves, self.streams)
         meta = [(t.dtype, t.shape, t.device) for t in leaves]
-        future = self.pool.submit(self._write, self.stores[kind], step, host, events)
+        future = self.pool.submit(self._write, self.stores[kind], step, host, events, self.compress, self.stats)
         self.pending.append(future)
         self.stats.disk_writes += 1
         self.stats.disk_bytes_written += sum(t.numel() * t.element_size() for t in leaves)
         return _FileCopy(self, kind, step, meta, future)
 
     @staticmethod
-    def _write(store, step, host, events):
+    def _write(store, step, host, events, compress, stats):
         parts = []
         for t, ev in zip(host, events):
             if ev is not None:
                 ev.synchronize()
             t = t.contiguous()
             nbytes = t.numel() * t.element_size()
-            parts.append(ctypes.string_at(t.data_ptr(), nbytes) if nbytes else b"")
-            parts.append(bytes(-nbytes % _ALIGN))
+            if compress is None:
+                parts.append(ctypes.string_at(t.data_ptr(), nbytes) if nbytes else b"")
+                parts.append(bytes(-nbytes % _ALIGN))
+                continue
+            # Compressed: each part is its length (8 bytes) and its bytes;
+            # float32/float64 tensors through the error-bounded codec.
+            if t.dtype in _COMPRESSIBLE and nbytes:
+                data = _codecs.compress(t.detach().numpy(), compress)
+            else:
+                data = ctypes.string_at(t.data_ptr(), nbytes) if nbytes else b""
+            parts.append(len(data).to_bytes(8, "little"))
+            parts.append(data)
+            parts.append(bytes(-len(data) % _ALIGN))
+        stats.disk_bytes_stored += sum(len(p) for p in parts)
         store.save(step, parts)
 
     def load(self, kind, step, meta, future):
         future.result()  # raises the write's error, if any
         payload = self.pool.submit(self.stores[kind].load, step).result()
         self.stats.disk_reads += 1
+        if self.compress is not None:
+            return self._decode_compressed(step, payload, meta)
         buf = torch.frombuffer(payload, dtype=torch.uint8) if len(payload) else torch.empty(0, dtype=torch.uint8)
         out, offset = [], 0
         for dtype, shape, device in meta:
@@ -150,6 +166,40 @@ class _Files:
             t = buf[offset : offset + nbytes].view(dtype).reshape(shape)
             out.append(t.to(device, non_blocking=True) if device.type != "cpu" else t)
             offset += nbytes + (-nbytes % _ALIGN)
+        return out
+
+    @staticmethod
+    def _decode_compressed(step, payload, meta):
+        def corrupted(why):
+            err = SnapshotCorruptedError(f"snapshot of step {step}: {why}")
+            err.step = step
+            return err
+
+        view = memoryview(payload)
+        out, offset = [], 0
+        for dtype, shape, device in meta:
+            if offset + 8 > len(view):
+                raise corrupted("shorter than the state it should hold")
+            length = int.from_bytes(view[offset : offset + 8], "little")
+            start, offset = offset + 8, offset + 8 + length
+            if offset > len(view):
+                raise corrupted("shorter than the state it should hold")
+            data = view[start:offset]
+            offset += -length % _ALIGN
+            nbytes = _numel(shape) * _itemsize(dtype)
+            if dtype in _COMPRESSIBLE and nbytes:
+                try:
+                    array = _codecs.decompress(data)
+                except _codecs.CodecError as e:
+                    raise corrupted(str(e)) from None
+                t = torch.from_numpy(array.copy())
+                if t.dtype != dtype or tuple(t.shape) != tuple(shape):
+                    raise corrupted(f"holds {t.dtype} {tuple(t.shape)} where {dtype} {tuple(shape)} was saved")
+            else:
+                if length != nbytes:
+                    raise corrupted(f"holds {length} bytes where {nbytes} were saved")
+                t = torch.frombuffer(bytearray(data), dtype=torch.uint8).view(dtype).reshape(shape) if nbytes else torch.empty(shape, dtype=dtype)
+            out.append(t.to(device, non_blocking=True) if device.type != "cpu" else t)
         return out
 
     def remove(self, kind, step, future):
@@ -167,6 +217,10 @@ class _Files:
 
     def close(self):
         self.pool.shutdown(wait=True)
+
+
+#: Tensor types the error-bounded codecs take.
+_COMPRESSIBLE = (torch.float32, torch.float64)
 
 
 def _numel(shape):

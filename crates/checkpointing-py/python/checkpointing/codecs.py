@@ -48,6 +48,8 @@ def available():
 
 def _spec(codec, bounds):
     given = {k: v for k, v in bounds.items() if v is not None}
+    if ":" in codec and not given:
+        return codec  # a whole spec, "zfp:rel=1e-6": checked by the codec
     if len(given) != 1:
         raise ValueError(
             "give exactly one bound: abs=, rel=, precision= or rate= "
@@ -59,13 +61,17 @@ def _spec(codec, bounds):
 
 def compress(array, codec, *, abs=None, rel=None, precision=None, rate=None):
     """Compresses a float32 or float64 array of any shape; returns bytes
-    that :func:`decompress` reads back.
+    that :func:`decompress` reads back. ``codec`` is ``"zfp"`` or ``"sz3"``
+    with one bound argument, or a whole spec such as ``"zfp:rel=1e-6"``
+    (the command's ``--compress`` syntax) without one.
 
     >>> import numpy as np
     >>> from checkpointing import codecs
     >>> field = np.outer(np.sin(np.arange(64) / 9), np.cos(np.arange(48) / 7)).astype(np.float32)
     >>> back = codecs.decompress(codecs.compress(field, "zfp", rel=1e-4))
     >>> bool(np.max(np.abs(back - field)) <= 1e-4 * (field.max() - field.min()))
+    True
+    >>> codecs.compress(field, "zfp:rel=1e-4") == codecs.compress(field, "zfp", rel=1e-4)
     True
     >>> codecs.compress(field, "zfp")
     Traceback (most recent call last):

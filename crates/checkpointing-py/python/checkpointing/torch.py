@@ -98,7 +98,9 @@ class LoopStats:
     ``peak_work``: most steps whose activations or inputs were held in
     ``WORK`` at once. ``peak_states``: most states held at once in all
     (snapshots, ``WORK`` and the live state). ``disk_writes``,
-    ``disk_reads``, ``disk_bytes_written``: traffic to the ``DISK`` level.
+    ``disk_reads``, ``disk_bytes_written``: traffic to the ``DISK`` level;
+    ``disk_bytes_stored``: what its files hold (less than
+    ``disk_bytes_written`` with ``compress=``).
     ``forward_seconds``, ``backward_seconds``: wall time of each phase.
     """
 
@@ -113,6 +115,7 @@ class LoopStats:
     disk_writes: int = 0
     disk_reads: int = 0
     disk_bytes_written: int = 0
+    disk_bytes_stored: int = 0
     forward_seconds: float = 0.0
     backward_seconds: float = 0.0
     schedule: str = field(default="", repr=False)
@@ -128,7 +131,7 @@ last_stats = LoopStats()
 
 
 @torch.compiler.disable
-def checkpointed_loop(step, x0, n, *, schedule, params=None, disk="host", stats=None):
+def checkpointed_loop(step, x0, n, *, schedule, params=None, disk="host", stats=None, compress=None):
     """Runs ``x_{i+1} = step(i, x_i)`` from ``x0`` and returns the final
     state, attached to autograd so that its gradient with respect to ``x0``
     and ``params`` follows ``schedule``.
@@ -146,7 +149,12 @@ def checkpointed_loop(step, x0, n, *, schedule, params=None, disk="host", stats=
     ``disk``: where ``StorageType.DISK`` snapshots go: ``"host"`` (host
     memory, pinned for CUDA tensors), ``"files"`` (checksummed files in a
     temporary directory) or a directory path. ``stats``: a
-    :class:`LoopStats` to fill.
+    :class:`LoopStats` to fill. ``compress``: error-bounded lossy
+    compression of the ``DISK`` level's float32 and float64 tensors, a
+    codec of :mod:`checkpointing.codecs` with its bound (``"zfp:rel=1e-6"``,
+    ``"sz3:abs=1e-8"``), with ``disk="files"`` or a directory; the bound is
+    checked on every write, and the gradient becomes that of states
+    perturbed within it.
 
     The backward can run once (``retain_graph=True`` does not make it
     reusable: the schedule consumes its snapshots). Raises
@@ -194,7 +202,7 @@ def checkpointed_loop(step, x0, n, *, schedule, params=None, disk="host", stats=
     stats = LoopStats() if stats is None else stats
     if not torch.is_grad_enabled() or not any(t.requires_grad for t in leaves + params):
         return _plain_loop(step, x0, n, stats)
-    run = _Run(step, spec, len(leaves), params, sched, n, disk, stats, _publish)
+    run = _Run(step, spec, len(leaves), params, sched, n, disk, stats, _publish, compress)
     out = _LoopFunction.apply(run, len(leaves), *leaves, *params)
     return pytree.tree_unflatten(list(out), spec)
 
