@@ -130,3 +130,39 @@ def test_a_pytree_carry_through_ram_and_disk_snapshots():
     g2 = jax.grad(loss(jax.lax.scan), argnums=(0, 1, 2))(u0, k0, xs)
     for a, b in zip(g1, g2):
         assert jnp.allclose(a, b, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("name", ["hrevolve", "disk-revolve", "multistage-disk"])
+def test_compressed_disk_level_moves_the_gradient_within_the_bound(name):
+    """compress= (host mode): the DISK level's carries go through the
+    error-bounded codec; the gradient is close to lax.scan's, not equal."""
+    from checkpointing import codecs
+
+    if "zfp" not in codecs.available():
+        pytest.skip("zfp not in this build")
+    params, xs, h0 = problem()
+    h0 = jnp.linspace(-1.0, 1.0, 512)
+    params = dict(params, w=jax.random.normal(jax.random.PRNGKey(5), (512, 512)) * 0.04,
+                  u=jax.random.normal(jax.random.PRNGKey(6), (3, 512)) * 0.5,
+                  b=jnp.zeros(512))
+    ours = loss_with(lambda s, c, x: checkpointed_scan(
+        s, c, x, schedule=SCHEDULES[name], mode="host", compress="zfp:abs=1e-9"))
+    g1 = jax.grad(ours, argnums=(0, 2))(params, xs, h0)
+    g2 = jax.grad(loss_with(reference), argnums=(0, 2))(params, xs, h0)
+    exact = True
+    for a, b in zip(jax.tree_util.tree_leaves(g1), jax.tree_util.tree_leaves(g2)):
+        assert jnp.allclose(a, b, rtol=1e-5, atol=1e-7), name
+        exact = exact and bool(jnp.array_equal(a, b))
+    assert not exact, "a lossy bound of 1e-9 should move the gradient's last bits"
+
+
+def test_compress_is_for_host_mode_with_a_valid_codec():
+    from checkpointing import codecs
+
+    step = lambda c, x: (jnp.cos(c), None)  # noqa: E731
+    with pytest.raises(ValueError, match="mode='host'"):
+        checkpointed_scan(step, jnp.ones(3), 5, schedule=lambda n: checkpointing.Revolve(n, 2),
+                          compress="zfp:abs=1e-6")
+    with pytest.raises(codecs.CodecError, match="unknown codec"):
+        checkpointed_scan(step, jnp.ones(3), 5, schedule=lambda n: checkpointing.Revolve(n, 2),
+                          mode="host", compress="gzip:abs=1")

@@ -57,6 +57,7 @@ import numpy as np
 import checkpointing as _cp
 
 from .. import _jax_compiled
+from .. import codecs
 from .. import _jax_online as _online
 from .. import _jax_program as _program
 
@@ -75,7 +76,7 @@ the device buffer and in the DISK buffer), ``peak_stored``, ``records``
 (forward and backward program lengths) and ``disk_memory_kind``."""
 
 
-def checkpointed_scan(step, init, xs_or_length, *, schedule, mode="compiled", disk_memory_kind="auto"):
+def checkpointed_scan(step, init, xs_or_length, *, schedule, mode="compiled", disk_memory_kind="auto", compress=None):
     """``jax.lax.scan(step, init, xs)`` (or ``length=`` an int) whose
     reverse-mode derivative follows ``schedule``.
 
@@ -95,7 +96,12 @@ def checkpointed_scan(step, init, xs_or_length, *, schedule, mode="compiled", di
     ``DISK`` level's buffer: ``"auto"`` (``pinned_host`` where the device is
     not a CPU and has that memory, else the default memory),
     ``"pinned_host"`` (a ``ValueError`` naming the device's memories where
-    it has none) or ``"device"`` (the default memory).
+    it has none) or ``"device"`` (the default memory). ``compress``
+    (host mode): error-bounded lossy compression of the ``DISK`` level's
+    float32 and float64 arrays in host memory, a codec of
+    :mod:`checkpointing.codecs` with its bound (``"zfp:rel=1e-6"``); the
+    bound is checked on every write, and the gradient becomes that of
+    carries perturbed within it.
 
     >>> import jax, jax.numpy as jnp
     >>> from checkpointing import HRevolve
@@ -120,8 +126,13 @@ def checkpointed_scan(step, init, xs_or_length, *, schedule, mode="compiled", di
         raise ValueError("checkpointed_scan needs at least one step")
     x0 = None if xs is None else jax.tree_util.tree_map(lambda a: a[0], xs)
     fn, consts = jax.closure_convert(step, init, x0)
+    if compress is not None and mode != "host":
+        raise ValueError("compress= applies to mode='host' (the DISK level in host memory)")
     if mode == "host":
         factory = schedule if callable(schedule) else _Once(schedule)
+        if compress is not None:
+            codecs.compress(np.zeros(0), compress)  # refuses a bad spec now
+            factory = _Compressing(factory, compress)
         return _scan(fn, factory, length, init, xs, *consts)
     plan = _plan(schedule, length)
     kind = _disk_kind(disk_memory_kind, plan)
@@ -272,6 +283,41 @@ class _Once:
         return schedule
 
 
+class _Compressing:
+    """A schedule factory carrying the codec for the DISK level (host mode)."""
+
+    def __init__(self, factory, compress):
+        self.factory, self.compress = factory, compress
+
+    def __call__(self, n):
+        return self.factory(n)
+
+
+class _Packed:
+    """A carry in host memory with its float32/float64 leaves compressed."""
+
+    def __init__(self, carry, spec):
+        leaves, self.treedef = jax.tree_util.tree_flatten(jax.device_get(carry))
+        self.leaves = [
+            codecs.compress(leaf, spec) if _compressible(leaf) else leaf for leaf in leaves
+        ]
+        self.compressed = [_compressible(leaf) for leaf in leaves]
+
+    def unpack(self):
+        leaves = [
+            codecs.decompress(leaf) if packed else leaf for leaf, packed in zip(self.leaves, self.compressed)
+        ]
+        return jax.tree_util.tree_unflatten(self.treedef, leaves)
+
+
+def _compressible(leaf):
+    return isinstance(leaf, np.ndarray) and leaf.dtype in (np.float32, np.float64) and leaf.size > 0
+
+
+def _unpacked(carry):
+    return carry.unpack() if isinstance(carry, _Packed) else carry
+
+
 def _on_device(carry):
     """A carry (any pytree) back on the device, from host memory or not."""
     return jax.tree_util.tree_map(jnp.asarray, carry)
@@ -322,12 +368,13 @@ class _Run:
     """One execution of a schedule: its storage and working data. Passed
     from the forward to the backward as an opaque residual."""
 
-    def __init__(self, fn, schedule, length, xs, consts):
+    def __init__(self, fn, schedule, length, xs, consts, compress=None):
         if schedule.max_n is None or schedule.max_n != length:
             raise ValueError(
                 f"checkpointed_scan needs an offline schedule for {length} steps, got max_n={schedule.max_n}"
             )
         self.fn, self.schedule, self.length, self.xs, self.consts = fn, schedule, length, xs, consts
+        self.compress = compress
         self.step = _jit(fn)
         self.vjp_step = _compiled[fn][1]
         S = _cp.StorageType
@@ -351,12 +398,19 @@ class _Run:
 
     def _put(self, level, n, key, value):
         if level == self.S.DISK:
-            value = jax.device_get(value)  # host memory, off the device
+            value = self._to_disk(value)
         entry = self.storage[level].setdefault(n, {})
         if key == "ics":
             entry["ics"] = value
         else:
             entry.setdefault("deps", {}).update(value)
+
+    def _to_disk(self, carry):
+        """A carry as the DISK level keeps it: in host memory, compressed
+        with ``compress=``."""
+        if self.compress is not None:
+            return _Packed(carry, self.compress)
+        return jax.device_get(carry)  # host memory, off the device
 
     def _advance(self, a, record):
         if self.n != a.n0:
@@ -380,10 +434,16 @@ class _Run:
         data = level[a.n] if keep else level.pop(a.n)
         if a.to_storage == self.S.WORK:
             if data.get("ics") is not None:
-                self.live, self.n = _on_device(data["ics"]), a.n
-            self.deps.update({i: _on_device(v) for i, v in data.get("deps", {}).items()})
+                self.live, self.n = _on_device(_unpacked(data["ics"])), a.n
+            self.deps.update({i: _on_device(_unpacked(v)) for i, v in data.get("deps", {}).items()})
         elif a.to_storage != self.S.NONE:
-            self.storage[a.to_storage][a.n] = dict(data)
+            convert = self._to_disk if a.to_storage == self.S.DISK else _unpacked
+            entry = {}
+            if data.get("ics") is not None:
+                entry["ics"] = convert(_unpacked(data["ics"]))
+            if "deps" in data:
+                entry["deps"] = {i: convert(_unpacked(v)) for i, v in data["deps"].items()}
+            self.storage[a.to_storage][a.n] = entry
 
     def forward(self, init):
         """Runs the schedule up to EndForward; returns the final carry and ys."""
@@ -435,7 +495,7 @@ jax.tree_util.register_pytree_node(_Run, lambda run: ((), run), lambda run, _: r
 
 
 def _scan_fwd(fn, factory, length, init, xs, *consts):
-    run = _Run(fn, factory(length), length, xs, consts)
+    run = _Run(fn, factory(length), length, xs, consts, getattr(factory, "compress", None))
     return run.forward(init), run
 
 
