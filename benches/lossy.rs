@@ -26,6 +26,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::time_per_call;
+
 use checkpointing::{Checkpoint, Executor, MemoryStore, Revolve, SnapshotStore};
 use checkpointing_examples::burgers::Burgers;
 use checkpointing_examples::heat::HeatEquation;
@@ -35,17 +37,6 @@ use checkpointing_store::{
 };
 
 const BOUNDS: [f64; 6] = [1e-2, 1e-4, 1e-6, 1e-8, 1e-10, 1e-12];
-
-/// Seconds per call of `f`, repeated for at least `budget`.
-fn time_per_call(budget: Duration, mut f: impl FnMut()) -> f64 {
-    let start = Instant::now();
-    let mut calls = 0u32;
-    while calls < 3 || start.elapsed() < budget {
-        f();
-        calls += 1;
-    }
-    start.elapsed().as_secs_f64() / f64::from(calls)
-}
 
 fn relative_error(g: &[f64], reference: &[f64]) -> f64 {
     let diff = g

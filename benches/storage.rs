@@ -13,8 +13,12 @@
 //! Run: `cargo bench -p checkpointing-benches --bench storage`
 //! (`-- --quick` for a smaller problem).
 
+mod common;
+
 use checkpointing::schedule;
 use std::time::{Duration, Instant};
+
+use common::time_per_call;
 
 use checkpointing::{
     Checkpoint, DiskStore, Executor, MemoryStore, ScheduleSpec, SnapshotStore, Step, Trajectory,
@@ -23,17 +27,6 @@ use checkpointing::{
 use checkpointing_examples::burgers::Burgers;
 use checkpointing_examples::heat::HeatEquation;
 use checkpointing_store::{AsyncStore, Codec, CompressedStore, Compressor};
-
-/// Seconds per call of `f`, repeated for at least `budget`.
-fn time_per_call(budget: Duration, mut f: impl FnMut()) -> f64 {
-    let start = Instant::now();
-    let mut calls = 0u32;
-    while calls < 3 || start.elapsed() < budget {
-        f();
-        calls += 1;
-    }
-    start.elapsed().as_secs_f64() / f64::from(calls)
-}
 
 /// A heat field diffused from a profile with bumps of several widths.
 fn heat_field(cells: usize, steps: Step) -> Vec<f64> {

@@ -1,8 +1,21 @@
 //! Helpers shared by the benchmarks: finding the reference Python and
-//! running its scripts.
+//! running its scripts, timing a call. Each bench uses some of them.
+#![allow(dead_code)]
 
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Seconds per call of `f`, repeated for at least `budget` (and 3 calls).
+pub fn time_per_call(budget: Duration, mut f: impl FnMut()) -> f64 {
+    let start = Instant::now();
+    let mut calls = 0u32;
+    while calls < 3 || start.elapsed() < budget {
+        f();
+        calls += 1;
+    }
+    start.elapsed().as_secs_f64() / f64::from(calls)
+}
 
 /// The Python with `checkpoint_schedules` 1.0.4 (and NumPy):
 /// `$CHECKPOINTING_REFERENCE_PYTHON`, else `.venv-reference/bin/python`

@@ -438,23 +438,28 @@ fn cost_of_huge_loops_comes_from_the_closed_form() {
     );
 }
 
+/// The demo on RAM and disk levels, every snapshot compressed with `codec`.
+fn compressed_demo(codec: &str) -> [&str; 11] {
+    [
+        "demo",
+        "heat",
+        "--compress",
+        codec,
+        "multistage",
+        "--max-n",
+        "200",
+        "--snapshots-in-ram",
+        "2",
+        "--snapshots-on-disk",
+        "3",
+    ]
+}
+
 #[test]
 fn demo_compresses_snapshots() {
     // Lossless: the gradient stays bitwise equal, on RAM and disk levels.
     for codec in ["zstd", "zstd-5", "lz4"] {
-        let text = stdout(&[
-            "demo",
-            "heat",
-            "--compress",
-            codec,
-            "multistage",
-            "--max-n",
-            "200",
-            "--snapshots-in-ram",
-            "2",
-            "--snapshots-on-disk",
-            "3",
-        ]);
+        let text = stdout(&compressed_demo(codec));
         assert!(text.contains("(bitwise equal)"), "{codec}: {text}");
         assert!(text.contains("compression                   "), "{text}");
     }
@@ -476,19 +481,7 @@ fn demo_compresses_snapshots() {
         ("zfp:abs=1e-8", cfg!(feature = "zfp"), 1e-8),
         ("sz3:abs=1e-6", cfg!(feature = "sz3"), 1e-6),
     ] {
-        let args = [
-            "demo",
-            "heat",
-            "--compress",
-            codec,
-            "multistage",
-            "--max-n",
-            "200",
-            "--snapshots-in-ram",
-            "2",
-            "--snapshots-on-disk",
-            "3",
-        ];
+        let args = compressed_demo(codec);
         if feature {
             let text = stdout(&args);
             let line = text.lines().find(|l| l.starts_with("compression")).unwrap();

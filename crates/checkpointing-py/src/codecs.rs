@@ -39,19 +39,11 @@ fn _lossy_compress<'py>(
     let compressor = LossyCompressor::from_spec(spec).map_err(codec_error)?;
     let array = match dtype {
         "f4" => {
-            let values: Vec<f32> = data
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes")))
-                .collect();
-            check_len(data.len(), 4)?;
+            let values = from_le(data, f32::from_le_bytes)?;
             py.detach(|| compressor.compress(&FloatSlice::F32(shape.into(), &values)))
         }
         "f8" => {
-            let values: Vec<f64> = data
-                .chunks_exact(8)
-                .map(|b| f64::from_le_bytes(b.try_into().expect("8 bytes")))
-                .collect();
-            check_len(data.len(), 8)?;
+            let values = from_le(data, f64::from_le_bytes)?;
             py.detach(|| compressor.compress(&FloatSlice::F64(shape.into(), &values)))
         }
         other => {
@@ -64,13 +56,18 @@ fn _lossy_compress<'py>(
     Ok(PyBytes::new(py, &array.to_bytes()))
 }
 
-fn check_len(len: usize, width: usize) -> PyResult<()> {
-    if len % width != 0 {
+/// Elements of `W` little-endian bytes each.
+fn from_le<const W: usize, T>(data: &[u8], element: fn([u8; W]) -> T) -> PyResult<Vec<T>> {
+    if data.len() % W != 0 {
         return Err(PyValueError::new_err(format!(
-            "{len} bytes are not a whole number of {width}-byte elements"
+            "{} bytes are not a whole number of {W}-byte elements",
+            data.len()
         )));
     }
-    Ok(())
+    Ok(data
+        .chunks_exact(W)
+        .map(|b| element(b.try_into().expect("W bytes")))
+        .collect())
 }
 
 /// Decompresses what `_lossy_compress` returned: `(bytes, dtype, shape)`.
