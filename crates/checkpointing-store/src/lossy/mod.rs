@@ -1,31 +1,5 @@
 //! Error-bounded lossy snapshots with zfp and SZ3, the bound checked on
-//! every write.
-//!
-//! A lossy codec's bound is a promise of its algorithm, not always of its
-//! implementation (zfp's fixed-accuracy mode documents cases where the
-//! error exceeds the tolerance; SZ3's bound holds up to rounding in the
-//! predictor). So a [`LossyCompressor`] decompresses what it has just
-//! compressed and measures the largest error `max |x − x̂|`. Where it
-//! exceeds the tolerance `ε`, the array is compressed again at `ε/4`, then
-//! `ε/16` (twice by default, [`LossyCompressor::with_retries`]); where it
-//! still exceeds it, the array is kept lossless (Zstandard after a byte
-//! shuffle). Every array records its measured error in its header, and a
-//! [`LossyStore`] counts each case ([`LossyStats`]). Arrays that a lossy
-//! codec should not see take a defined lossless path:
-//!
-//! | array | path |
-//! |---|---|
-//! | empty | lossless (nothing to compress) |
-//! | any NaN or infinity | lossless, exact (zfp and SZ3 do not define them) |
-//! | constant, or a relative bound on a zero range | lossless, exact |
-//! | tolerance not a positive normal number | lossless, exact |
-//! | denormal values | lossy like any other; the measured error decides |
-//!
-//! So with [`ErrorBound::Absolute`] or [`ErrorBound::Relative`], every
-//! element read back differs from the one saved by at most the tolerance,
-//! and this is checked on write, not assumed. [`ErrorBound::Precision`] and
-//! [`ErrorBound::Rate`] (zfp only) bound bits, not errors: their measured
-//! error is recorded, and nothing is retried.
+//! every write ([`LossyCompressor`], [`LossyStore`]).
 
 mod fields;
 #[cfg(feature = "sz3")]
@@ -567,6 +541,32 @@ fn max_error(original: &FloatSlice<'_>, decoded: &FloatArray) -> Option<f64> {
 
 /// Compresses float arrays with a lossy codec within a checked bound.
 ///
+/// A lossy codec's bound is a promise of its algorithm, not always of its
+/// implementation (zfp's fixed-accuracy mode documents cases where the
+/// error exceeds the tolerance; SZ3's bound holds up to rounding in the
+/// predictor). So a [`LossyCompressor`] decompresses what it has just
+/// compressed and measures the largest error `max |x − x̂|`. Where it
+/// exceeds the tolerance `ε`, the array is compressed again at `ε/4`, then
+/// `ε/16` (twice by default, [`LossyCompressor::with_retries`]); where it
+/// still exceeds it, the array is kept lossless (Zstandard after a byte
+/// shuffle). Every array records its measured error in its header, and a
+/// [`LossyStore`] counts each case ([`LossyStats`]). Arrays that a lossy
+/// codec should not see take a defined lossless path:
+///
+/// | array | path |
+/// |---|---|
+/// | empty | lossless (nothing to compress) |
+/// | any NaN or infinity | lossless, exact (zfp and SZ3 do not define them) |
+/// | constant, or a relative bound on a zero range | lossless, exact |
+/// | tolerance not a positive normal number | lossless, exact |
+/// | denormal values | lossy like any other; the measured error decides |
+///
+/// So with [`ErrorBound::Absolute`] or [`ErrorBound::Relative`], every
+/// element read back differs from the one saved by at most the tolerance,
+/// and this is checked on write, not assumed. [`ErrorBound::Precision`] and
+/// [`ErrorBound::Rate`] (zfp only) bound bits, not errors: their measured
+/// error is recorded, and nothing is retried.
+///
 /// ```
 /// # #[cfg(feature = "zfp")] {
 /// use checkpointing_store::{ErrorBound, FloatSlice, LossyCodec, LossyCompressor};
@@ -888,8 +888,8 @@ impl LossyStats {
 /// Error-bounded lossy compression in front of a store of [`LossyBlob`]s:
 /// each floating-point array of a saved value ([`FloatArrays`]) is
 /// compressed with zfp or SZ3, its error measured on write and kept within
-/// the bound (see the [module docs](self) for the retries, the fallback
-/// and the arrays that are kept lossless).
+/// the bound (see [`LossyCompressor`] for the retries, the fallback and
+/// the arrays that are kept lossless).
 ///
 /// Gradients are then those of a perturbed recomputation: the crate's
 /// `lossy` bench measures how far they move per bound.
