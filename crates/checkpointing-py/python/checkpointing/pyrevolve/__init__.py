@@ -680,6 +680,17 @@ class BaseRevolver:
         )
 
 
+def _uses_disk(schedule):
+    """Whether ``schedule`` says it may store on disk; ``True`` when it
+    cannot tell (``uses_storage_type`` raises for ``DiskRevolve``). Only
+    decides where a :class:`DiskRevolver` keeps the RAM level's snapshots:
+    the disk level is always there."""
+    try:
+        return bool(schedule.uses_storage_type(StorageType.DISK))
+    except Exception:  # noqa: BLE001
+        return True
+
+
 def _memory_storage(checkpoint, slots, compression_params, profiler):
     if compression_params is None or compression_params.get("scheme") is None:
         if compression_params is not None:
@@ -720,7 +731,7 @@ class SingleLevelRevolver(BaseRevolver):
             schedule, lambda: checkpointing.Revolve(self.n_timesteps, snapshots, trajectory="classic")
         )
         self._custom = custom
-        self._two_level = custom and self.schedule.uses_storage_type(StorageType.DISK)
+        self._two_level = custom and _uses_disk(self.schedule)
         slots = None if custom else snapshots
         if diskstorage:
             compressor = None if compression_params is None or compression_params.get("scheme") is None \
@@ -734,10 +745,13 @@ class SingleLevelRevolver(BaseRevolver):
 
     def _levels(self):
         primary = self.storage_list[0]
-        if not self._two_level:
+        if not self._custom:
             return {StorageType.RAM: primary}
+        # A schedule of ours: a disk level is always there (made on first
+        # use), since uses_storage_type() does not tell for every schedule.
         if isinstance(primary, DiskStorage):
-            return {StorageType.RAM: _memory_storage(self.checkpoint, None, None, self.profiler), StorageType.DISK: primary}
+            ram = _memory_storage(self.checkpoint, None, None, self.profiler) if self._two_level else primary
+            return {StorageType.RAM: ram, StorageType.DISK: primary}
 
         def disk():
             d = DiskStorage(self.checkpoint.size, None, self.checkpoint.dtype, profiler=self.profiler,
