@@ -5,7 +5,9 @@
 # gfortran, valgrind: crates/checkpointing-capi/run-c-tests.sh), builds the
 # package into .venv-test with maturin and runs pytest,
 # then the test suite of checkpoint_schedules 1.0.4 on the drop-in
-# (scripts/reference-suite.sh; downloads its sdist, so needs the network).
+# (scripts/reference-suite.sh; downloads its sdist, so needs the network),
+# then pyrevolve 2.2.8's suite and Devito 4.8.23's checkpointing tests on
+# checkpointing.pyrevolve (scripts/pyrevolve-suite.sh ci; downloads sdists).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -20,3 +22,4 @@ VIRTUAL_ENV="$PWD/.venv-test" PATH="$PWD/.venv-test/bin:$PATH" \
 # The reference's own test suite, fetched from the package index, on the
 # reference (control) and on the drop-in: the counts must match.
 bash scripts/reference-suite.sh
+bash scripts/pyrevolve-suite.sh ci
