@@ -8,8 +8,9 @@
 #   devito     Devito 4.8.23's checkpointing tests (tests/test_checkpointing.py
 #              and test_gradient.py::TestGradient::test_gradient_checkpointing,
 #              which asserts the checkpointed gradient equals the plain one
-#              bit for bit), from Devito's sdist, with the drop-in installed
-#              by a pytest plugin before Devito is imported: once with the
+#              bit for bit), from Devito's sdist: on pyrevolve itself (the
+#              control, when installed), then with the drop-in installed by
+#              a pytest plugin before Devito is imported, once with the
 #              default schedule (classic Revolve, pyrevolve's), and once per
 #              schedule in DEVITO_SCHEDULES (H-Revolve with disk, online R2).
 #
@@ -256,7 +257,7 @@ devito_suite() {
     root="$work/devito-$version"
     # Devito's conftest.py is its root's: make that the rootdir (its
     # pyproject.toml, with --maxfail and its coverage of examples, stays out).
-    printf '[pytest]\naddopts = -p pyrevolve_dropin\n' >"$root/pytest.ini"
+    printf '[pytest]\n' >"$root/pytest.ini"
     mkdir "$work/plugin"
     cat >"$work/plugin/pyrevolve_dropin.py" <<'EOF'
 """A pytest plugin, loaded before any conftest.py (so before `import
@@ -286,11 +287,18 @@ EOF
     else
         tests+=("$gradient")
     fi
+    if [[ "$part" != ci ]]; then
+        if has_real_pyrevolve; then
+            run "$root" "Devito $version on pyrevolve 2.2.8 (control)" "$expected" "${tests[@]}"
+        else
+            echo "   (pyrevolve 2.2.8 is not installed: no control run)"
+        fi
+    fi
     local spec
     for spec in "${schedules[@]}"; do
         PYTHONPATH="$work/plugin${PYTHONPATH:+:$PYTHONPATH}" PYREVOLVE_DROPIN_SCHEDULE="$spec" \
             run "$root" "Devito $version on checkpointing.pyrevolve, schedule: ${spec:-default (classic Revolve)}" \
-            "$expected" "${tests[@]}"
+            "$expected" -p pyrevolve_dropin "${tests[@]}"
     done
 }
 
