@@ -405,6 +405,24 @@ def test_zfp_without_checkpointing_codecs_is_a_clear_error(monkeypatch):
         pr.Revolver(heat.cp, heat.fwd, heat.rev, 3, N, compression_params={"scheme": "zfp"})
 
 
+def test_zfp_keeps_the_tolerance_when_checkpointing_codecs_is_there():
+    """Skipped where checkpointing.codecs is absent (checked above)."""
+    pytest.importorskip("checkpointing.codecs")
+    assert "zfp" in compression.compressors_available
+    compress, decompress = compression.init_compression({"scheme": "zfp", "tolerance": 1e-6})
+    a = np.random.default_rng(1).standard_normal((30, 40))
+    blob = compress(a)
+    out = decompress(blob)
+    assert out.shape == a.shape and out.dtype == a.dtype
+    assert np.max(np.abs(out - a)) <= 1e-6 and len(blob.data) < a.nbytes
+    heat = Heat()
+    revolver = pr.Revolver(heat.cp, heat.fwd, heat.rev, 3, N, compression_params={"scheme": "zfp", "tolerance": 1e-9})
+    revolver.apply_forward()
+    heat.mu = 2.0 * heat.u
+    revolver.apply_reverse()
+    assert np.allclose(heat.mu, store_all(N), rtol=0, atol=1e-6)
+
+
 def test_a_custom_compressor_is_used_for_every_snapshot():
     counts = {"in": 0, "out": 0}
 
