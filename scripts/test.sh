@@ -7,7 +7,9 @@
 # test both codecs of checkpointing.codecs) and runs pytest (the package's tests
 # and the Python examples of the guide and the README),
 # then the test suite of checkpoint_schedules 1.0.4 on the drop-in
-# (scripts/reference-suite.sh; downloads its sdist, so needs the network).
+# (scripts/reference-suite.sh; downloads its sdist, so needs the network),
+# then pyrevolve 2.2.8's suite and Devito 4.8.23's checkpointing tests on
+# checkpointing.pyrevolve (scripts/pyrevolve-suite.sh ci; downloads sdists).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -25,3 +27,4 @@ VIRTUAL_ENV="$PWD/.venv-test" PATH="$PWD/.venv-test/bin:$PATH" \
 # The reference's own test suite, fetched from the package index, on the
 # reference (control) and on the drop-in: the counts must match.
 bash scripts/reference-suite.sh
+bash scripts/pyrevolve-suite.sh ci

@@ -1,0 +1,568 @@
+"""checkpointing.pyrevolve, the drop-in for pyrevolve 2.2.8: the index
+contract Devito relies on, gradients equal to store-all bit for bit for
+every Revolver and many schedules (online ones included), pyrevolve's
+forward-step counts, compression, and typed errors."""
+
+import importlib
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import checkpointing
+from checkpointing import pyrevolve as pr
+from checkpointing.pyrevolve import compression
+
+# -- a recording operator: the index contract ---------------------------------
+
+
+class Recorder:
+    def __init__(self, n):
+        self.n = n
+        self.calls = []
+        self.reverse_started_at = None
+
+
+class RecOp(pr.Operator):
+    def __init__(self, rec, name):
+        self.rec, self.name = rec, name
+
+    def apply(self, **kwargs):
+        assert set(kwargs) == {"t_start", "t_end"}, kwargs
+        self.rec.calls.append((self.name, kwargs["t_start"], kwargs["t_end"]))
+
+
+class RecCheckpoint(pr.Checkpoint):
+    def __init__(self, rec):
+        self.rec = rec
+        self.data = np.zeros(4)
+
+    size, dtype = 4, np.float64
+
+    def get_data(self, t):
+        self.rec.calls.append(("save", t))
+        return [self.data]
+
+    def get_data_location(self, t):
+        self.rec.calls.append(("load", t))
+        return [self.data]
+
+
+def record(make_revolver, n):
+    rec = Recorder(n)
+    revolver = make_revolver(RecCheckpoint(rec), RecOp(rec, "fwd"), RecOp(rec, "rev"), n)
+    revolver.apply_forward()
+    rec.reverse_started_at = len(rec.calls)
+    revolver.apply_reverse()
+    return rec, revolver
+
+
+def check_contract(rec, online=False):
+    """pyrevolve's index contract, as Devito needs it."""
+    n, calls = rec.n, rec.calls
+    forward, reverse = calls[: rec.reverse_started_at], calls[rec.reverse_started_at:]
+    # Every operator range inside [0, n], non-empty.
+    for call in calls:
+        if call[0] in ("fwd", "rev"):
+            assert 0 <= call[1] < call[2] <= n, call
+    # The forward sweep covers 0..n in order, and runs no adjoint.
+    at = 0
+    for call in forward:
+        assert call[0] != "rev" and call[0] != "load", call
+        if call[0] == "fwd":
+            assert call[1] == at, (call, at)
+            at = call[2]
+    assert at == n
+    # The reverse: rev(i, i + 1) for i = n - 1 ... 0, one step each.
+    revs = [c for c in reverse if c[0] == "rev"]
+    assert revs == [("rev", i, i + 1) for i in range(n - 1, -1, -1)]
+    # The first reversed step has no forward before it (but with online
+    # schedules, which restore a snapshot and replay up to n first); every
+    # other one comes right after fwd(i, i + 1).
+    if not online:
+        assert reverse[0] == ("rev", n - 1, n)
+    for k, call in enumerate(reverse):
+        if call[0] == "rev" and (call[1] != n - 1 or k > 0):
+            assert reverse[k - 1] == ("fwd", call[1], call[1] + 1), reverse[max(0, k - 3):k + 1]
+    # Snapshots are taken and restored at steps in [0, n).
+    for call in calls:
+        if call[0] in ("save", "load"):
+            assert 0 <= call[1] < n, call
+
+
+N = 23
+
+SCHEDULES = {
+    "Revolve": lambda n: checkpointing.Revolve(n, 4),
+    "HRevolve": lambda n: checkpointing.HRevolve(n, 2, 4),
+    "Multistage": lambda n: checkpointing.Multistage(n, 2, 3),
+    "Mixed": lambda n: checkpointing.Mixed(n, 5),
+    "DiskRevolve": lambda n: checkpointing.DiskRevolve(n, 3),
+    "PeriodicDiskRevolve": lambda n: checkpointing.PeriodicDiskRevolve(n, 3),
+    "Periodic": lambda n: checkpointing.Periodic(n, 5),
+    "OnlineR2 (online)": lambda n: checkpointing.OnlineR2(4),
+    "SingleMemory (online)": lambda n: checkpointing.SingleMemory(),
+    "SingleDisk (online)": lambda n: checkpointing.SingleDisk(move_data=True),
+    "TwoLevel (online)": lambda n: checkpointing.TwoLevel(7, 2, binomial_storage=checkpointing.StorageType.RAM),
+    "plan": lambda n: checkpointing.plan(n, 8 * 40, 8 * 40 * 6),
+    "plan with disk": lambda n: checkpointing.plan(n, 8 * 40, 8 * 40 * 4, disk=8 * 40 * 50),
+}
+
+
+def revolvers(tmp_path):
+    """(name, make(checkpoint, fwd, rev, n)) for every Revolver kind and
+    every schedule above."""
+    out = [
+        ("Revolver default", lambda c, f, r, n: pr.Revolver(c, f, r, None, n)),
+        ("Revolver 1", lambda c, f, r, n: pr.Revolver(c, f, r, 1, n)),
+        ("Revolver 3", lambda c, f, r, n: pr.Revolver(c, f, r, 3, n)),
+        ("Revolver n", lambda c, f, r, n: pr.Revolver(c, f, r, n, n)),
+        ("Revolver blosc", lambda c, f, r, n: pr.Revolver(c, f, r, 3, n, compression_params={"scheme": "blosc"})),
+        ("DiskRevolver", lambda c, f, r, n: pr.DiskRevolver(c, f, r, 4, n, filedir=str(tmp_path))),
+        ("DiskRevolver blosc", lambda c, f, r, n: pr.DiskRevolver(
+            c, f, r, 4, n, filedir=str(tmp_path), compression_params={"scheme": "blosc"})),
+        ("MultiLevelRevolver", lambda c, f, r, n: pr.MultiLevelRevolver(
+            c, f, r, n, [pr.NumpyStorage(c.size, 3, c.dtype), pr.DiskStorage(c.size, 5, c.dtype, filedir=str(tmp_path), wd=2, rd=2)])),
+        ("MultiLevelRevolver one level", lambda c, f, r, n: pr.MultiLevelRevolver(
+            c, f, r, n, [pr.NumpyStorage(c.size, 3, c.dtype)])),
+    ]
+    for name, make in SCHEDULES.items():
+        out.append((f"Revolver schedule={name}", lambda c, f, r, n, make=make: pr.Revolver(c, f, r, None, n, schedule=make(n))))
+        out.append((f"DiskRevolver schedule={name}", lambda c, f, r, n, make=make: pr.DiskRevolver(
+            c, f, r, None, n, filedir=str(tmp_path), schedule=make(n))))
+    out.append(("Revolver schedule=function", lambda c, f, r, n: pr.Revolver(
+        c, f, r, None, n, schedule=lambda steps, nbytes: checkpointing.HRevolve(steps, 2, 3))))
+    return out
+
+
+NAMES = [name for name, _ in revolvers("/nonexistent")]
+
+
+def _make(name, tmp_path):
+    if "blosc" in name:
+        pytest.importorskip("blosc")
+    return dict(revolvers(tmp_path))[name]
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, N])
+@pytest.mark.parametrize("name", NAMES)
+def test_the_index_contract(name, n, tmp_path):
+    make = _make(name, tmp_path)
+    if n < 2 and ("HRevolve" in name or "Multistage" in name or "DiskRevolve" in name or "function" in name
+                  or "Mixed" in name or "plan" in name or "Periodic" in name):
+        pytest.skip("this schedule needs at least 2 steps")
+    rec, revolver = record(make, n)
+    check_contract(rec, online="online" in name)
+    assert revolver.reverse_steps == n
+    assert revolver.forward_steps == sum(c[2] - c[1] for c in rec.calls if c[0] == "fwd")
+    # Nothing left on disk once the reverse is done.
+    assert not any(p.is_file() for p in tmp_path.rglob("*"))
+
+
+# -- gradients: a 1D heat equation with a reaction term -----------------------
+
+CELLS, LAMBDA, GAMMA = 40, 0.45, 1e-4
+
+
+def step(t):
+    out = t.copy()
+    out[1:-1] = t[1:-1] + LAMBDA * (t[:-2] - 2.0 * t[1:-1] + t[2:]) - GAMMA * t[1:-1] ** 3
+    return out
+
+
+def adjoint_step(t, mu):
+    out = mu.copy()
+    out[1:-1] = (1.0 - 2.0 * LAMBDA - 3.0 * GAMMA * t[1:-1] ** 2) * mu[1:-1]
+    out[:-2] += LAMBDA * mu[1:-1]
+    out[2:] += LAMBDA * mu[1:-1]
+    return out
+
+
+def initial():
+    t = np.zeros(CELLS)
+    t[0] = 20.0
+    return t
+
+
+def store_all(n):
+    states, t = [], initial()
+    for _ in range(n):
+        states.append(t)
+        t = step(t)
+    mu = 2.0 * t
+    for s in reversed(states):
+        mu = adjoint_step(s, mu)
+    return mu
+
+
+class Heat:
+    """Devito's pattern: the forward keeps the state before its last step
+    in ``prev`` (as a time buffer does), which the adjoint reads; a
+    snapshot holds only ``u``. So the adjoint of step i is right only
+    after ``fwd(i, i + 1)``: the index contract."""
+
+    def __init__(self):
+        self.u, self.prev, self.mu = initial(), np.full(CELLS, np.nan), None
+        heat = self
+
+        class Fwd(pr.Operator):
+            def apply(self, t_start, t_end):
+                for _ in range(t_start, t_end):
+                    heat.prev[:] = heat.u
+                    heat.u[:] = step(heat.u)
+
+        class Rev(pr.Operator):
+            def apply(self, t_start, t_end):
+                assert t_end == t_start + 1
+                heat.mu = adjoint_step(heat.prev, heat.mu)
+                heat.prev[:] = np.nan  # used once
+
+        class Cp(pr.Checkpoint):
+            size, dtype = CELLS, np.float64
+
+            def get_data(self, t):
+                return [heat.u]
+
+            def get_data_location(self, t):
+                return [heat.u]
+
+        self.fwd, self.rev, self.cp = Fwd(), Rev(), Cp()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_gradient_is_store_all_bitwise(name, tmp_path):
+    make = _make(name, tmp_path)
+    heat = Heat()
+    revolver = make(heat.cp, heat.fwd, heat.rev, N)
+    revolver.apply_forward()
+    heat.mu = 2.0 * heat.u
+    revolver.apply_reverse()
+    assert np.array_equal(heat.mu, store_all(N)), name
+
+
+def test_the_default_schedule_applies_to_revolvers_made_afterwards():
+    made = []
+
+    def factory(n, nbytes):
+        made.append((n, nbytes))
+        return checkpointing.HRevolve(n, 2, 3)
+
+    previous = pr.set_default_schedule(factory)
+    try:
+        heat = Heat()
+        revolver = pr.Revolver(heat.cp, heat.fwd, heat.rev, None, N)
+        assert pr.get_default_schedule() is factory
+    finally:
+        pr.set_default_schedule(previous)
+    assert made == [(N, CELLS * 8)]
+    revolver.apply_forward()
+    heat.mu = 2.0 * heat.u
+    revolver.apply_reverse()
+    assert np.array_equal(heat.mu, store_all(N))
+    assert revolver.peak_snapshots["DISK"] > 0
+    # An explicit schedule= wins over the default; a plan() as the default
+    # gives each Revolver a fresh copy.
+    planned = checkpointing.plan(N, CELLS * 8, CELLS * 8 * 6)
+    previous = pr.set_default_schedule(planned)
+    try:
+        for _ in range(2):
+            heat = Heat()
+            revolver = pr.Revolver(heat.cp, heat.fwd, heat.rev, None, N)
+            assert revolver.schedule is not planned
+            revolver.apply_forward()
+            heat.mu = 2.0 * heat.u
+            revolver.apply_reverse()
+            assert np.array_equal(heat.mu, store_all(N))
+        explicit = checkpointing.Revolve(N, 2)
+        assert pr.Revolver(heat.cp, heat.fwd, heat.rev, None, N, schedule=explicit).schedule is explicit
+    finally:
+        pr.set_default_schedule(previous)
+
+
+# -- pyrevolve's forward-step counts ------------------------------------------
+
+#: Forward steps (all calls of the forward operator, replays included) of
+#: pyrevolve 2.2.8's Revolver(checkpoint, fwd, rev, n_checkpoints,
+#: n_timesteps), recorded with pyrevolve 2.2.8 from PyPI (`pip install
+#: pyrevolve==2.2.8`, built on Python 3.11 with gcc) by counting the steps
+#: of a recording operator: {(n_timesteps, n_checkpoints): steps}; None is
+#: adjust(n_timesteps).
+PYREVOLVE_FORWARD_STEPS = {
+    (10, 2): 30, (10, 4): 24, (10, 9): 19, (10, 12): 19, (50, 3): 230, (50, None): 194,
+    (100, 5): 416, (100, None): 416, (257, 6): 1212, (498, 6): 2694, (498, None): 2694,
+    (498, 20): 1739, (1000, 7): 5713, (1000, 30): 3472, (3000, 10): 16635,
+}
+
+
+def forward_steps(n_checkpoints, n_timesteps, **kwargs):
+    rec = Recorder(n_timesteps)
+    revolver = pr.Revolver(RecCheckpoint(rec), RecOp(rec, "fwd"), RecOp(rec, "rev"), n_checkpoints, n_timesteps, **kwargs)
+    revolver.apply_forward()
+    revolver.apply_reverse()
+    return revolver.forward_steps
+
+
+@pytest.mark.parametrize("key", sorted(PYREVOLVE_FORWARD_STEPS, key=str))
+def test_the_forward_steps_are_pyrevolves(key):
+    nt, ncp = key
+    assert forward_steps(ncp, nt) == PYREVOLVE_FORWARD_STEPS[key]
+    snaps = pr.adjust(nt) if ncp is None else ncp
+    assert PYREVOLVE_FORWARD_STEPS[key] == pr.numforw(nt, min(snaps, nt - 1) or 1) + nt
+
+
+def _real_pyrevolve():
+    """pyrevolve itself if installed (and not this drop-in), else None."""
+    saved = {k: sys.modules.pop(k) for k in list(sys.modules) if k == "pyrevolve" or k.startswith("pyrevolve.")}
+    try:
+        module = importlib.import_module("pyrevolve")
+    except ImportError:
+        module = None
+    finally:
+        real = {k: sys.modules.pop(k) for k in list(sys.modules) if k == "pyrevolve" or k.startswith("pyrevolve.")}
+        sys.modules.update(saved)
+    if module is None or module.__name__ != "pyrevolve" or "checkpointing" in module.__file__:
+        return None
+    return module, real
+
+
+def test_the_operator_calls_are_pyrevolves_when_it_is_installed():
+    """With pyrevolve installed (scripts/pyrevolve-suite.sh's venv has it),
+    the same run on both gives the same operator calls and snapshot steps,
+    for a grid of (n_timesteps, n_checkpoints)."""
+    found = _real_pyrevolve()
+    if found is None:
+        pytest.skip("pyrevolve is not installed: compared with the recorded counts only")
+    real, _ = found
+
+    def trace(module, ncp, nt):
+        log = []
+
+        class Op(module.Operator):
+            def __init__(self, name):
+                self.name = name
+
+            def apply(self, **kw):
+                log.append((self.name, kw["t_start"], kw["t_end"]))
+
+        class Cp(module.Checkpoint):
+            size, dtype = 2, np.float64
+            a = np.zeros(2)
+
+            def get_data(self, t):
+                log.append(("save", t))
+                return [self.a]
+
+            def get_data_location(self, t):
+                log.append(("load", t))
+                return [self.a]
+
+        r = module.Revolver(Cp(), Op("fwd"), Op("rev"), ncp, nt)
+        r.apply_forward()
+        r.apply_reverse()
+        return log
+
+    for nt in list(range(2, 40)) + [100, 498]:
+        for ncp in [None, 1, 2, 3, 5, 8, nt]:
+            assert trace(pr, ncp, nt) == trace(real, ncp, nt), (nt, ncp)
+
+
+def test_the_classic_helpers_are_pyrevolves():
+    # Recorded with pyrevolve 2.2.8's pyrevolve.crevolve (see above).
+    assert [pr.adjust(n) for n in (1, 2, 10, 100, 498, 1000, 10000, 100000)] == [0, 1, 3, 5, 6, 7, 8, 10]
+    assert pr.numforw(498, 6) == 2196 and pr.numforw(10, 2) == 20
+    assert pr.maxrange(6, 4) == 210 and pr.maxrange(40, 40) == 2**31 - 1
+    assert pr.expense(10, 2) == 2.0
+    with pytest.raises(pr.RevolveError, match="snaps must be at least 1"):
+        pr.numforw(10, 0)
+
+
+# -- compression ----------------------------------------------------------------
+
+
+def test_blosc_round_trips_exactly():
+    pytest.importorskip("blosc")
+    compress, decompress = compression.init_compression({"scheme": "blosc", "chunk_size": 1000})
+    a = np.random.default_rng(0).standard_normal((30, 17))
+    blob = compress(a)
+    assert len(blob.metadata["chunks"]) == 5  # 4080 bytes in chunks of 1000
+    out = decompress(blob)
+    assert out.dtype == a.dtype and np.array_equal(out, a)
+
+
+def test_blosc_missing_is_a_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "blosc", None)
+    with pytest.raises(compression.CompressorUnavailableError, match="pip install blosc"):
+        compression.init_compression({"scheme": "blosc"})
+
+
+def test_zfp_without_checkpointing_codecs_is_a_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "checkpointing.codecs", None)
+    with pytest.raises(compression.CompressorUnavailableError, match="checkpointing.codecs"):
+        compression.init_compression({"scheme": "zfp", "tolerance": 1e-6})
+    heat = Heat()
+    with pytest.raises(ImportError, match="zfp"):
+        pr.Revolver(heat.cp, heat.fwd, heat.rev, 3, N, compression_params={"scheme": "zfp"})
+
+
+def test_zfp_keeps_the_tolerance_when_checkpointing_codecs_is_there():
+    """Skipped where checkpointing.codecs is absent (checked above)."""
+    pytest.importorskip("checkpointing.codecs")
+    assert "zfp" in compression.compressors_available
+    compress, decompress = compression.init_compression({"scheme": "zfp", "tolerance": 1e-6})
+    a = np.random.default_rng(1).standard_normal((30, 40))
+    blob = compress(a)
+    out = decompress(blob)
+    assert out.shape == a.shape and out.dtype == a.dtype
+    assert np.max(np.abs(out - a)) <= 1e-6 and len(blob.data) < a.nbytes
+    heat = Heat()
+    revolver = pr.Revolver(heat.cp, heat.fwd, heat.rev, 3, N, compression_params={"scheme": "zfp", "tolerance": 1e-9})
+    revolver.apply_forward()
+    heat.mu = 2.0 * heat.u
+    revolver.apply_reverse()
+    assert np.allclose(heat.mu, store_all(N), rtol=0, atol=1e-6)
+
+
+def test_a_custom_compressor_is_used_for_every_snapshot():
+    counts = {"in": 0, "out": 0}
+
+    def compressor(params, array):
+        counts["in"] += 1
+        assert params == {"scale": 2.0}
+        return compression.CompressedObject((array * params["scale"]).tobytes(), shape=array.shape, dtype=array.dtype)
+
+    def decompressor(params, blob):
+        counts["out"] += 1
+        return np.frombuffer(blob.data, dtype=blob.dtype).reshape(blob.shape) / params["scale"]
+
+    heat = Heat()
+    params = {"scheme": "custom", "compressor": compressor, "decompressor": decompressor, "scale": 2.0}
+    revolver = pr.Revolver(heat.cp, heat.fwd, heat.rev, 3, N, compression_params=params)
+    revolver.apply_forward()
+    heat.mu = 2.0 * heat.u
+    revolver.apply_reverse()
+    assert np.array_equal(heat.mu, store_all(N))
+    assert counts["in"] == revolver.saves and counts["out"] == revolver.loads > 0
+
+
+# -- errors -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args, error, message",
+    [
+        ((3, 0), pr.RevolverError, "n_timesteps must be at least 1, got 0"),
+        ((3, -5), pr.RevolverError, "n_timesteps must be at least 1, got -5"),
+        ((3, None), pr.RevolverError, "n_timesteps is None"),
+        ((3, 10.0), TypeError, "n_timesteps must be an int"),
+        ((0, 10), pr.RevolverError, "n_checkpoints must be at least 1, got 0"),
+        ((-1, 10), pr.RevolverError, "n_checkpoints must be at least 1, got -1"),
+    ],
+)
+def test_bad_counts_are_clear_errors(args, error, message):
+    heat = Heat()
+    with pytest.raises(error, match=message):
+        pr.Revolver(heat.cp, heat.fwd, heat.rev, *args)
+
+
+def test_bad_schedules_and_schemes_are_clear_errors():
+    heat = Heat()
+    with pytest.raises(pr.RevolverError, match="the schedule is for 10 steps, this Revolver for n_timesteps=23"):
+        pr.Revolver(heat.cp, heat.fwd, heat.rev, None, N, schedule=checkpointing.Revolve(10, 2))
+    with pytest.raises(TypeError, match="schedule must be None, a checkpointing schedule or a function"):
+        pr.Revolver(heat.cp, heat.fwd, heat.rev, None, N, schedule="revolve")
+    with pytest.raises(TypeError, match="a schedule object runs once"):
+        pr.set_default_schedule(checkpointing.Revolve(N, 2))
+    with pytest.raises(compression.UnknownCompressionError, match="unknown compression scheme 'gzip'"):
+        pr.Revolver(heat.cp, heat.fwd, heat.rev, 3, N, compression_params={"scheme": "gzip"})
+    with pytest.raises(compression.UnknownCompressionError, match="needs callable 'compressor'"):
+        pr.Revolver(heat.cp, heat.fwd, heat.rev, 3, N, compression_params={"scheme": "custom"})
+    storages = [pr.NumpyStorage(CELLS, 2, np.float64) for _ in range(3)]
+    with pytest.raises(pr.RevolverError, match="one or two storages"):
+        pr.MultiLevelRevolver(heat.cp, heat.fwd, heat.rev, N, storages)
+    used = checkpointing.Revolve(N, 2)
+    next(iter(used))
+    with pytest.raises(pr.RevolverError, match="already been used"):
+        pr.Revolver(heat.cp, heat.fwd, heat.rev, None, N, schedule=used)
+
+
+def test_calls_out_of_order_are_clear_errors():
+    heat = Heat()
+    revolver = pr.Revolver(heat.cp, heat.fwd, heat.rev, 3, N)
+    with pytest.raises(pr.RevolverStateError, match="apply_forward\\(\\) has not run"):
+        revolver.apply_reverse()
+    revolver.apply_forward()
+    with pytest.raises(pr.RevolverStateError, match="already run its forward"):
+        revolver.apply_forward()
+
+
+def test_an_operator_that_raises_leaves_no_partial_state(tmp_path):
+    heat = Heat()
+
+    class Failing(pr.Operator):
+        def __init__(self):
+            self.calls = 0
+
+        def apply(self, t_start, t_end):
+            self.calls += 1
+            if self.calls == 3:
+                raise RuntimeError("kernel failed")
+            heat.fwd.apply(t_start=t_start, t_end=t_end)
+
+    revolver = pr.DiskRevolver(heat.cp, Failing(), heat.rev, 4, N, filedir=str(tmp_path))
+    with pytest.raises(RuntimeError, match="kernel failed"):
+        revolver.apply_forward()
+    assert not any(p.is_file() for p in tmp_path.rglob("*")), "the failed run's snapshots are removed"
+    with pytest.raises(pr.RevolverStateError, match="raised; its snapshots are freed, make a new Revolver"):
+        revolver.apply_reverse()
+    # A retry with a new Revolver, in the same directory, gives store-all's gradient.
+    heat.u[:] = initial()
+    again = pr.DiskRevolver(heat.cp, heat.fwd, heat.rev, 4, N, filedir=str(tmp_path))
+    again.apply_forward()
+    heat.mu = 2.0 * heat.u
+    again.apply_reverse()
+    assert np.array_equal(heat.mu, store_all(N))
+
+
+def test_a_corrupted_disk_snapshot_raises_naming_the_step(tmp_path):
+    heat = Heat()
+    revolver = pr.DiskRevolver(heat.cp, heat.fwd, heat.rev, 4, N, filedir=str(tmp_path))
+    revolver.apply_forward()
+    files = sorted(p for p in tmp_path.rglob("*") if p.is_file())
+    assert len(files) == 4
+    steps = revolver.storage_ckps(0)
+    disk = revolver.storage_list[0]
+    slot_of_step_0 = 0  # the first snapshot (step 0) takes the lowest slot
+    assert steps[0] == 0
+    path = disk.path_of(slot_of_step_0)
+    with open(path, "r+b") as f:
+        f.seek(os.path.getsize(path) - 1)
+        f.write(b"\xff" if f.read(1) != b"\xff" else b"\x00")
+    heat.mu = 2.0 * heat.u
+    with pytest.raises(checkpointing._native.SnapshotCorruptedError, match="time step 0") as info:
+        revolver.apply_reverse()
+    assert info.value.step == 0
+
+
+# -- install_as_pyrevolve ---------------------------------------------------------
+
+
+def test_install_as_pyrevolve_gives_pyrevolves_import_paths():
+    saved = {k: sys.modules.pop(k) for k in list(sys.modules) if k == "pyrevolve" or k.startswith("pyrevolve.")}
+    previous = pr.get_default_schedule()
+    try:
+        factory = lambda n, nbytes: checkpointing.Revolve(n, 2)  # noqa: E731
+        assert pr.install_as_pyrevolve(schedule=factory) is pr
+        import pyrevolve
+        from pyrevolve import Checkpoint, Operator, Revolver  # noqa: F401  (Devito's import)
+        from pyrevolve.compression import compressors_available, init_compression  # noqa: F401
+        from pyrevolve.storage import BytesStorage  # noqa: F401
+        from pyrevolve.crevolve import adjust
+
+        assert pyrevolve is pr and Revolver is pr.MemoryRevolver and adjust is pr.adjust
+        assert pr.get_default_schedule() is factory
+    finally:
+        pr.set_default_schedule(previous)
+        for k in [k for k in sys.modules if k == "pyrevolve" or k.startswith("pyrevolve.")]:
+            del sys.modules[k]
+        sys.modules.update(saved)
