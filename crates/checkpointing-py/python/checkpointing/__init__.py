@@ -68,6 +68,7 @@ __all__ = [
     "action_arrays",
     "iter_action_arrays",
     "install_as_checkpoint_schedules",
+    "install_as_pyrevolve",
 ]
 
 #: The reference's names that this package's top level had before: each
@@ -150,6 +151,18 @@ from ._native import (  # noqa: E402
 from ._tables import optimal_steps_binomial  # noqa: E402
 from ._arrays import action_arrays, iter_action_arrays  # noqa: E402
 from ._plan import plan  # noqa: E402
+
+
+def install_as_pyrevolve(schedule=None):
+    """Make ``import pyrevolve`` give :mod:`checkpointing.pyrevolve`, the
+    drop-in for pyrevolve 2.2.8 (Devito's checkpointing), with ``schedule``
+    as every Revolver's default: see
+    :func:`checkpointing.pyrevolve.install_as_pyrevolve`. Call it before
+    ``import devito``.
+    """
+    from . import pyrevolve
+
+    return pyrevolve.install_as_pyrevolve(schedule)
 
 
 def install_as_checkpoint_schedules():
