@@ -173,7 +173,8 @@ fn device(input: &PlanInput, snapshots: &PerLevel<u64>) -> Vec<ScheduleSpec> {
         .collect()
 }
 
-/// The configurations that fit `input`, costed, near-duplicates collapsed
+/// The configurations that fit `input`, costed, refined by a local search
+/// around each family's best ([`refine`]), near-duplicates collapsed
 /// ([`collapse`]), fastest first (ties: less RAM, then by name, then the
 /// smaller parameters).
 pub(super) fn fitting(
@@ -192,12 +193,10 @@ pub(super) fn fitting(
                 total,
                 costing: &spec,
             });
-            let costed = cost_of(&spec, input.profile.as_ref())?;
-            let candidate = predict(input, spec, costed);
-            fits(input, &candidate).then_some(candidate)
+            fitting_candidate(input, spec)
         })
         .collect();
-    let mut candidates = collapse(candidates);
+    let mut candidates = collapse(refine(input, candidates));
     candidates.sort_by(|a, b| {
         a.predicted_seconds
             .total_cmp(&b.predicted_seconds)
@@ -206,6 +205,113 @@ pub(super) fn fitting(
             .then_with(|| parameter_size(&a.spec).cmp(&parameter_size(&b.spec)))
     });
     candidates
+}
+
+/// `spec` costed and predicted, if it fits `input`.
+pub(super) fn fitting_candidate(input: &PlanInput, spec: ScheduleSpec) -> Option<Candidate> {
+    if input.steps.is_none() && !spec.is_online() {
+        return None;
+    }
+    let costed = cost_of(&spec, input.profile.as_ref())?;
+    let candidate = predict(input, spec, costed);
+    fits(input, &candidate).then_some(candidate)
+}
+
+/// Rounds of [`refine`]'s hill climb per family.
+const REFINE_ROUNDS: usize = 6;
+
+/// A local search around each family's best candidate, so that no family
+/// loses by the grid of [`configurations`] (halved snapshot counts,
+/// periods from a formula): from the family's fastest, every integer
+/// parameter is moved by ±1 and by ±⅛ of its value ([`neighbours`]); a
+/// faster neighbour that fits becomes the new centre, up to
+/// [`REFINE_ROUNDS`] times. Each improvement joins the candidates (the
+/// slower neighbours do not, so the alternatives stay the families' grid
+/// and their best), so the plan's pick is the fastest of the grid and the
+/// search. Table-based schedules, and families costed by closed forms
+/// (beyond replay sizes), are left at their grid.
+pub(super) fn refine(input: &PlanInput, mut candidates: Vec<Candidate>) -> Vec<Candidate> {
+    let key = |spec: &ScheduleSpec| serde_json::to_string(spec).expect("specs serialize");
+    let mut seen: HashSet<String> = candidates.iter().map(|c| key(&c.spec)).collect();
+    let mut families: Vec<&'static str> = Vec::new();
+    for candidate in &candidates {
+        if !families.contains(&candidate.spec.name()) && !candidate.spec.is_table_based() {
+            families.push(candidate.spec.name());
+        }
+    }
+    for family in families {
+        let Some(mut centre) = candidates
+            .iter()
+            .filter(|c| c.spec.name() == family)
+            .min_by(|a, b| a.predicted_seconds.total_cmp(&b.predicted_seconds))
+            .cloned()
+        else {
+            continue;
+        };
+        // Beyond replay sizes a family is costed by its closed form, and
+        // configuring a neighbour may itself take long (tables): the grid
+        // stands there.
+        if !centre.replayed {
+            continue;
+        }
+        for _ in 0..REFINE_ROUNDS {
+            let mut better: Option<Candidate> = None;
+            for spec in neighbours(&centre.spec) {
+                if !seen.insert(key(&spec)) {
+                    continue;
+                }
+                let Some(candidate) = fitting_candidate(input, spec) else {
+                    continue;
+                };
+                let best = better.as_ref().unwrap_or(&centre);
+                if candidate.predicted_seconds < best.predicted_seconds {
+                    better = Some(candidate);
+                }
+            }
+            match better {
+                Some(found) => {
+                    candidates.push(found.clone());
+                    centre = found;
+                }
+                None => break,
+            }
+        }
+    }
+    candidates
+}
+
+/// The configurations one step from `spec`: each integer parameter (not
+/// the step count) moved by ±1 and by ±⅛ of its value.
+fn neighbours(spec: &ScheduleSpec) -> Vec<ScheduleSpec> {
+    let value = serde_json::to_value(spec).expect("specs serialize");
+    let Some(fields) = value.as_object() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (name, field) in fields {
+        let Some(v) = field.as_u64() else { continue };
+        if matches!(name.as_str(), "max_n" | "steps") {
+            continue;
+        }
+        let step = (v / 8).max(1);
+        let mut moves = vec![
+            v.saturating_sub(1),
+            v.saturating_add(1),
+            v.saturating_sub(step),
+            v.saturating_add(step),
+        ];
+        moves.sort_unstable();
+        moves.dedup();
+        for moved in moves.into_iter().filter(|&m| m != v) {
+            let mut changed = value.clone();
+            changed[name.as_str()] = serde_json::Value::from(moved);
+            // Invalid parameters are refused here or when costed.
+            if let Ok(spec) = serde_json::from_value::<ScheduleSpec>(changed) {
+                out.push(spec);
+            }
+        }
+    }
+    out
 }
 
 /// One candidate per schedule name, predicted time (to a relative 10⁻⁹)
