@@ -10,29 +10,14 @@ import numpy as np
 import pytest
 
 import checkpointing
+from heat1d import adjoint_step, step
 import checkpointing.checkpoint_schedules  # the drop-in: the reference's names
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     import checkpoint_schedules
 
-CELLS, STEPS, LAMBDA, GAMMA = 60, 120, 0.45, 1e-4
-
-
-def step(t):
-    """One explicit step: held boundaries, diffusion and a cubic reaction."""
-    out = t.copy()
-    out[1:-1] = t[1:-1] + LAMBDA * (t[:-2] - 2.0 * t[1:-1] + t[2:]) - GAMMA * t[1:-1] ** 3
-    return out
-
-
-def adjoint_step(t, mu):
-    """(d step / d t)^T mu, given the state t before the step."""
-    out = mu.copy()
-    out[1:-1] = (1.0 - 2.0 * LAMBDA - 3.0 * GAMMA * t[1:-1] ** 2) * mu[1:-1]
-    out[:-2] += LAMBDA * mu[1:-1]
-    out[2:] += LAMBDA * mu[1:-1]
-    return out
+CELLS, STEPS = 60, 120
 
 
 def initial():

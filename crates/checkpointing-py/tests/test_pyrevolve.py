@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import checkpointing
+from heat1d import adjoint_step, step
 from checkpointing import pyrevolve as pr
 from checkpointing.pyrevolve import compression
 
@@ -162,21 +163,7 @@ def test_the_index_contract(name, n, tmp_path):
 
 # -- gradients: a 1D heat equation with a reaction term -----------------------
 
-CELLS, LAMBDA, GAMMA = 40, 0.45, 1e-4
-
-
-def step(t):
-    out = t.copy()
-    out[1:-1] = t[1:-1] + LAMBDA * (t[:-2] - 2.0 * t[1:-1] + t[2:]) - GAMMA * t[1:-1] ** 3
-    return out
-
-
-def adjoint_step(t, mu):
-    out = mu.copy()
-    out[1:-1] = (1.0 - 2.0 * LAMBDA - 3.0 * GAMMA * t[1:-1] ** 2) * mu[1:-1]
-    out[:-2] += LAMBDA * mu[1:-1]
-    out[2:] += LAMBDA * mu[1:-1]
-    return out
+CELLS = 40
 
 
 def initial():
