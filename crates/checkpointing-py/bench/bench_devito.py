@@ -1,0 +1,168 @@
+"""Devito's acoustic gradient with checkpointing, under pyrevolve 2.2.8 and
+under checkpointing.pyrevolve, each variant in a fresh process.
+
+The problem is Devito's own example (``examples/seismic/acoustic`` of the
+Devito 4.8.23 sdist, downloaded here, never vendored): ``acoustic_setup``
+on a 2-D layered model, then ``solver.jacobian_adjoint(rec, u,
+checkpointing=True)``, which builds pyrevolve's ``Revolver`` with
+``n_checkpoints=None`` (``adjust(nt)`` snapshots in RAM). Variants:
+
+- ``pyrevolve``: pyrevolve 2.2.8 itself (``pip install pyrevolve==2.2.8``);
+- ``ours-default``: ``checkpointing.install_as_pyrevolve()``, no schedule
+  (classic Revolve: pyrevolve's calls);
+- ``ours-plan``: ``install_as_pyrevolve(schedule=...)`` with
+  ``checkpointing.plan(nt, state_bytes, ram, disk=...)`` for the RAM that
+  pyrevolve's default uses and a disk budget, the step's measured time
+  and the disk at the planner's default model (1 GB/s, no latency);
+- ``ours-plan-measured``: the same with the disk's write and read seconds
+  per snapshot measured first (a file of ``state_bytes`` written with
+  ``fsync`` and read back, as the disk store does).
+
+Printed per variant: forward operator steps (counted by wrapping Devito's
+``CheckpointOperator.apply``), wall time of the gradient, peak RSS of the
+process, and whether the gradient is bitwise equal to pyrevolve's.
+
+Run: python bench/bench_devito.py [--size N] [--tn MS] [--disk BYTES]
+(defaults 401, 3000 ms, "4GB"; ``--quick``: 201 and 1000 ms).
+"""
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+
+import numpy as np
+
+VARIANTS = ["pyrevolve", "ours-default", "ours-plan", "ours-plan-measured"]
+
+
+def _disk_seconds(state_bytes, rounds=5):
+    """Seconds to write (with fsync) and to read one snapshot file."""
+    data = os.urandom(state_bytes)
+    writes, reads = [], []
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "probe")
+        for _ in range(rounds):
+            start = time.perf_counter()
+            with open(path, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            writes.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            with open(path, "rb") as f:
+                f.read()
+            reads.append(time.perf_counter() - start)
+    return float(np.median(writes)), float(np.median(reads))
+
+
+def _arg(name, default):
+    return type(default)(sys.argv[sys.argv.index(name) + 1]) if name in sys.argv else default
+
+
+def _sdist(folder):
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
+         "devito==4.8.23", "-d", folder],
+        check=True,
+    )
+    with tarfile.open(os.path.join(folder, "devito-4.8.23.tar.gz")) as tar:
+        tar.extractall(folder, filter="data")
+    return os.path.join(folder, "devito-4.8.23")
+
+
+def variant(name, root, size, tn, disk, out):
+    """One variant, in this process; writes its figures and gradient."""
+    import checkpointing
+
+    forward_seconds = None  # measured below, before the gradient plans
+
+    if name.startswith("ours"):
+        schedule = None
+        if name.startswith("ours-plan"):
+            from checkpointing.pyrevolve.crevolve import adjust
+
+            def schedule(n, state_bytes):
+                # The RAM pyrevolve's default holds: adjust(n) snapshots.
+                ram = adjust(n) * state_bytes + 2 * state_bytes
+                if name == "ours-plan-measured":
+                    write, read = _disk_seconds(state_bytes)
+                    return checkpointing.plan(n, state_bytes, ram, disk=disk, forward_seconds=forward_seconds,
+                                              disk_write_seconds=write, disk_read_seconds=read)
+                return checkpointing.plan(n, state_bytes, ram, disk=disk, forward_seconds=forward_seconds)
+
+        checkpointing.install_as_pyrevolve(schedule=schedule)
+    sys.path.insert(0, root)
+    from devito.checkpointing import CheckpointOperator
+
+    from examples.seismic.acoustic.acoustic_example import acoustic_setup
+
+    steps = {"forward": 0}
+    apply = CheckpointOperator.apply
+
+    def counted(self, t_start, t_end):
+        if self.op.name == "Forward":
+            steps["forward"] += t_end - t_start
+        return apply(self, t_start, t_end)
+
+    CheckpointOperator.apply = counted
+    solver = acoustic_setup(shape=(size, size), spacing=(10.0, 10.0), tn=tn, space_order=4, nbl=20)
+    solver.forward(save=False)  # compiles
+    start = time.perf_counter()
+    rec, u, _ = solver.forward(save=False)
+    forward_seconds = (time.perf_counter() - start) / rec.data.shape[0]
+    steps["forward"] = 0
+    start = time.perf_counter()
+    grad, _ = solver.jacobian_adjoint(rec, u, checkpointing=True)
+    seconds = time.perf_counter() - start
+    np.save(out + ".npy", np.asarray(grad.data))
+    with open(out + ".json", "w") as f:
+        json.dump({
+            "variant": name, "nt": int(rec.data.shape[0]), "forward_steps": steps["forward"],
+            "seconds": seconds, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        }, f)
+
+
+def main():
+    if "--variant" in sys.argv:
+        i = sys.argv.index("--variant")
+        name, root, size, tn, disk, out = sys.argv[i + 1 : i + 7]
+        variant(name, root, int(size), float(tn), disk, out)
+        return
+    quick = "--quick" in sys.argv
+    size = _arg("--size", 201 if quick else 401)
+    tn = _arg("--tn", 1000.0 if quick else 3000.0)
+    disk = _arg("--disk", "4GB")
+    with tempfile.TemporaryDirectory() as folder:
+        root = _sdist(folder)
+        rows = []
+        for name in VARIANTS:
+            out = os.path.join(folder, name)
+            done = subprocess.run([sys.executable, __file__, "--variant", name, root, str(size), str(tn), disk, out])
+            if done.returncode != 0:
+                print(f"{name}: failed (exit {done.returncode})", file=sys.stderr)
+                continue
+            with open(out + ".json") as f:
+                row = json.load(f)
+            row["grad"] = np.load(out + ".npy")
+            rows.append(row)
+    if not rows:
+        return
+    reference = next((r for r in rows if r["variant"] == "pyrevolve"), None)
+    print(f"Devito 4.8.23 acoustic gradient, {size}x{size} (+20 absorbing cells a side), "
+          f"nt = {rows[0]['nt']}, float32, checkpointing=True")
+    print()
+    print("| variant | forward steps | gradient s | peak RSS MiB | gradient = pyrevolve's |")
+    print("| --- | ---: | ---: | ---: | --- |")
+    for r in rows:
+        same = "-" if reference is None else ("bitwise" if np.array_equal(r["grad"], reference["grad"]) else
+                                               f"max rel. diff {np.max(np.abs(r['grad'] - reference['grad'])) / np.max(np.abs(reference['grad'])):.1e}")
+        print(f"| {r['variant']} | {r['forward_steps']} | {r['seconds']:.2f} | {r['peak_rss_mib']:.0f} | {same} |")
+
+
+if __name__ == "__main__":
+    main()
