@@ -297,6 +297,20 @@ enum Payload {
 /// One compressed array with its header: shape, element type, the bound
 /// asked, the tolerance it resolved to, the largest error measured on
 /// write, and a CRC-32 of the compressed bytes.
+///
+/// ```
+/// # #[cfg(feature = "zfp")] {
+/// use checkpointing_store::{ErrorBound, FloatArray, FloatSlice, LossyArray, LossyCodec, LossyCompressor};
+/// let x: Vec<f32> = (0..1000).map(|i| (i as f32 * 0.01).cos()).collect();
+/// let compressor = LossyCompressor::new(LossyCodec::Zfp, ErrorBound::Relative(1e-4)).unwrap();
+/// let array = compressor.compress(&FloatSlice::F32(vec![1000].into(), &x)).unwrap();
+/// let tolerance = array.tolerance().unwrap(); // 1e-4 × the range, about 2
+/// assert!(array.max_error() <= tolerance && array.lossless_reason().is_none());
+/// let again = LossyArray::from_bytes(&array.to_bytes()).unwrap();
+/// let FloatArray::F32 { data, .. } = again.decompress().unwrap() else { unreachable!() };
+/// assert!(data.iter().zip(&x).all(|(a, b)| f64::from((a - b).abs()) <= tolerance));
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LossyArray {
     element: Element,
@@ -831,7 +845,8 @@ impl Footprint for LossyBlob {
     }
 }
 
-/// What a [`LossyStore`] did with the arrays it saved.
+/// What a [`LossyStore`] did with the arrays it saved (see
+/// [`LossyStore::stats_handle`] for an example).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct LossyStats {
     /// Snapshots saved.
