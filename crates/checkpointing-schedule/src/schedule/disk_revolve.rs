@@ -4,28 +4,13 @@
 use super::op_sequence::{
     sequence_schedule, Machine, Op, Program, SequenceSchedule, TAPE_ONE, TWO_STEPS_RAM,
 };
-use super::revolve::{RevolveFrame, Splits};
+use super::revolve::{checked, RevolveFrame, Splits};
 use serde::{Deserialize, Serialize};
 
-use super::{
-    require_ram_snapshot, CandidateBudget, Costs, Cursor, Schedule, ScheduleError, ScheduleParams,
-};
+use super::{CandidateBudget, Costs, Schedule, ScheduleError, ScheduleParams};
 use crate::action::Step;
 use crate::replay::Replay;
 use crate::StorageLevel;
-
-/// Checks the common parameters; returns the cursor and the costs.
-fn validate(
-    name: &'static str,
-    max_n: Step,
-    snapshots_in_ram: u64,
-    costs: Costs,
-) -> Result<(Cursor, Costs), ScheduleError> {
-    let costs = costs.checked()?;
-    let cursor = Cursor::offline(max_n)?;
-    require_ram_snapshot(name, snapshots_in_ram)?;
-    Ok((cursor, costs))
-}
 
 /// Disk-Revolve (Aupy, Herrmann, Hovland & Robert, "Optimal multistage
 /// algorithm for adjoint computation", SIAM J. Sci. Comput. 38(3), 2016):
@@ -93,7 +78,7 @@ impl DiskRevolve {
     /// without a RAM snapshot, [`ScheduleError::InvalidCost`],
     /// [`ScheduleError::TooLarge`].
     pub fn new(max_n: Step, snapshots_in_ram: u64, costs: Costs) -> Result<Self, ScheduleError> {
-        let (cursor, costs) = validate("DiskRevolve", max_n, snapshots_in_ram, costs)?;
+        let (cursor, costs) = checked("DiskRevolve", max_n, snapshots_in_ram, costs)?;
         let Costs { uf, ub, wd, rd } = costs;
         let (l, cm) = (max_n - 1, snapshots_in_ram);
         if cm as f64 * (l as f64).powi(2) / 2.0 > TABLE_LIMIT {
@@ -263,7 +248,7 @@ impl PeriodicDiskRevolve {
     /// [`ScheduleError::InvalidParameter`] for `uf = 0` (the period is
     /// undefined; the reference divides by zero).
     pub fn new(max_n: Step, snapshots_in_ram: u64, costs: Costs) -> Result<Self, ScheduleError> {
-        let (cursor, costs) = validate("PeriodicDiskRevolve", max_n, snapshots_in_ram, costs)?;
+        let (cursor, costs) = checked("PeriodicDiskRevolve", max_n, snapshots_in_ram, costs)?;
         let Costs { uf, ub, wd, rd } = costs;
         if uf == 0.0 {
             return Err(ScheduleError::InvalidParameter {

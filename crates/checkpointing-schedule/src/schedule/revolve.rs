@@ -240,7 +240,7 @@ impl Revolve {
         snapshots_in_ram: u64,
         costs: Costs,
     ) -> Result<Self, ScheduleError> {
-        let (cursor, Costs { uf, ub, .. }) = checked(max_n, snapshots_in_ram, costs)?;
+        let (cursor, Costs { uf, ub, .. }) = checked("Revolve", max_n, snapshots_in_ram, costs)?;
         let l = max_n - 1;
         let program = RevolveProgram {
             l,
@@ -281,7 +281,7 @@ impl Revolve {
                 Self::with_costs(max_n, snapshots_in_ram, costs)
             }
             RevolveTrajectory::Classic => {
-                let (cursor, _) = checked(max_n, snapshots_in_ram, costs)?;
+                let (cursor, _) = checked("Revolve", max_n, snapshots_in_ram, costs)?;
                 let too_large = |what: &'static str| ScheduleError::TooLarge {
                     what,
                     reason: "the classic trajectory counts steps and snapshots in i64".into(),
@@ -297,16 +297,18 @@ impl Revolve {
     }
 }
 
-/// What every Revolve needs, whatever its trajectory: valid costs, at least
-/// one step and one RAM snapshot. Gives the cursor and the checked costs.
-fn checked(
+/// What every Revolve-based schedule (`name`: Revolve, whatever its
+/// trajectory, and the Disk-Revolves) needs: valid costs, at least one step
+/// and one RAM snapshot. Gives the cursor and the checked costs.
+pub(super) fn checked(
+    name: &'static str,
     max_n: Step,
     snapshots_in_ram: u64,
     costs: Costs,
 ) -> Result<(Cursor, Costs), ScheduleError> {
     let costs = costs.checked()?;
     let cursor = Cursor::offline(max_n)?;
-    require_ram_snapshot("Revolve", snapshots_in_ram)?;
+    require_ram_snapshot(name, snapshots_in_ram)?;
     Ok((cursor, costs))
 }
 
