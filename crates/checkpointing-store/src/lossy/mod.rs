@@ -527,27 +527,24 @@ fn finite_range(array: &FloatSlice<'_>) -> Option<(f64, f64)> {
 /// half an ulp of the difference, far below any tolerance it is compared
 /// with).
 fn max_error(original: &FloatSlice<'_>, decoded: &FloatArray) -> Option<f64> {
+    /// A NaN difference (a decoder's NaN; never from the finite inputs)
+    /// counts as infinitely large, so that it can never pass a bound.
+    fn largest(differences: impl Iterator<Item = f64>) -> f64 {
+        differences.fold(
+            0.0,
+            |m: f64, e| if e.is_nan() { f64::INFINITY } else { m.max(e) },
+        )
+    }
     match (original, decoded) {
-        (FloatSlice::F32(_, a), FloatArray::F32 { data: b, .. }) if a.len() == b.len() => Some(
-            a.iter()
-                .zip(b)
-                .map(|(&x, &y)| (f64::from(x) - f64::from(y)).abs())
-                .fold(0.0, f64::max),
-        ),
-        (FloatSlice::F64(_, a), FloatArray::F64 { data: b, .. }) if a.len() == b.len() => {
-            Some(
+        (FloatSlice::F32(_, a), FloatArray::F32 { data: b, .. }) if a.len() == b.len() => {
+            Some(largest(
                 a.iter()
                     .zip(b)
-                    .map(|(&x, &y)| (x - y).abs())
-                    .fold(0.0, |m: f64, e| {
-                        // A NaN difference (never from finite inputs) must not pass.
-                        if e.is_nan() {
-                            f64::INFINITY
-                        } else {
-                            m.max(e)
-                        }
-                    }),
-            )
+                    .map(|(&x, &y)| (f64::from(x) - f64::from(y)).abs()),
+            ))
+        }
+        (FloatSlice::F64(_, a), FloatArray::F64 { data: b, .. }) if a.len() == b.len() => {
+            Some(largest(a.iter().zip(b).map(|(&x, &y)| (x - y).abs())))
         }
         _ => None,
     }
