@@ -306,7 +306,7 @@ impl PlanArgs {
         // (compressed).
         let ratio = self.compression_ratio.unwrap_or(1.0);
         let mean = sizes.iter().map(|&b| b as u128).sum::<u128>() / sizes.len().max(1) as u128;
-        let mean_state = Bytes((mean as f64 / ratio.max(1.0)).ceil() as u64);
+        let mean_state = Bytes(mean as u64).compressed(ratio);
         let per_step = forward.len() > 1 || adjoint.len() > 1 || sizes.len() > 1;
         let mut input = PlanInput::new(steps, Bytes(sizes[0]), self.ram);
         input.forward_seconds = forward[0];

@@ -388,7 +388,7 @@ pub(crate) fn _plan(
                     StorageLevel::Disk,
                     capacity,
                     // Bandwidth times move the stored (compressed) bytes.
-                    Bytes((state_bytes.0 as f64 / compression_ratio.max(1.0)).ceil() as u64),
+                    state_bytes.compressed(compression_ratio),
                     Some(DEFAULT_DISK_BYTES_PER_SECOND),
                 )
                 .map_err(plan_error)?;

@@ -121,6 +121,22 @@ impl FromStr for Bytes {
 }
 
 impl Bytes {
+    /// The size of a snapshot of these bytes compressed `ratio` times, as
+    /// the planner counts it ([`PlanInput::with_compression_ratio`](super::PlanInput::with_compression_ratio)):
+    /// `⌈bytes / ratio⌉`, at least 1 byte and at most the uncompressed size
+    /// (a ratio below 1 or not a number counts as 1).
+    ///
+    /// ```
+    /// use checkpointing_schedule::plan::Bytes;
+    /// assert_eq!(Bytes(1000).compressed(3.0), Bytes(334));
+    /// assert_eq!(Bytes(1000).compressed(0.5), Bytes(1000));
+    /// assert_eq!(Bytes(5).compressed(1e9), Bytes(1));
+    /// ```
+    pub fn compressed(self, ratio: f64) -> Bytes {
+        let stored = (self.0 as f64 / ratio.max(1.0)).ceil() as u64;
+        Bytes(stored.clamp(1, self.0.max(1)))
+    }
+
     /// A rate in bytes per second, as written on the command line and in
     /// Python: a size with an optional `/s` (`"1GB/s"`, `"500MB"`).
     ///

@@ -207,11 +207,10 @@ pub(super) fn fitting(
     candidates
 }
 
-/// `spec` costed and predicted, if it fits `input`.
+/// `spec` costed and predicted, if it fits `input`. (Whether the input
+/// admits the schedule, an online one for unknown steps, is
+/// [`configurations`]' filter; [`refine`]'s neighbours keep their family.)
 pub(super) fn fitting_candidate(input: &PlanInput, spec: ScheduleSpec) -> Option<Candidate> {
-    if input.steps.is_none() && !spec.is_online() {
-        return None;
-    }
     let costed = cost_of(&spec, input.profile.as_ref())?;
     let candidate = predict(input, spec, costed);
     fits(input, &candidate).then_some(candidate)

@@ -279,7 +279,7 @@ impl PlanInput {
         if ratio == 1.0 {
             return Ok(stored);
         }
-        let shrink = |bytes: u64| ((bytes as f64 / ratio).ceil() as u64).clamp(1, bytes.max(1));
+        let shrink = |bytes: u64| Bytes(bytes).compressed(ratio).0;
         stored.state_bytes = Bytes(shrink(self.state_bytes.0));
         if let Some(profile) = &mut stored.profile {
             profile.state_bytes.iter_mut().for_each(|b| *b = shrink(*b));
@@ -293,9 +293,9 @@ impl PlanInput {
     /// What RAM's live state and adjoint data take beyond their count at
     /// the compressed size (0 when not compressed).
     fn uncompressed_overhead(&self) -> u64 {
-        let largest = self.largest_state().0;
-        let compressed = ((largest as f64 / self.compression_ratio).ceil() as u64).min(largest);
-        RAM_OVERHEAD_STATES.saturating_mul(largest - compressed)
+        let largest = self.largest_state();
+        let compressed = largest.compressed(self.compression_ratio);
+        RAM_OVERHEAD_STATES.saturating_mul(largest.0.saturating_sub(compressed.0))
     }
 
     /// This input with `budget` for `level` (DEVICE, RAM or DISK).
