@@ -101,11 +101,8 @@ impl Probe {
         }
         match self {
             Probe::Lossless(handles) => {
-                let [a, b]: [CompressionTotals; 2] = handles.each_ref().map(read);
-                let total = CompressionTotals {
-                    raw_bytes: a.raw_bytes + b.raw_bytes,
-                    compressed_bytes: a.compressed_bytes + b.compressed_bytes,
-                };
+                let [ram, disk]: [CompressionTotals; 2] = handles.each_ref().map(read);
+                let total = ram.combined(&disk);
                 CompressionReport {
                     codec,
                     ratio: total.ratio(),
@@ -113,20 +110,8 @@ impl Probe {
                 }
             }
             Probe::Lossy(handles) => {
-                let [a, b]: [LossyStats; 2] = handles.each_ref().map(read);
-                let total = LossyStats {
-                    snapshots: a.snapshots + b.snapshots,
-                    first_try: a.first_try + b.first_try,
-                    retried: a.retried + b.retried,
-                    fallback_missed: a.fallback_missed + b.fallback_missed,
-                    lossless_by_content: a.lossless_by_content + b.lossless_by_content,
-                    raw_bytes: a.raw_bytes + b.raw_bytes,
-                    compressed_bytes: a.compressed_bytes + b.compressed_bytes,
-                    max_error: a.max_error.max(b.max_error),
-                    max_error_over_tolerance: a
-                        .max_error_over_tolerance
-                        .max(b.max_error_over_tolerance),
-                };
+                let [ram, disk]: [LossyStats; 2] = handles.each_ref().map(read);
+                let total = ram.combined(&disk);
                 CompressionReport {
                     codec,
                     ratio: total.ratio(),

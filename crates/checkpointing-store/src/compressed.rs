@@ -48,6 +48,14 @@ pub struct CompressionTotals {
 }
 
 impl CompressionTotals {
+    /// The totals of two stores together (e.g. a run's RAM and disk levels).
+    pub fn combined(&self, other: &CompressionTotals) -> CompressionTotals {
+        CompressionTotals {
+            raw_bytes: self.raw_bytes + other.raw_bytes,
+            compressed_bytes: self.compressed_bytes + other.compressed_bytes,
+        }
+    }
+
     /// Raw over compressed bytes (1 before the first save).
     pub fn ratio(&self) -> f64 {
         if self.compressed_bytes == 0 {

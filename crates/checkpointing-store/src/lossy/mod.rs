@@ -870,6 +870,24 @@ pub struct LossyStats {
 }
 
 impl LossyStats {
+    /// The stats of two stores together (e.g. a run's RAM and disk
+    /// levels): counts and bytes added, the largest errors kept.
+    pub fn combined(&self, other: &LossyStats) -> LossyStats {
+        LossyStats {
+            snapshots: self.snapshots + other.snapshots,
+            first_try: self.first_try + other.first_try,
+            retried: self.retried + other.retried,
+            fallback_missed: self.fallback_missed + other.fallback_missed,
+            lossless_by_content: self.lossless_by_content + other.lossless_by_content,
+            raw_bytes: self.raw_bytes + other.raw_bytes,
+            compressed_bytes: self.compressed_bytes + other.compressed_bytes,
+            max_error: self.max_error.max(other.max_error),
+            max_error_over_tolerance: self
+                .max_error_over_tolerance
+                .max(other.max_error_over_tolerance),
+        }
+    }
+
     /// Raw bytes over compressed bytes (1 before the first save).
     pub fn ratio(&self) -> f64 {
         if self.compressed_bytes == 0 {
