@@ -36,15 +36,6 @@ class _Tape:
         self.inputs, self.outputs = inputs, outputs
 
 
-def _check_codec(compress):
-    """Refuses a codec spec this build cannot apply, before the loop runs."""
-    import numpy as np
-
-    from checkpointing import codecs
-
-    codecs.compress(np.zeros(0), compress)
-
-
 class _Run:
     """One execution of a schedule: its storage and working data, from the
     forward to the backward. It fills ``stats`` and calls ``publish(stats)``
@@ -72,7 +63,9 @@ class _Run:
             self.files = None
         elif disk == "files" or isinstance(disk, (str, os.PathLike)):
             if compress is not None:
-                _check_codec(compress)
+                from checkpointing import codecs
+
+                codecs.check(compress)
             self.files = _Files(None if disk == "files" else os.fspath(disk), stats, compress)
         else:
             raise ValueError('disk must be "host", "files" or a directory')

@@ -36,7 +36,7 @@ from . import _native
 #: lacks, or an invalid bound (a subclass of ``ValueError``).
 CodecError = _native.CodecError
 
-__all__ = ["CodecError", "available", "compress", "decompress", "info"]
+__all__ = ["CodecError", "available", "check", "compress", "decompress", "info"]
 
 _BOUND_KEYS = {"abs": "abs", "rel": "rel", "precision": "prec", "rate": "rate"}
 
@@ -44,6 +44,21 @@ _BOUND_KEYS = {"abs": "abs", "rel": "rel", "precision": "prec", "rate": "rate"}
 def available():
     """The lossy codecs of this build, e.g. ``["zfp", "sz3"]``."""
     return list(_native._lossy_codecs())
+
+
+def check(codec):
+    """Raises :class:`CodecError` (or ``ValueError``) unless this build can
+    apply ``codec``, a whole spec such as ``"zfp:rel=1e-6"``: for the
+    bridges, to refuse a bad ``compress=`` before a loop runs.
+
+    >>> from checkpointing import codecs
+    >>> codecs.check("zfp:abs=1e-6")
+    >>> codecs.check("zfp:abs=-1")
+    Traceback (most recent call last):
+    ...
+    checkpointing.CodecError: error bound `abs=-1e0`: must be finite and above 0
+    """
+    compress(np.zeros(0), codec)
 
 
 def _spec(codec, bounds):

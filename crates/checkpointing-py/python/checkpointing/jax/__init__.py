@@ -131,7 +131,7 @@ def checkpointed_scan(step, init, xs_or_length, *, schedule, mode="compiled", di
     if mode == "host":
         factory = schedule if callable(schedule) else _Once(schedule)
         if compress is not None:
-            codecs.compress(np.zeros(0), compress)  # refuses a bad spec now
+            codecs.check(compress)
             factory = _Compressing(factory, compress)
         return _scan(fn, factory, length, init, xs, *consts)
     plan = _plan(schedule, length)
@@ -298,10 +298,8 @@ class _Packed:
 
     def __init__(self, carry, spec):
         leaves, self.treedef = jax.tree_util.tree_flatten(jax.device_get(carry))
-        self.leaves = [
-            codecs.compress(leaf, spec) if _compressible(leaf) else leaf for leaf in leaves
-        ]
         self.compressed = [_compressible(leaf) for leaf in leaves]
+        self.leaves = [codecs.compress(leaf, spec) if c else leaf for leaf, c in zip(leaves, self.compressed)]
 
     def unpack(self):
         leaves = [
