@@ -3,6 +3,7 @@ contract Devito relies on, gradients equal to store-all bit for bit for
 every Revolver and many schedules (online ones included), pyrevolve's
 forward-step counts, compression, and typed errors."""
 
+import functools
 import importlib
 import os
 import sys
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 import checkpointing
+import heat1d
 from heat1d import adjoint_step, step
 from checkpointing import pyrevolve as pr
 from checkpointing.pyrevolve import compression
@@ -164,23 +166,8 @@ def test_the_index_contract(name, n, tmp_path):
 # -- gradients: a 1D heat equation with a reaction term -----------------------
 
 CELLS = 40
-
-
-def initial():
-    t = np.zeros(CELLS)
-    t[0] = 20.0
-    return t
-
-
-def store_all(n):
-    states, t = [], initial()
-    for _ in range(n):
-        states.append(t)
-        t = step(t)
-    mu = 2.0 * t
-    for s in reversed(states):
-        mu = adjoint_step(s, mu)
-    return mu
+initial = functools.partial(heat1d.initial, CELLS)
+store_all = functools.partial(heat1d.store_all, CELLS)  # store_all(n)
 
 
 class Heat:
