@@ -413,28 +413,56 @@ impl<E: Hdf5Element> SnapshotStore<Checkpoint<Vec<E>>> for Hdf5Store<E> {
     hdf5_bookkeeping!();
 }
 
-/// Lossy snapshots ([`LossyStore`](crate::LossyStore)) in an HDF5 file:
-/// each is one row of bytes, the blob with its headers (bincode), checked
-/// on read by the dataset's CRC-32 and by each array's own.
-impl SnapshotStore<crate::LossyBlob> for Hdf5Store<u8> {
-    fn save(&mut self, step: Step, value: crate::LossyBlob) -> Result<(), StorageError> {
-        let bytes = bincode::serialize(&value).map_err(|e| StorageError::Serialization {
+impl Hdf5Store<u8> {
+    /// Writes `value` (bincode) as the one row of bytes of `step`.
+    fn save_encoded<T: serde::Serialize>(
+        &mut self,
+        step: Step,
+        value: &T,
+    ) -> Result<(), StorageError> {
+        let bytes = bincode::serialize(value).map_err(|e| StorageError::Serialization {
             step,
             reason: e.to_string(),
         })?;
         self.write_rows(step, &[&bytes], true)
     }
 
-    fn load(&mut self, step: Step) -> Result<crate::LossyBlob, StorageError> {
+    /// Reads back what [`save_encoded`](Self::save_encoded) wrote, bounded
+    /// by the row's length.
+    fn load_encoded<T: serde::de::DeserializeOwned>(
+        &mut self,
+        step: Step,
+    ) -> Result<T, StorageError> {
         let bytes: Vec<u8> = SnapshotStore::<Vec<u8>>::load(self, step)?;
         checkpointing::storage::decode_bounded(&bytes).map_err(|e| StorageError::Serialization {
             step,
             reason: e.to_string(),
         })
     }
-
-    hdf5_bookkeeping!();
 }
+
+/// Snapshots that are one encoded value, each one row of bytes (bincode)
+/// in an HDF5 file: lossy ones ([`LossyStore`](crate::LossyStore)), checked
+/// on read by the dataset's CRC-32 and by each array's own, and losslessly
+/// compressed ones ([`CompressedStore`](crate::CompressedStore)'s
+/// [`Blob`](crate::Blob)s), checked by the dataset's CRC-32.
+macro_rules! encoded_row_store {
+    ($($value:ty),+) => {$(
+        impl SnapshotStore<$value> for Hdf5Store<u8> {
+            fn save(&mut self, step: Step, value: $value) -> Result<(), StorageError> {
+                self.save_encoded(step, &value)
+            }
+
+            fn load(&mut self, step: Step) -> Result<$value, StorageError> {
+                self.load_encoded(step)
+            }
+
+            hdf5_bookkeeping!();
+        }
+    )+};
+}
+
+encoded_row_store!(crate::LossyBlob, crate::Blob);
 
 /// Journaled runs ([`Executor::run_resumable`](checkpointing::Executor::run_resumable))
 /// can keep their disk level in an HDF5 file.

@@ -69,6 +69,14 @@ fn async_stores_meet_the_contract() {
 #[test]
 fn hdf5_stores_meet_the_contract() {
     contract(&mut checkpointing_store::Hdf5Store::<f64>::temporary().unwrap());
+    // Any serializable value, compressed (or not: Identity), one row of
+    // bytes a snapshot.
+    for codec in [Codec::Identity, Codec::Zstd { level: 1 }] {
+        contract(&mut CompressedStore::new(
+            checkpointing_store::Hdf5Store::<u8>::temporary().unwrap(),
+            codec,
+        ));
+    }
 }
 
 #[test]
