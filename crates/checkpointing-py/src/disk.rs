@@ -64,7 +64,7 @@ impl<'de> Deserialize<'de> for Bytes {
 
 /// The Python exception for a store error: `SnapshotCorruptedError` for a
 /// corrupted file, `SnapshotError` otherwise; both carry `step`.
-fn snapshot_error(py: Python<'_>, error: StorageError) -> PyErr {
+pub(crate) fn snapshot_error(py: Python<'_>, error: StorageError) -> PyErr {
     let step = error.step();
     let err = match error {
         StorageError::Corrupted { .. } => SnapshotCorruptedError::new_err(error.to_string()),

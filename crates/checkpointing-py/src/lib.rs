@@ -32,6 +32,7 @@ mod record_layout;
 mod registry;
 mod schedule;
 mod spec;
+mod stores;
 mod tables;
 
 use actions::{CheckpointAction, Copy, EndForward, EndReverse, Forward, Move, Reverse};
@@ -70,6 +71,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyPeriodic>()?;
     m.add_class::<PyOnlineR2>()?;
     disk::register(m)?;
+    stores::register(m)?;
     codecs::register(m)?;
     plan::register(m)?;
     tables::register(m)?;

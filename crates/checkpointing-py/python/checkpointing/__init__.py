@@ -9,7 +9,10 @@ This package's API: the actions (``Forward``, ``Reverse``, ``Copy``,
 ``Schedule``); :func:`schedule_from_spec`; :func:`action_arrays` and
 :func:`iter_action_arrays` (a schedule's actions as NumPy arrays, for
 millions of actions); :func:`plan` (the schedule that fits byte budgets with
-the least predicted time); and :mod:`checkpointing.jax` and
+the least predicted time); :class:`ArrayStore` (this project's Rust snapshot
+stores for NumPy arrays: RAM, checksummed disk files or HDF5, compressed
+losslessly or within an error bound), with its errors ``SnapshotError`` and
+``SnapshotCorruptedError``; and :mod:`checkpointing.jax` and
 :mod:`checkpointing.torch`.
 
 A drop-in for ``checkpoint_schedules`` 1.0.4 is
@@ -67,6 +70,9 @@ __all__ = [
     "PlanError",
     "action_arrays",
     "iter_action_arrays",
+    "ArrayStore",
+    "SnapshotError",
+    "SnapshotCorruptedError",
     "install_as_checkpoint_schedules",
     "install_as_pyrevolve",
 ]
@@ -122,6 +128,7 @@ _native._register(
 )
 
 from ._native import (  # noqa: E402
+    ArrayStore,
     CheckpointAction as Action,
     CheckpointSchedule as Schedule,
     Copy,
@@ -145,6 +152,8 @@ from ._native import (  # noqa: E402
     Revolve,
     SingleDiskStorageSchedule as SingleDisk,
     SingleMemoryStorageSchedule as SingleMemory,
+    SnapshotCorruptedError,
+    SnapshotError,
     TwoLevelCheckpointSchedule as TwoLevel,
     schedule_from_spec,
 )
@@ -153,16 +162,17 @@ from ._arrays import action_arrays, iter_action_arrays  # noqa: E402
 from ._plan import plan  # noqa: E402
 
 
-def install_as_pyrevolve(schedule=None):
+def install_as_pyrevolve(schedule=None, *, ram=None, disk=None):
     """Make ``import pyrevolve`` give :mod:`checkpointing.pyrevolve`, the
     drop-in for pyrevolve 2.2.8 (Devito's checkpointing), with ``schedule``
-    as every Revolver's default: see
+    as every Revolver's default schedule and ``ram`` / ``disk`` as its
+    default stores (``disk="disk:zstd"``...): see
     :func:`checkpointing.pyrevolve.install_as_pyrevolve`. Call it before
     ``import devito``.
     """
     from . import pyrevolve
 
-    return pyrevolve.install_as_pyrevolve(schedule)
+    return pyrevolve.install_as_pyrevolve(schedule, ram=ram, disk=disk)
 
 
 def install_as_checkpoint_schedules():
