@@ -136,15 +136,38 @@ def revolvers(tmp_path):
             c, f, r, None, n, filedir=str(tmp_path), schedule=make(n))))
     out.append(("Revolver schedule=function", lambda c, f, r, n: pr.Revolver(
         c, f, r, None, n, schedule=lambda steps, nbytes: checkpointing.HRevolve(steps, 2, 3))))
+    # The Rust stores (checkpointing.ArrayStore) on each level.
+    hrevolve = lambda n: checkpointing.HRevolve(n, 2, 4)  # noqa: E731
+    for ram in ("ram", "ram:zstd", "ram:lz4"):
+        out.append((f"Revolver ram={ram}", lambda c, f, r, n, ram=ram: pr.Revolver(c, f, r, 3, n, ram=ram)))
+    for disk in ("disk", "disk:lz4", "disk:zstd-3", "hdf5", "hdf5:zstd"):
+        out.append((f"DiskRevolver disk={disk}", lambda c, f, r, n, disk=disk: pr.DiskRevolver(
+            c, f, r, 4, n, filedir=str(tmp_path), disk=disk)))
+        out.append((f"Revolver HRevolve ram=ram:lz4 disk={disk}", lambda c, f, r, n, disk=disk: pr.Revolver(
+            c, f, r, None, n, schedule=hrevolve(n), ram="ram:lz4", disk=disk)))
     return out
 
 
 NAMES = [name for name, _ in revolvers("/nonexistent")]
 
 
+def _has_store(store):
+    try:
+        checkpointing.ArrayStore(store)
+    except ValueError:
+        return False
+    return True
+
+
+#: Whether this build has the HDF5 store (the `hdf5` feature).
+HAS_HDF5 = _has_store("hdf5")
+
+
 def _make(name, tmp_path):
     if "blosc" in name:
         pytest.importorskip("blosc")
+    if "hdf5" in name and not HAS_HDF5:
+        pytest.skip("this build has no HDF5 store (maturin develop --features hdf5)")
     return dict(revolvers(tmp_path))[name]
 
 
@@ -540,3 +563,57 @@ def test_install_as_pyrevolve_gives_pyrevolves_import_paths():
         for k in [k for k in sys.modules if k == "pyrevolve" or k.startswith("pyrevolve.")]:
             del sys.modules[k]
         sys.modules.update(saved)
+
+
+# -- where snapshots go: ram= / disk= and set_default_storage -----------------
+
+
+@pytest.mark.skipif(not compression.compressors_available.count("zfp"), reason="no zfp codec in this build")
+def test_an_error_bounded_disk_level_gives_a_gradient_within_its_bound(tmp_path):
+    heat = Heat()
+    revolver = pr.Revolver(heat.cp, heat.fwd, heat.rev, None, N, schedule=checkpointing.HRevolve(N, 2, 4),
+                           disk="disk:zfp:abs=1e-13")
+    revolver.apply_forward()
+    heat.mu = 2.0 * heat.u
+    revolver.apply_reverse()
+    exact = store_all(N)
+    error = np.abs(heat.mu - exact).max()
+    assert 0 < error < 1e-9 * np.abs(exact).max(), error
+
+
+def test_the_default_storage_applies_to_revolvers_made_afterwards(tmp_path):
+    previous = pr.set_default_storage(ram="ram:zstd", disk="disk:lz4")
+    try:
+        heat = Heat()
+        revolver = pr.Revolver(heat.cp, heat.fwd, heat.rev, None, N, schedule=checkpointing.HRevolve(N, 2, 4))
+        ram = revolver.storage_list[0]
+        assert isinstance(ram, pr.ArrayStorage) and ram._store.codec == "zstd-1"
+        revolver.apply_forward()
+        disk = revolver._run.storage(checkpointing.StorageType.DISK)
+        assert isinstance(disk, pr.DiskStorage) and disk._store.codec == "lz4"
+        heat.mu = 2.0 * heat.u
+        revolver.apply_reverse()
+        assert np.array_equal(heat.mu, store_all(N))
+        # An explicit argument wins over the default.
+        explicit = pr.Revolver(heat.cp, heat.fwd, heat.rev, 3, N, ram="numpy")
+        assert isinstance(explicit.storage_list[0], pr.NumpyStorage)
+    finally:
+        pr.set_default_storage(**previous)
+    assert pr.get_default_storage() == {"ram": None, "disk": None}
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"ram": "disk"}, pr.RevolverError, "RAM level's store is 'numpy' or 'ram'"),
+        ({"disk": "ram:zstd"}, pr.RevolverError, "DISK level's store is 'disk' or 'hdf5'"),
+        ({"ram": "numpy:zstd"}, pr.RevolverError, "'numpy' takes no codec"),
+        ({"ram": "ram:gzip"}, ValueError, "gzip"),
+        ({"disk": 3}, TypeError, "must be a string"),
+        ({"ram": "ram:lz4", "compression_params": {"scheme": "zfp"}}, pr.RevolverError, "give one, not both"),
+    ],
+)
+def test_bad_storage_choices_are_clear_errors(kwargs, error, message):
+    heat = Heat()
+    with pytest.raises(error, match=message):
+        pr.Revolver(heat.cp, heat.fwd, heat.rev, 3, N, **kwargs)

@@ -43,12 +43,24 @@ With a schedule that stores on disk, a :class:`MemoryRevolver` keeps its
 RAM snapshots in memory and the disk ones in a :class:`DiskStorage` under
 ``filedir`` (the system's temporary directory by default).
 
+Where snapshots go is a choice too, per Revolver with the keyword-only
+``ram=`` and ``disk=``, or for every Revolver with
+:func:`set_default_storage`: ``"numpy"`` (RAM, pyrevolve's
+:class:`NumpyStorage`, the default), ``"ram"``, ``"disk"`` (checksummed
+files, the default on disk) or ``"hdf5"``, each of the last three
+optionally compressed by this project's Rust stores:
+``"ram:zstd"``, ``"disk:lz4"``, ``"disk:zfp:abs=1e-6"`` (error-bounded,
+the bound checked on every write), ``"hdf5:zstd"``
+(:class:`~checkpointing.pyrevolve.storage.ArrayStorage`,
+:class:`checkpointing.ArrayStore`).
+
 Use it in place of pyrevolve with :func:`install_as_pyrevolve` before the
 code that imports pyrevolve (Devito does at ``import devito``)::
 
     import checkpointing, checkpointing.pyrevolve
     checkpointing.pyrevolve.install_as_pyrevolve(
-        schedule=lambda n, nbytes: checkpointing.HRevolve(n, 3, 20))
+        schedule=lambda n, nbytes: checkpointing.HRevolve(n, 3, 20),
+        disk="disk:zstd")
     import devito  # its Revolver is this module's, with that schedule
 
 An example, with a time buffer as Devito's: ``state`` holds
@@ -113,7 +125,7 @@ from . import compression, crevolve, profiling, storage
 from .compression import init_compression
 from .crevolve import RevolveError, adjust, expense, maxrange, numforw
 from .profiling import Profiler
-from .storage import BytesStorage, DiskStorage, NumpyStorage, Storage, StorageError
+from .storage import ArrayStorage, BytesStorage, DiskStorage, NumpyStorage, Storage, StorageError
 
 __all__ = [
     "Operator",
@@ -127,6 +139,7 @@ __all__ = [
     "Storage",
     "NumpyStorage",
     "BytesStorage",
+    "ArrayStorage",
     "DiskStorage",
     "StorageError",
     "Profiler",
@@ -139,6 +152,8 @@ __all__ = [
     "maxrange",
     "set_default_schedule",
     "get_default_schedule",
+    "set_default_storage",
+    "get_default_storage",
     "install_as_pyrevolve",
     "compression",
     "crevolve",
@@ -254,6 +269,100 @@ def set_default_schedule(schedule):
 def get_default_schedule():
     """The current default (see :func:`set_default_schedule`)."""
     return _default_schedule
+
+
+# -- the default storages ---------------------------------------------------
+
+#: The stores each level accepts in ``ram=`` / ``disk=`` specs.
+_STORES = {"ram": ("numpy", "ram"), "disk": ("disk", "hdf5")}
+_default_storage = {"ram": None, "disk": None}
+
+
+class _StorageSpec:
+    """A parsed ``ram=`` / ``disk=`` choice: ``store`` and ``codec``."""
+
+    __slots__ = ("store", "codec", "text")
+
+    def __init__(self, level, text):
+        if not isinstance(text, str):
+            raise TypeError(f"{level}= must be a string such as 'disk:zstd', got {type(text).__name__}")
+        store, _, codec = text.partition(":")
+        if store not in _STORES[level]:
+            raise RevolverError(
+                f"{level}={text!r}: the {level.upper()} level's store is "
+                + " or ".join(repr(s) for s in _STORES[level])
+                + ", optionally with a codec ('ram:zstd', 'disk:zfp:abs=1e-6')"
+            )
+        if store == "numpy" and codec:
+            raise RevolverError(f"{level}={text!r}: 'numpy' takes no codec (pyrevolve's compression_params do)")
+        self.store, self.codec, self.text = store, codec or None, text
+        if self.codec is not None:
+            checkpointing.ArrayStore("ram", codec=self.codec)  # a bad or unavailable codec fails here
+
+    def __repr__(self):
+        return repr(self.text)
+
+
+def _storage_choice(level, value):
+    """The spec for ``level`` from an argument (``None``: the default)."""
+    if value is None:
+        return _default_storage[level]
+    return value if isinstance(value, _StorageSpec) else _StorageSpec(level, value)
+
+
+def set_default_storage(ram=None, disk=None):
+    """Where every Revolver made afterwards without ``ram=`` / ``disk=``
+    keeps its snapshots: ``ram`` is ``"numpy"`` (pyrevolve's
+    :class:`NumpyStorage`) or ``"ram"``, ``disk`` is ``"disk"`` or
+    ``"hdf5"``, each but ``"numpy"`` optionally with a codec after a colon
+    (``"ram:zstd"``, ``"disk:lz4"``, ``"disk:zfp:abs=1e-6"``,
+    ``"hdf5:sz3:rel=1e-5"``); ``None`` restores pyrevolve's choice for that
+    level. Returns the previous defaults as a dict.
+
+    >>> from checkpointing import pyrevolve
+    >>> previous = pyrevolve.set_default_storage(disk="disk:zstd")
+    >>> pyrevolve.get_default_storage()
+    {'ram': None, 'disk': 'disk:zstd'}
+    >>> pyrevolve.set_default_storage(**previous)["disk"]
+    'disk:zstd'
+    >>> pyrevolve.set_default_storage(disk="ram:zstd")
+    Traceback (most recent call last):
+    ...
+    checkpointing.pyrevolve.RevolverError: disk='ram:zstd': the DISK level's store is 'disk' or 'hdf5', optionally with a codec ('ram:zstd', 'disk:zfp:abs=1e-6')
+    """
+    global _default_storage
+    new = {
+        level: None if value is None else _StorageSpec(level, value)
+        for level, value in (("ram", ram), ("disk", disk))
+    }
+    previous, _default_storage = get_default_storage(), new
+    return previous
+
+
+def get_default_storage():
+    """The current defaults (see :func:`set_default_storage`), as a dict
+    of specs (``None``: pyrevolve's)."""
+    return {level: None if spec is None else spec.text for level, spec in _default_storage.items()}
+
+
+def _compression_choice(compression_params, spec):
+    """``(codec, compression)`` for an :class:`ArrayStorage`: the spec's
+    codec, or pyrevolve's ``compression_params`` (its ``"zfp"`` scheme is
+    the Rust codec ``zfp:abs=tolerance``; ``"blosc"`` and ``"custom"`` run
+    in Python)."""
+    scheme = None if compression_params is None else compression_params.get("scheme")
+    if spec is not None and spec.codec is not None and scheme is not None:
+        raise RevolverError(
+            f"compression_params {{'scheme': {scheme!r}}} and the codec of {spec.text!r}: give one, not both"
+        )
+    if spec is not None and spec.codec is not None:
+        return spec.codec, None
+    if scheme is None:
+        return None, None
+    if scheme == "zfp":
+        tolerance = compression_params.get("tolerance", compression.DEFAULTS["zfp"]["tolerance"])
+        return f"zfp:abs={float(tolerance)!r}", None
+    return None, init_compression(compression_params)
 
 
 def _positive_int(name, value, allow_none=False):
@@ -691,13 +800,28 @@ def _uses_disk(schedule):
         return True
 
 
-def _memory_storage(checkpoint, slots, compression_params, profiler):
-    if compression_params is None or compression_params.get("scheme") is None:
-        if compression_params is not None:
-            init_compression(compression_params)  # checks the dict
-        return NumpyStorage(checkpoint.size, slots, checkpoint.dtype, profiler=profiler)
-    return BytesStorage(checkpoint.nbytes, slots, checkpoint.dtype, init_compression(compression_params),
-                        auto_pickle=True, profiler=profiler)
+def _memory_storage(checkpoint, slots, compression_params, profiler, spec=None):
+    """The RAM level: pyrevolve's (``spec`` None or ``"numpy"``), else an
+    :class:`ArrayStorage` in RAM."""
+    if spec is None or spec.store == "numpy":
+        if compression_params is None or compression_params.get("scheme") is None:
+            if compression_params is not None:
+                init_compression(compression_params)  # checks the dict
+            return NumpyStorage(checkpoint.size, slots, checkpoint.dtype, profiler=profiler)
+        return BytesStorage(checkpoint.nbytes, slots, checkpoint.dtype, init_compression(compression_params),
+                            auto_pickle=True, profiler=profiler)
+    codec, python_compression = _compression_choice(compression_params, spec)
+    return ArrayStorage(checkpoint.size, slots, checkpoint.dtype, profiler=profiler, store="ram", codec=codec,
+                        compression=python_compression)
+
+
+def _disk_storage(checkpoint, slots, compression_params, profiler, filedir, spec=None, singlefile=True):
+    """The disk level: a :class:`DiskStorage` of ``spec``'s store
+    (``"disk"`` by default, or ``"hdf5"``) and codec."""
+    codec, python_compression = _compression_choice(compression_params, spec)
+    return DiskStorage(checkpoint.size, slots, checkpoint.dtype, profiler=profiler, filedir=filedir,
+                       singlefile=singlefile, compression=python_compression, codec=codec,
+                       store="disk" if spec is None else spec.store)
 
 
 class SingleLevelRevolver(BaseRevolver):
@@ -709,11 +833,13 @@ class SingleLevelRevolver(BaseRevolver):
     pyrevolve's did not). ``schedule=`` replaces the schedule (see the
     module's documentation): its RAM snapshots go to this storage, unless
     it also stores on disk, in which case RAM ones stay in memory and disk
-    ones go to a disk storage under ``filedir``."""
+    ones go to a disk storage under ``filedir``. Keyword-only ``ram=`` and
+    ``disk=`` choose each level's store and codec
+    (:func:`set_default_storage`)."""
 
     def __init__(self, checkpoint, fwd_operator, rev_operator, n_checkpoints, n_timesteps, timings=None,
                  profiler=None, compression_params=None, diskstorage=False, filedir="./", singlefile=True, *,
-                 schedule=None):
+                 schedule=None, ram=None, disk=None):
         super().__init__(checkpoint, fwd_operator, rev_operator, n_checkpoints, n_timesteps,
                          timings=timings, profiler=profiler)
         if n_checkpoints is None:
@@ -727,6 +853,10 @@ class SingleLevelRevolver(BaseRevolver):
         self.diskstorage = diskstorage
         self.filedir = filedir
         self.singlefile = singlefile
+        self._ram_spec = _storage_choice("ram", ram)
+        self._disk_spec = _storage_choice("disk", disk)
+        for spec in (self._ram_spec, self._disk_spec):
+            _compression_choice(compression_params, spec)  # both at once fail here
         self.schedule, custom = self._pick_schedule(
             schedule, lambda: checkpointing.Revolve(self.n_timesteps, snapshots, trajectory="classic")
         )
@@ -734,13 +864,13 @@ class SingleLevelRevolver(BaseRevolver):
         self._two_level = custom and _uses_disk(self.schedule)
         slots = None if custom else snapshots
         if diskstorage:
-            compressor = None if compression_params is None or compression_params.get("scheme") is None \
-                else init_compression(compression_params)
-            primary = DiskStorage(checkpoint.size, None if self._two_level else slots, checkpoint.dtype,
-                                  profiler=self.profiler, filedir=filedir, singlefile=singlefile, compression=compressor)
+            primary = _disk_storage(checkpoint, None if self._two_level else slots, compression_params,
+                                    self.profiler, filedir, self._disk_spec, singlefile)
             self._owned.append(primary)
         else:
-            primary = _memory_storage(checkpoint, slots, compression_params, self.profiler)
+            primary = _memory_storage(checkpoint, slots, compression_params, self.profiler, self._ram_spec)
+            if isinstance(primary, ArrayStorage):
+                self._owned.append(primary)
         self.storage_list = [primary]
 
     def _levels(self):
@@ -750,12 +880,16 @@ class SingleLevelRevolver(BaseRevolver):
         # A schedule of ours: a disk level is always there (made on first
         # use), since uses_storage_type() does not tell for every schedule.
         if isinstance(primary, DiskStorage):
-            ram = _memory_storage(self.checkpoint, None, None, self.profiler) if self._two_level else primary
+            if not self._two_level:
+                return {StorageType.RAM: primary, StorageType.DISK: primary}
+            ram = _memory_storage(self.checkpoint, None, None, self.profiler, self._ram_spec)
+            if isinstance(ram, ArrayStorage):
+                self._owned.append(ram)
             return {StorageType.RAM: ram, StorageType.DISK: primary}
 
         def disk():
-            d = DiskStorage(self.checkpoint.size, None, self.checkpoint.dtype, profiler=self.profiler,
-                            filedir=None if self.filedir == "./" else self.filedir)
+            d = _disk_storage(self.checkpoint, None, self.compression_params, self.profiler,
+                              None if self.filedir == "./" else self.filedir, self._disk_spec)
             self._owned.append(d)
             return d
 
@@ -765,26 +899,29 @@ class SingleLevelRevolver(BaseRevolver):
 class MemoryRevolver(SingleLevelRevolver):
     """pyrevolve's ``MemoryRevolver`` (``Revolver``): snapshots in RAM,
     compressed by ``compression_params`` if given. Keyword-only
-    ``schedule=`` and ``filedir`` (where a two-level schedule's disk
-    snapshots go; the system's temporary directory by default)."""
+    ``schedule=``, ``ram=`` / ``disk=`` (each level's store and codec) and
+    ``filedir`` (where a two-level schedule's disk snapshots go; the
+    system's temporary directory by default)."""
 
     def __init__(self, checkpoint, fwd_operator, rev_operator, n_checkpoints, n_timesteps, timings=None,
-                 profiler=None, compression_params=None, *, schedule=None, filedir=None):
+                 profiler=None, compression_params=None, *, schedule=None, filedir=None, ram=None, disk=None):
         super().__init__(checkpoint, fwd_operator, rev_operator, n_checkpoints, n_timesteps, timings=timings,
                          profiler=profiler, compression_params=compression_params, diskstorage=False,
-                         filedir="./" if filedir is None else filedir, schedule=schedule)
+                         filedir="./" if filedir is None else filedir, schedule=schedule, ram=ram, disk=disk)
 
 
 class DiskRevolver(SingleLevelRevolver):
     """pyrevolve's ``DiskRevolver``: snapshots on disk under ``filedir``
     (checksummed files, removed after the reverse). Keyword-only
-    ``schedule=`` and ``compression_params``."""
+    ``schedule=``, ``compression_params`` and ``ram=`` / ``disk=`` (each
+    level's store and codec: ``disk="hdf5:zstd"``)."""
 
     def __init__(self, checkpoint, fwd_operator, rev_operator, n_checkpoints, n_timesteps, timings=None,
-                 profiler=None, filedir="./", singlefile=True, *, schedule=None, compression_params=None):
+                 profiler=None, filedir="./", singlefile=True, *, schedule=None, compression_params=None,
+                 ram=None, disk=None):
         super().__init__(checkpoint, fwd_operator, rev_operator, n_checkpoints, n_timesteps, timings=timings,
                          profiler=profiler, compression_params=compression_params, diskstorage=True,
-                         filedir=filedir, singlefile=singlefile, schedule=schedule)
+                         filedir=filedir, singlefile=singlefile, schedule=schedule, ram=ram, disk=disk)
 
 
 class MultiLevelRevolver(BaseRevolver):
@@ -849,12 +986,13 @@ MODULES = {
 }
 
 
-def install_as_pyrevolve(schedule=None):
+def install_as_pyrevolve(schedule=None, *, ram=None, disk=None):
     """Make ``import pyrevolve`` give this module (and
     ``pyrevolve.pyrevolve``, ``.crevolve``, ``.compression``, ``.storage``
     and ``.profiling`` its modules), so that code written for pyrevolve
     2.2.8, Devito's included, runs on it unchanged; with ``schedule``, also
-    :func:`set_default_schedule` (schedule). Call it before that code
+    :func:`set_default_schedule` (schedule); with ``ram`` or ``disk``,
+    also :func:`set_default_storage` (ram, disk). Call it before that code
     imports pyrevolve (for Devito: before ``import devito``). Modules of a
     pyrevolve imported before are dropped from ``sys.modules``. Returns this
     module.
@@ -875,6 +1013,8 @@ def install_as_pyrevolve(schedule=None):
     package = sys.modules[__name__]
     if schedule is not None:
         set_default_schedule(schedule)
+    if ram is not None or disk is not None:
+        set_default_storage(ram=ram, disk=disk)
     for name in [name for name in sys.modules if name.startswith("pyrevolve.")]:
         del sys.modules[name]
     sys.modules["pyrevolve"] = package
