@@ -10,14 +10,16 @@
 #              which asserts the checkpointed gradient equals the plain one
 #              bit for bit), from Devito's sdist: on pyrevolve itself (the
 #              control, when installed), then with the drop-in installed by
-#              a pytest plugin before Devito is imported, once with the
-#              default schedule (classic Revolve, pyrevolve's), and once per
-#              schedule in DEVITO_SCHEDULES (H-Revolve with disk, online R2).
+#              a pytest plugin before Devito is imported, once per entry of
+#              DEVITO_RUNS: the default schedule (classic Revolve,
+#              pyrevolve's), H-Revolve with disk, online R2, and H-Revolve
+#              on the compressed Rust stores (ram:lz4, disk:zstd).
 #
 # Usage: scripts/pyrevolve-suite.sh [pyrevolve|devito|all|ci]   (default: all)
 #   ci: the pyrevolve suite, then Devito's tests with the default schedule
-#       only, without the space-order-16 gradients (11 of the 15 tests:
-#       those 4 compile the largest kernels); what scripts/test.sh runs.
+#       and with H-Revolve on the compressed Rust stores, without the
+#       space-order-16 gradients (11 of the 15 tests: those 4 compile the
+#       largest kernels); what scripts/test.sh runs.
 #
 # The sdists are downloaded from the package index at test time into a
 # temporary directory, never vendored; a failed download fails the script.
@@ -242,11 +244,17 @@ EOF
 }
 
 # Devito's tests, with the drop-in, under each schedule: "" is the default.
-DEVITO_SCHEDULES=(
-    ""
-    "lambda n, nbytes: checkpointing.HRevolve(n, 3, 20)"
-    "lambda n, nbytes: checkpointing.OnlineR2(6)"
+# Each run: "SCHEDULE|RAM|DISK", the default schedule (a Python expression,
+# empty: classic Revolve) and the default stores of the RAM and disk levels
+# (empty: pyrevolve's NumPy array, the checksummed disk store).
+DEVITO_RUNS=(
+    "||"
+    "lambda n, nbytes: checkpointing.HRevolve(n, 3, 20)||"
+    "lambda n, nbytes: checkpointing.OnlineR2(6)||"
+    "lambda n, nbytes: checkpointing.HRevolve(n, 3, 20)|ram:lz4|disk:zstd"
 )
+# In ci mode: the default, and H-Revolve on the Rust stores, compressed.
+DEVITO_CI_RUNS=("${DEVITO_RUNS[0]}" "${DEVITO_RUNS[3]}")
 
 devito_suite() {
     local version=4.8.23 sdist root
@@ -274,13 +282,17 @@ import checkpointing
 import checkpointing.pyrevolve
 
 _spec = os.environ.get("PYREVOLVE_DROPIN_SCHEDULE", "")
-checkpointing.pyrevolve.install_as_pyrevolve(schedule=eval(_spec, {"checkpointing": checkpointing}) if _spec else None)
+checkpointing.pyrevolve.install_as_pyrevolve(
+    schedule=eval(_spec, {"checkpointing": checkpointing}) if _spec else None,
+    ram=os.environ.get("PYREVOLVE_DROPIN_RAM") or None,
+    disk=os.environ.get("PYREVOLVE_DROPIN_DISK") or None,
+)
 assert sys.modules["pyrevolve"] is checkpointing.pyrevolve
 EOF
-    local tests=(tests/test_checkpointing.py) schedules=("${DEVITO_SCHEDULES[@]}") expected="15 passed"
+    local tests=(tests/test_checkpointing.py) runs=("${DEVITO_RUNS[@]}") expected="15 passed"
     local gradient="tests/test_gradient.py::TestGradient::test_gradient_checkpointing"
     if [[ "$part" == ci ]]; then
-        schedules=("")
+        runs=("${DEVITO_CI_RUNS[@]}")
         expected="11 passed"
         local dtype opt
         for dtype in float32 float64; do
@@ -298,10 +310,12 @@ EOF
             echo "   (pyrevolve 2.2.8 is not installed: no control run)"
         fi
     fi
-    local spec
-    for spec in "${schedules[@]}"; do
+    local entry spec ram disk
+    for entry in "${runs[@]}"; do
+        IFS='|' read -r spec ram disk <<<"$entry"
         PYTHONPATH="$work/plugin${PYTHONPATH:+:$PYTHONPATH}" PYREVOLVE_DROPIN_SCHEDULE="$spec" \
-            run "$root" "Devito $version on checkpointing.pyrevolve, schedule: ${spec:-default (classic Revolve)}" \
+            PYREVOLVE_DROPIN_RAM="$ram" PYREVOLVE_DROPIN_DISK="$disk" \
+            run "$root" "Devito $version on checkpointing.pyrevolve, schedule: ${spec:-default (classic Revolve)}, stores: ${ram:-numpy} / ${disk:-disk}" \
             "$expected" -p pyrevolve_dropin "${tests[@]}"
     done
 }

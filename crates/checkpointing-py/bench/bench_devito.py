@@ -16,14 +16,21 @@ checkpointing=True)``, which builds pyrevolve's ``Revolver`` with
   and the disk at the planner's default model (1 GB/s, no latency);
 - ``ours-plan-measured``: the same with the disk's write and read seconds
   per snapshot measured first (a file of ``state_bytes`` written with
-  ``fsync`` and read back, as the disk store does).
+  ``fsync`` and read back, as the disk store does);
+- ``ours-plan-zstd`` and ``ours-plan-zfp``: ``ours-plan-measured`` with
+  both levels compressed by the Rust stores (``install_as_pyrevolve(
+  ram="ram:zstd", disk="disk:zstd")``, bit for bit; ``zfp:rel=1e-5``,
+  error-bounded), the plan told the compression ratio measured on the
+  forward's last state (the planner applies it to both levels).
 
 Printed per variant: forward operator steps (counted by wrapping Devito's
 ``CheckpointOperator.apply``), wall time of the gradient, peak RSS of the
-process, and whether the gradient is bitwise equal to pyrevolve's.
+process, bytes written to disk (after compression), and whether the
+gradient is bitwise equal to pyrevolve's.
 
-Run: python bench/bench_devito.py [--size N] [--tn MS] [--disk BYTES]
-(defaults 401, 3000 ms, "4GB"; ``--quick``: 201 and 1000 ms).
+Run: python bench/bench_devito.py [--size N] [--tn MS] [--disk BYTES] [--dim D]
+(defaults 401, 3000 ms, "4GB", 2-D; ``--quick``: 201 and 1000 ms; ``--dim
+3``: a 3-D grid of N³, where a step costs more than writing its snapshot).
 """
 
 import json
@@ -37,7 +44,10 @@ import time
 
 import numpy as np
 
-VARIANTS = ["pyrevolve", "ours-default", "ours-plan", "ours-plan-measured"]
+VARIANTS = ["pyrevolve", "ours-default", "ours-plan", "ours-plan-measured", "ours-plan-zstd", "ours-plan-zfp"]
+
+#: The codec of each variant that compresses its snapshots (both levels).
+CODECS = {"ours-plan-zstd": "zstd", "ours-plan-zfp": "zfp:rel=1e-5"}
 
 
 def _disk_seconds(state_bytes, rounds=5):
@@ -75,13 +85,16 @@ def _sdist(folder):
     return os.path.join(folder, "devito-4.8.23")
 
 
-def variant(name, root, size, tn, disk, out):
+def variant(name, root, size, tn, disk, dim, out):
     """One variant, in this process; writes its figures and gradient."""
     import checkpointing
 
-    forward_seconds = None  # measured below, before the gradient plans
+    measured = {"forward_seconds": None, "compression_ratio": 1.0}  # set below, before the gradient plans
+    disk_storages = []
 
     if name.startswith("ours"):
+        import checkpointing.pyrevolve as drop_in
+
         schedule = None
         if name.startswith("ours-plan"):
             from checkpointing.pyrevolve.crevolve import adjust
@@ -89,13 +102,25 @@ def variant(name, root, size, tn, disk, out):
             def schedule(n, state_bytes):
                 # The RAM pyrevolve's default holds: adjust(n) snapshots.
                 ram = adjust(n) * state_bytes + 2 * state_bytes
-                if name == "ours-plan-measured":
+                extra = {"forward_seconds": measured["forward_seconds"]}
+                if name != "ours-plan":
                     write, read = _disk_seconds(state_bytes)
-                    return checkpointing.plan(n, state_bytes, ram, disk=disk, forward_seconds=forward_seconds,
-                                              disk_write_seconds=write, disk_read_seconds=read)
-                return checkpointing.plan(n, state_bytes, ram, disk=disk, forward_seconds=forward_seconds)
+                    extra.update(disk_write_seconds=write, disk_read_seconds=read)
+                if name in CODECS:
+                    extra["compression_ratio"] = measured["compression_ratio"]
+                return checkpointing.plan(n, state_bytes, ram, disk=disk, **extra)
 
-        checkpointing.install_as_pyrevolve(schedule=schedule)
+        make_disk = drop_in._disk_storage
+
+        def recorded(*args, **kwargs):
+            storage = make_disk(*args, **kwargs)
+            disk_storages.append(storage)
+            return storage
+
+        drop_in._disk_storage = recorded
+        codec = CODECS.get(name)
+        checkpointing.install_as_pyrevolve(schedule=schedule, ram=codec and f"ram:{codec}",
+                                           disk=codec and f"disk:{codec}")
     sys.path.insert(0, root)
     from devito.checkpointing import CheckpointOperator
 
@@ -110,11 +135,16 @@ def variant(name, root, size, tn, disk, out):
         return apply(self, t_start, t_end)
 
     CheckpointOperator.apply = counted
-    solver = acoustic_setup(shape=(size, size), spacing=(10.0, 10.0), tn=tn, space_order=4, nbl=20)
+    solver = acoustic_setup(shape=(size,) * dim, spacing=(10.0,) * dim, tn=tn, space_order=4, nbl=20)
     solver.forward(save=False)  # compiles
     start = time.perf_counter()
     rec, u, _ = solver.forward(save=False)
-    forward_seconds = (time.perf_counter() - start) / rec.data.shape[0]
+    measured["forward_seconds"] = (time.perf_counter() - start) / rec.data.shape[0]
+    if name in CODECS:
+        probe = checkpointing.ArrayStore("ram", codec=CODECS[name])
+        probe.save(0, [np.asarray(u.data)])
+        stats = probe.stats()
+        measured["compression_ratio"] = stats["raw_bytes_written"] / stats["bytes_written"]
     steps["forward"] = 0
     start = time.perf_counter()
     grad, _ = solver.jacobian_adjoint(rec, u, checkpointing=True)
@@ -124,25 +154,29 @@ def variant(name, root, size, tn, disk, out):
         json.dump({
             "variant": name, "nt": int(rec.data.shape[0]), "forward_steps": steps["forward"],
             "seconds": seconds, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "disk_bytes": sum(s.stats["bytes_written"] for s in disk_storages),
+            "compression_ratio": measured["compression_ratio"],
         }, f)
 
 
 def main():
     if "--variant" in sys.argv:
         i = sys.argv.index("--variant")
-        name, root, size, tn, disk, out = sys.argv[i + 1 : i + 7]
-        variant(name, root, int(size), float(tn), disk, out)
+        name, root, size, tn, disk, dim, out = sys.argv[i + 1 : i + 8]
+        variant(name, root, int(size), float(tn), disk, int(dim), out)
         return
     quick = "--quick" in sys.argv
     size = _arg("--size", 201 if quick else 401)
     tn = _arg("--tn", 1000.0 if quick else 3000.0)
     disk = _arg("--disk", "4GB")
+    dim = _arg("--dim", 2)
     with tempfile.TemporaryDirectory() as folder:
         root = _sdist(folder)
         rows = []
         for name in VARIANTS:
             out = os.path.join(folder, name)
-            done = subprocess.run([sys.executable, __file__, "--variant", name, root, str(size), str(tn), disk, out])
+            done = subprocess.run([sys.executable, __file__, "--variant", name, root, str(size), str(tn), disk,
+                                   str(dim), out])
             if done.returncode != 0:
                 print(f"{name}: failed (exit {done.returncode})", file=sys.stderr)
                 continue
@@ -153,15 +187,16 @@ def main():
     if not rows:
         return
     reference = next((r for r in rows if r["variant"] == "pyrevolve"), None)
-    print(f"Devito 4.8.23 acoustic gradient, {size}x{size} (+20 absorbing cells a side), "
+    print(f"Devito 4.8.23 acoustic gradient, {'x'.join([str(size)] * dim)} (+20 absorbing cells a side), "
           f"nt = {rows[0]['nt']}, float32, checkpointing=True")
     print()
-    print("| variant | forward steps | gradient s | peak RSS MiB | gradient = pyrevolve's |")
-    print("| --- | ---: | ---: | ---: | --- |")
+    print("| variant | forward steps | gradient s | peak RSS MiB | disk MB written | gradient = pyrevolve's |")
+    print("| --- | ---: | ---: | ---: | ---: | --- |")
     for r in rows:
         same = "-" if reference is None else ("bitwise" if np.array_equal(r["grad"], reference["grad"]) else
                                                f"max rel. diff {np.max(np.abs(r['grad'] - reference['grad'])) / np.max(np.abs(reference['grad'])):.1e}")
-        print(f"| {r['variant']} | {r['forward_steps']} | {r['seconds']:.2f} | {r['peak_rss_mib']:.0f} | {same} |")
+        print(f"| {r['variant']} | {r['forward_steps']} | {r['seconds']:.2f} | {r['peak_rss_mib']:.0f} "
+              f"| {r['disk_bytes'] / 1e6:.0f} | {same} |")
 
 
 if __name__ == "__main__":

@@ -279,18 +279,21 @@ class ArrayStorage(Storage):
         self._store = ArrayStore(store, codec=codec, path=path, **({"prefix": "slot-"} if store == "disk" else {}))
         self.compression = compression
         self._meta = {}
+        self._sizes = {}
 
     def _save(self, key, arrays):
         if key in self._store:
-            self._store.remove(key)
+            self._remove(key)
+        before = self._store.stats()["bytes_written"]
         if self.compression is None:
             self._store.save(key, arrays)
-            return
-        with self.profiler.get_timer("storage", "compress"):
-            blobs = [self.compression[0](a) for a in arrays]
-        parts = [np.frombuffer(memoryview(b.data).cast("B"), dtype=np.uint8) for b in blobs]
-        self._store.save(key, parts)
-        self._meta[key] = [b.metadata for b in blobs]
+        else:
+            with self.profiler.get_timer("storage", "compress"):
+                blobs = [self.compression[0](a) for a in arrays]
+            parts = [np.frombuffer(memoryview(b.data).cast("B"), dtype=np.uint8) for b in blobs]
+            self._store.save(key, parts)
+            self._meta[key] = [b.metadata for b in blobs]
+        self._sizes[key] = self._store.stats()["bytes_written"] - before
 
     def _read(self, key):
         arrays = self._store.load(key)
@@ -324,15 +327,13 @@ class ArrayStorage(Storage):
     def _remove(self, key):
         self._store.remove(key)
         self._meta.pop(key, None)
+        self._sizes.pop(key, None)
 
     @property
     def nbytes_held(self):
-        """The bytes the store holds now (encoded and compressed)."""
-        stats = self._store.stats()
-        if not len(self._store):
-            return 0
-        # The store counts what it wrote in all; per snapshot, on average.
-        return stats["bytes_written"] * len(self._store) // max(1, stats["writes"])
+        """The bytes the store holds now (encoded and compressed: on disk,
+        the files' sizes; in RAM, the buffers')."""
+        return sum(self._sizes.values())
 
     @property
     def stats(self):
@@ -343,6 +344,7 @@ class ArrayStorage(Storage):
         """Drops the snapshots and removes the files (unless ``keepfiles``)."""
         self._held.clear()
         self._meta.clear()
+        self._sizes.clear()
         for key in self._store.steps():
             self._store.remove(key)
         if self.filedir is not None and not self.keepfiles:
