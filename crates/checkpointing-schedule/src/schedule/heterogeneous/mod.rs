@@ -168,7 +168,7 @@ pub struct HeterogeneousRevolve {
     pending: Pending,
     /// `None` for a single step.
     table: Option<Table>,
-    stack: Vec<Frame>,
+    stack: Vec<Task>,
     forward_ended: bool,
     /// Adjoint steps advanced by the actions queued.
     r: Step,
@@ -179,9 +179,9 @@ pub struct HeterogeneousRevolve {
     model: ChainModel,
 }
 
-/// A sub-problem `Q(i, l, j, m)` to emit; `live`: the live state is at `i`,
-/// not yet stored (it is stored by the next forward unless that is its last
-/// use).
+/// A sub-problem `Q(i, l, j, m)` (or `D(i, j, m)` with tapes) to emit;
+/// `live`: the live state is at `i`, not yet stored (it is stored by the
+/// next forward unless that is its last use).
 #[derive(Debug, Clone, Copy)]
 struct Frame {
     i: usize,
@@ -189,6 +189,28 @@ struct Frame {
     j: usize,
     m: usize,
     live: bool,
+}
+
+impl Frame {
+    /// The whole chain of `n` steps with `m` free units, state 0 live.
+    fn whole(n: usize, m: usize) -> Self {
+        Self {
+            i: 0,
+            l: 0,
+            j: n,
+            m,
+            live: true,
+        }
+    }
+}
+
+/// What is left to emit, on a stack.
+#[derive(Debug, Clone, Copy)]
+enum Task {
+    /// A sub-problem.
+    Solve(Frame),
+    /// Reverse step `k`, whose tape is held.
+    Reverse(usize),
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
@@ -236,6 +258,9 @@ impl HeterogeneousRevolve {
     /// ```
     pub fn new(chain: &HeterogeneousChain, budget: u64) -> Result<Self, ScheduleError> {
         let granularity = Self::default_granularity(chain, budget);
+        if chain.tape.is_some() {
+            return Self::build_finer(chain, budget, granularity);
+        }
         let exact = Self::build(
             chain,
             budget,
@@ -255,11 +280,64 @@ impl HeterogeneousRevolve {
         }
     }
 
+    /// The persistent schedule of a chain with tapes in units of
+    /// `granularity` bytes; where rounding leaves too little for the
+    /// checkpoints and tapes the chain needs (tapes are large and many
+    /// stay held, so rounding each up can lose what the budget would
+    /// hold), halves the unit, down to the sizes' greatest common divisor,
+    /// while the table stays within the limits.
+    fn build_finer(
+        chain: &HeterogeneousChain,
+        budget: u64,
+        mut granularity: u64,
+    ) -> Result<Self, ScheduleError> {
+        let tapes = chain.tape.iter().flatten();
+        let exact = chain
+            .bytes
+            .iter()
+            .chain(tapes)
+            .fold(0, |g, &b| gcd(g, b))
+            .max(1);
+        loop {
+            let result = Self::build(
+                chain,
+                budget,
+                granularity,
+                ChainModel::Persistent,
+                table::WORK_LIMIT,
+            );
+            let finer = (granularity / 2).max(exact);
+            match result {
+                Err(ScheduleError::InvalidParameter {
+                    name: "granularity",
+                    ..
+                }) if finer < granularity => {
+                    let units = Self::table_units(chain, budget, finer);
+                    let n = chain.steps();
+                    let fits =
+                        table::check_size(ChainModel::Persistent, n, units, table::WORK_LIMIT)
+                            .is_ok();
+                    if !fits {
+                        return result;
+                    }
+                    granularity = finer;
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// The memory unit [`HeterogeneousRevolve::new`] counts in: the sizes'
     /// greatest common divisor, coarsened to `⌈budget / DEFAULT_UNITS⌉`
     /// bytes when the budget holds more than [`Self::DEFAULT_UNITS`] of them.
     fn default_granularity(chain: &HeterogeneousChain, budget: u64) -> u64 {
-        let exact = chain.bytes.iter().fold(0, |g, &b| gcd(g, b)).max(1);
+        let tapes = chain.tape.iter().flatten();
+        let exact = chain
+            .bytes
+            .iter()
+            .chain(tapes)
+            .fold(0, |g, &b| gcd(g, b))
+            .max(1);
         if budget / exact > Self::DEFAULT_UNITS {
             exact.max(budget.div_ceil(Self::DEFAULT_UNITS))
         } else {
@@ -268,11 +346,13 @@ impl HeterogeneousRevolve {
     }
 
     /// Memory units of `granularity` bytes that a table for `budget` has:
-    /// the budget's, but never more than all the states take together.
+    /// the budget's, but never more than all the states (and tapes) take
+    /// together.
     fn table_units(chain: &HeterogeneousChain, budget: u64, granularity: u64) -> u64 {
         let all = chain
             .bytes
             .iter()
+            .chain(chain.tape.iter().flatten())
             .map(|&b| b.div_ceil(granularity))
             .fold(0, u64::saturating_add);
         (budget / granularity).min(all)
@@ -306,7 +386,8 @@ impl HeterogeneousRevolve {
             )
         };
         let (cells, work) = size(ChainModel::Exact);
-        if cells <= Self::CELL_LIMIT && work <= table::EXACT_DEFAULT_WORK {
+        let exact_fits = cells <= Self::CELL_LIMIT && work <= table::EXACT_DEFAULT_WORK;
+        if exact_fits && chain.tape.is_none() {
             return (ChainModel::Exact, cells, work);
         }
         let (cells, work) = size(ChainModel::Persistent);
@@ -352,6 +433,14 @@ impl HeterogeneousRevolve {
                 reason: "must be at least 1 byte".into(),
             });
         }
+        if chain.tape.is_some() && model == ChainModel::Exact {
+            return Err(ScheduleError::InvalidParameter {
+                name: "model",
+                reason: "the exact model does not take tapes; a chain with tapes is solved \
+                         in ChainModel::Persistent"
+                    .into(),
+            });
+        }
         let n = chain.forward.len();
         let cursor = Cursor::offline(n as Step)?;
         let units_of = |b: u64| b.div_ceil(granularity);
@@ -359,13 +448,7 @@ impl HeterogeneousRevolve {
             cursor,
             pending: Pending::default(),
             table: None,
-            stack: vec![Frame {
-                i: 0,
-                l: 0,
-                j: n,
-                m: 0,
-                live: true,
-            }],
+            stack: vec![Task::Solve(Frame::whole(n, 0))],
             forward_ended: false,
             r: 0,
             done: false,
@@ -374,6 +457,9 @@ impl HeterogeneousRevolve {
             units: 0,
             model,
         };
+        if let Some(tape) = &chain.tape {
+            return schedule.build_taped(chain, tape, budget, work_limit);
+        }
         if n == 1 {
             return Ok(schedule);
         }
@@ -403,13 +489,80 @@ impl HeterogeneousRevolve {
             .iter()
             .map(|&b| units_of(b).min(units + 1) as usize)
             .collect();
-        let table = Table::solve(model, &chain.forward, &chain.adjoint, size, units as usize);
+        let table = Table::solve(
+            model,
+            &chain.forward,
+            &chain.adjoint,
+            size,
+            None,
+            units as usize,
+        );
         let m = (units - first) as usize;
         schedule.predicted = table.cost(0, 0, n, m);
-        schedule.stack[0].m = m;
+        schedule.stack = vec![Task::Solve(Frame::whole(n, m))];
         schedule.table = Some(table);
         schedule.units = units;
         Ok(schedule)
+    }
+
+    /// The rest of [`HeterogeneousRevolve::build`] for a chain with tapes
+    /// (persistent model, `D`).
+    fn build_taped(
+        mut self,
+        chain: &HeterogeneousChain,
+        tape: &[u64],
+        budget: u64,
+        work_limit: u64,
+    ) -> Result<Self, ScheduleError> {
+        let n = chain.forward.len();
+        let too_small = || {
+            let need = if n == 1 {
+                tape[0]
+            } else {
+                table::least_bytes(&chain.bytes, tape)
+            };
+            (need > budget).then_some(ScheduleError::BudgetTooSmall {
+                what: "the checkpoints and tapes of the chain",
+                need,
+                got: budget,
+            })
+        };
+        if n == 1 {
+            return match too_small() {
+                Some(error) => Err(error),
+                None => Ok(self),
+            };
+        }
+        let granularity = self.granularity;
+        let units = Self::table_units(chain, budget, granularity);
+        table::check_size(ChainModel::Persistent, n as u64, units, work_limit)?;
+        let units_of = |b: u64| b.div_ceil(granularity).min(units + 1) as usize;
+        let table = Table::solve(
+            ChainModel::Persistent,
+            &chain.forward,
+            &chain.adjoint,
+            chain.bytes.iter().map(|&b| units_of(b)).collect(),
+            Some(tape.iter().map(|&t| units_of(t)).collect()),
+            units as usize,
+        );
+        let m = units as usize;
+        let predicted = table.cost(0, 0, n, m);
+        if predicted.is_infinite() {
+            return Err(
+                too_small().unwrap_or_else(|| ScheduleError::InvalidParameter {
+                    name: "granularity",
+                    reason: format!(
+                        "{granularity} bytes rounds the budget of {budget} bytes below what the \
+                     checkpoints and tapes of the chain need; use a finer granularity"
+                    ),
+                }),
+            );
+        }
+        self.predicted = predicted;
+        self.stack = vec![Task::Solve(Frame::whole(n, m))];
+        self.table = Some(table);
+        self.units = units;
+        Ok(self)
     }
 
     /// The cost the schedule attains: the forward cost of every step
