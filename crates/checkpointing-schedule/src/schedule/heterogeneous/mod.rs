@@ -53,7 +53,8 @@ use crate::StorageLevel;
 /// working state (WORK) and the adjoint dependencies of the one step being
 /// reversed (WORK, one step at a time), which every schedule needs and no
 /// schedule can avoid. [`HeterogeneousChain::account`] does this byte
-/// accounting over any action stream.
+/// accounting over any action stream. (A chain with tapes counts the tapes
+/// too and may keep them: see *Chains with tapes* below.)
 ///
 /// **Cost**: the sum of `forward[i]` over every forward step advanced
 /// (recomputations included) plus the sum of `adjoint[i]` (each once).
@@ -94,9 +95,10 @@ use crate::StorageLevel;
 /// 0 must be stored for any step but the last to be reversed; `n = 1` needs
 /// no checkpoint).
 ///
-/// The paper's programme (its `F_ck` choice; its `F_all`, storing every
-/// activation of a step, is here only the taped step just before each
-/// reverse) is the persistent restriction `l = i`, without shifts:
+/// The paper's programme without tapes (its `F_ck` choice; its `F_all`,
+/// storing every activation of a step, is here only the taped step just
+/// before each reverse; a chain with tapes has the full choice, below) is
+/// the persistent restriction `l = i`, without shifts:
 ///
 /// ```text
 /// C(i, j, m) = min( F(i, j) + adjoint[j−1] + C(i, j−1, m),
@@ -110,12 +112,79 @@ use crate::StorageLevel;
 /// state 1 before reversing step 1, to make room). The tests check `Q`
 /// against an exhaustive search over every schedule of the model.
 ///
+/// # Chains with tapes: the `F_all` choice
+///
+/// A chain given tapes ([`HeterogeneousChain::with_tape`]: `tape[i]` the
+/// bytes of step `i`'s adjoint dependencies, e.g. a layer's activations,
+/// usually much more than its state `bytes[i]`) changes the budget and adds
+/// a choice.
+///
+/// **Budget**: everything held counts at its size, the RAM checkpoints
+/// *and* every tape held in WORK, the tape of the step being reversed
+/// included: a step is taped only if its tape fits in what is free at that
+/// moment. Only the live state is not counted.
+///
+/// **The tape choice** (the paper's `F_all`, keep all the activations of a
+/// step until its backward): from the live state `i`, tape step `i`
+/// (`Forward(i, i + 1, false, true, WORK)`), the checkpoint of `i` freed
+/// (it was restored with a `Move`, or never stored: nothing reruns step `i`
+/// once its tape is held), reverse `i + 1..j` in the memory left, then
+/// `Reverse(i + 1, i, true)` frees the tape. Several steps' tapes are then
+/// held at once, and the budget decides per step whether its tape is kept
+/// from the forward or recomputed from a checkpoint.
+///
+/// With `t_k` the units of step `k`'s tape, `D(i, j, m)` is the least cost
+/// to reverse steps `i..j` when the adjoint is at `j`, the state `i` is
+/// live or held, and `m` units are free for `i..j`, a checkpoint of `i`
+/// included (∞ where no case applies):
+///
+/// ```text
+/// D(i, i+1, m) = forward[i] + adjoint[i]                     if t_i <= m
+/// D(i, j, m)   = min of                                       (j >= i + 2)
+///   sweep:  F(i, j) + adjoint[j−1] + D(i, j−1, m)             if s_i + t_{j−1} <= m
+///   split:  min over i < k < j−1 of
+///             F(i, k) + D(k, j, m − s_i) + D(i, k, m)         if s_i <= m
+///   tape:   forward[i] + adjoint[i] + D(i+1, j, m − t_i)      if t_i <= m
+/// ```
+///
+/// and the answer is `D(0, n, M)`. This is the paper's dynamic programme,
+/// its `C(s, t, m) = min(C_ck, C_all)` of Section 4 over persistent
+/// schedules (`sweep` and `split` are its `F_ck` term, `tape` its `F_all`
+/// term), written in the action model of this crate. Two differences follow
+/// from that model. A tape cannot restart the forward (the paper's `F_all`
+/// also keeps the step's output), so the sub-chain after a taped step
+/// starts from its own state, whose checkpoint, if the sub-chain needs it,
+/// is counted in `D(i+1, j, ·)`; and no recomputation runs through a step
+/// whose tape is held. The tests check `D` against a Dijkstra search over
+/// every persistent schedule with tape choices under these rules (a
+/// checkpoint is freed only when its step is taped from it; no advance
+/// crosses a held tape).
+///
+/// Without tapes, `D` with `t = 0` is `C` with `m` counting `s_i`, but the
+/// tape-less table is still `C`, so tape-less schedules are unchanged. The
+/// exact model `Q` is not extended: a chain with tapes is solved in
+/// [`ChainModel::Persistent`] (by [`HeterogeneousRevolve::new`]; asking
+/// [`HeterogeneousRevolve::with_granularity`] for [`ChainModel::Exact`] is an
+/// error). Memory units are those of the states and tapes together (their
+/// greatest common divisor, coarsened as above; when rounding every tape up
+/// takes away what the chain needs, [`HeterogeneousRevolve::new`] halves
+/// the unit while the table stays within the limits). The least budget is
+/// `P(0, n)`, `P(i, i+1) = tape[i]`, `P(i, j) = min(max(bytes[i] +
+/// tape[j−1], P(i, j−1)), min over k of max(bytes[i] + P(k, j), P(i, k)),
+/// tape[i] + P(i+1, j))` in bytes, reported by
+/// [`ScheduleError::BudgetTooSmall`] (`O(n³)`, computed only then).
+///
 /// # Complexity, and where it stops being practical
 ///
 /// | model | time | memory |
 /// | --- | --- | --- |
 /// | [`ChainModel::Exact`] (`Q`, `R`) | `O(n⁴·M)`, about `n⁴·M/12` evaluations | `n³·(M+1)/6` cells of 24 bytes |
 /// | [`ChainModel::Persistent`] (`C`) | `O(n³·M)`, about `n³·M/6` evaluations | `n²·(M+1)/2` cells of 12 bytes |
+/// | [`ChainModel::Persistent`] with tapes (`D`) | `O(n³·M)`, about `n³·M/6` evaluations | `n²·(M+1)/2` cells of 12 bytes |
+///
+/// With tapes `M` counts the budget in units of states and tapes (capped
+/// at all of them together), so it is usually larger for the same chain;
+/// the tape choice adds one `O(M)` row per cell, nothing to the order.
 ///
 /// Measured (release build, one core of a shared machine, so roughly):
 /// exact `n = 50, M = 25`: 40 ms; `n = 100, M = 25`: 1.3 s; `n = 200,
@@ -161,6 +230,23 @@ use crate::StorageLevel;
 /// assert!(cost.peak_bytes <= 300);
 /// assert_eq!(cost.total(), predicted);
 /// Replay::new(30).ram_budget(3).require_freed(true).run(schedule).unwrap();
+/// ```
+///
+/// With tapes four times the states, the budget holds checkpoints and
+/// tapes together, and some steps keep their tape from the forward:
+///
+/// ```
+/// use checkpointing_schedule::{HeterogeneousChain, HeterogeneousRevolve, Replay};
+/// let chain = HeterogeneousChain::uniform(30, 1.0, 2.0, 100)
+///     .unwrap()
+///     .with_tape(vec![400; 30])
+///     .unwrap();
+/// let schedule = HeterogeneousRevolve::new(&chain, 3000).unwrap();
+/// let cost = chain.account(schedule.clone());
+/// assert!(cost.peak_bytes <= 3000);
+/// assert_eq!(cost.total(), schedule.predicted_cost());
+/// let replay = Replay::new(30).require_freed(true).run(schedule).unwrap();
+/// assert!(replay.peak_work_steps > 1); // several tapes held at once
 /// ```
 #[derive(Debug, Clone)]
 pub struct HeterogeneousRevolve {
