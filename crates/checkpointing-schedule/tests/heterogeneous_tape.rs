@@ -361,3 +361,30 @@ fn bad_inputs_are_typed_errors() {
         HeterogeneousRevolve::with_granularity(&taped, 100, 0, ChainModel::Persistent).is_err()
     );
 }
+
+/// Times the table with tapes (`cargo test --release -p
+/// checkpointing-schedule --test heterogeneous_tape -- --ignored
+/// --nocapture`): the figures of the documentation.
+#[test]
+#[ignore]
+fn timings() {
+    for (n, units) in [(200usize, 100u64), (400, 100), (1000, 15), (1000, 10)] {
+        let forward: Vec<f64> = (0..n).map(|i| 1.0 + (i % 5) as f64).collect();
+        let chain = HeterogeneousChain::new(forward, vec![2.0; n], vec![1; n])
+            .unwrap()
+            .with_tape(vec![3; n])
+            .unwrap();
+        let start = std::time::Instant::now();
+        let schedule =
+            HeterogeneousRevolve::with_granularity(&chain, units, 1, ChainModel::Persistent)
+                .unwrap();
+        let elapsed = start.elapsed();
+        println!(
+            "n = {n}, M = {}: {:.3} s, cost {}",
+            schedule.units(),
+            elapsed.as_secs_f64(),
+            schedule.predicted_cost()
+        );
+        check(&chain, &schedule, units);
+    }
+}
