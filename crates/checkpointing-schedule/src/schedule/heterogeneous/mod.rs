@@ -147,9 +147,9 @@ use crate::StorageLevel;
 ///   tape:   forward[i] + adjoint[i] + D(i+1, j, m − t_i)      if t_i <= m
 /// ```
 ///
-/// and the answer is `D(0, n, M)`. This is the paper's dynamic programme,
-/// its `C(s, t, m) = min(C_ck, C_all)` of Section 4 over persistent
-/// schedules (`sweep` and `split` are its `F_ck` term, `tape` its `F_all`
+/// and the answer is `D(0, n, M)`. This is the paper's recurrence over
+/// persistent schedules, `C(s, t, m)` the least of its `F_ck` and `F_all`
+/// terms (`sweep` and `split` are the `F_ck` term, `tape` the `F_all`
 /// term), written in the action model of this crate. Two differences follow
 /// from that model. A tape cannot restart the forward (the paper's `F_all`
 /// also keeps the step's output), so the sub-chain after a taped step
