@@ -273,6 +273,10 @@ fn a_budget_for_every_tape_recomputes_nothing() {
         assert_eq!(schedule.predicted_cost(), total, "n = {n}");
         assert_eq!(check(&chain, &schedule, budget), total);
         assert_eq!(most_tapes_held(&schedule), n as u64);
+        // The default granularity too (no table is needed).
+        let default = HeterogeneousRevolve::new(&chain, budget).unwrap();
+        assert_eq!(check(&chain, &default, budget), total);
+        assert_eq!(most_tapes_held(&default), n as u64);
         // One byte less: some step is recomputed.
         let tighter = solve(budget - 1).unwrap();
         assert!(tighter.predicted_cost() > total);

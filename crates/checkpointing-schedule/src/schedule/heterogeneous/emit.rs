@@ -104,10 +104,11 @@ impl HeterogeneousRevolve {
                 return;
             }
         };
-        let choice = self
-            .table
-            .as_ref()
-            .map_or(Choice::Sweep, |t| t.choice(i, l, j, m));
+        let choice = match &self.table {
+            Some(table) => table.choice(i, l, j, m),
+            None if self.all_tapes && j >= i + 2 => Choice::Tape,
+            None => Choice::Sweep,
+        };
         match choice {
             Choice::Sweep => {
                 let last_use = j - 1 == l;
@@ -162,8 +163,7 @@ impl HeterogeneousRevolve {
                 self.advance(i, k, store);
             }
             Choice::Tape => {
-                let Some(table) = &self.table else { return };
-                let rest = m - table.tape(i);
+                let rest = self.table.as_ref().map_or(0, |t| m - t.tape(i));
                 self.stack.push(Task::Reverse(i));
                 self.stack.push(Task::Solve(Frame {
                     i: i + 1,

@@ -172,7 +172,10 @@ use crate::StorageLevel;
 /// `P(0, n)`, `P(i, i+1) = tape[i]`, `P(i, j) = min(max(bytes[i] +
 /// tape[j−1], P(i, j−1)), min over k of max(bytes[i] + P(k, j), P(i, k)),
 /// tape[i] + P(i+1, j))` in bytes, reported by
-/// [`ScheduleError::BudgetTooSmall`] (`O(n³)`, computed only then).
+/// [`ScheduleError::BudgetTooSmall`] (`O(n³)`, computed only then). A
+/// budget that holds every tape at once needs no table: every step is taped
+/// in the forward and kept, and runs once (`D`'s `tape` choice throughout,
+/// the least cost of any schedule).
 ///
 /// # Complexity, and where it stops being practical
 ///
@@ -266,6 +269,8 @@ pub struct HeterogeneousRevolve {
     granularity: u64,
     units: u64,
     model: ChainModel,
+    /// Every tape fits at once: tape every step in the forward (no table).
+    all_tapes: bool,
 }
 
 /// A sub-problem `Q(i, l, j, m)` (or `D(i, j, m)` with tapes) to emit;
@@ -539,6 +544,7 @@ impl HeterogeneousRevolve {
             table: None,
             stack: vec![Task::Solve(Frame::whole(n, 0))],
             forward_ended: false,
+            all_tapes: false,
             r: 0,
             done: false,
             predicted: chain.forward[0] + chain.adjoint[0],
@@ -624,6 +630,16 @@ impl HeterogeneousRevolve {
         }
         let granularity = self.granularity;
         let units = Self::table_units(chain, budget, granularity);
+        if tape.iter().fold(0u64, |a, &t| a.saturating_add(t)) <= budget {
+            // Every tape fits at once: tape every step in the forward and
+            // keep them all; every step runs once, the least any schedule
+            // costs, whatever the rounding of a table would give.
+            self.all_tapes = true;
+            let forward: f64 = chain.forward.iter().sum();
+            self.predicted = forward + chain.adjoint.iter().rev().sum::<f64>();
+            self.units = units;
+            return Ok(self);
+        }
         table::check_size(ChainModel::Persistent, n as u64, units, work_limit)?;
         let units_of = |b: u64| b.div_ceil(granularity).min(units + 1) as usize;
         let table = Table::solve(
