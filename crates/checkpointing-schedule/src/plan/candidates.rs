@@ -122,6 +122,7 @@ fn heterogeneous(input: &PlanInput) -> Option<ScheduleSpec> {
         forward: PerStep(profile.forward_seconds.clone()),
         adjoint: PerStep(profile.adjoint_seconds.clone()),
         bytes: PerStep(profile.state_bytes.clone()),
+        tape: None,
         budget,
     };
     let (_, cells, work) = HeterogeneousRevolve::table_size(&params.chain().ok()?, budget);

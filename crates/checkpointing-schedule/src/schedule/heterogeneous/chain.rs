@@ -21,6 +21,8 @@ pub struct HeterogeneousChain {
     pub(super) forward: Vec<f64>,
     pub(super) adjoint: Vec<f64>,
     pub(super) bytes: Vec<u64>,
+    /// Bytes of each step's tape (its adjoint dependencies), when given.
+    pub(super) tape: Option<Vec<u64>>,
 }
 
 impl HeterogeneousChain {
@@ -69,6 +71,47 @@ impl HeterogeneousChain {
             forward,
             adjoint,
             bytes,
+            tape: None,
+        })
+    }
+
+    /// The chain with `tape[i]` the bytes of step `i`'s tape (its adjoint
+    /// dependencies, e.g. a network layer's activations), usually larger
+    /// than its state `bytes[i]`. With tapes, every byte held counts against
+    /// the budget of [`HeterogeneousRevolve`](super::HeterogeneousRevolve):
+    /// the RAM checkpoints *and* every tape held in WORK, the tape of the
+    /// step being reversed included; and the schedule may tape a step in
+    /// the forward and keep its tape until its reverse (the `F_all` choice
+    /// of Beaumont et al.) instead of recomputing it.
+    ///
+    /// Errors: [`ScheduleError::InvalidParameter`] (`tape`) when `tape` does
+    /// not have one entry per step.
+    ///
+    /// ```
+    /// use checkpointing_schedule::{HeterogeneousChain, ScheduleError};
+    /// let chain = HeterogeneousChain::uniform(3, 1.0, 1.0, 10).unwrap();
+    /// let taped = chain.clone().with_tape(vec![40, 40, 40]).unwrap();
+    /// assert_eq!(taped.tape(), Some(&[40, 40, 40][..]));
+    /// assert_eq!(chain.tape(), None);
+    /// assert!(matches!(
+    ///     chain.with_tape(vec![40]).unwrap_err(),
+    ///     ScheduleError::InvalidParameter { name: "tape", .. }
+    /// ));
+    /// ```
+    pub fn with_tape(self, tape: Vec<u64>) -> Result<Self, ScheduleError> {
+        let n = self.forward.len();
+        if tape.len() != n {
+            return Err(ScheduleError::InvalidParameter {
+                name: "tape",
+                reason: format!(
+                    "has {} entries, the chain has {n} steps (forward.len())",
+                    tape.len()
+                ),
+            });
+        }
+        Ok(Self {
+            tape: Some(tape),
+            ..self
         })
     }
 
@@ -112,11 +155,27 @@ impl HeterogeneousChain {
         &self.bytes
     }
 
+    /// Size in bytes of each step's tape, when the chain has tapes
+    /// ([`HeterogeneousChain::with_tape`]).
+    ///
+    /// ```
+    /// let chain = checkpointing_schedule::HeterogeneousChain::uniform(2, 1.0, 1.0, 8).unwrap();
+    /// assert_eq!(chain.with_tape(vec![32, 16]).unwrap().tape(), Some(&[32, 16][..]));
+    /// ```
+    pub fn tape(&self) -> Option<&[u64]> {
+        self.tape.as_deref()
+    }
+
     /// The chain's costs and RAM bytes along an action stream (up to the
     /// first `EndReverse`): forward and adjoint cost of the steps advanced,
-    /// and the most bytes of RAM checkpoints held at once. It only counts;
-    /// check validity with [`crate::Replay`]. Steps outside the chain cost
-    /// nothing and take no bytes.
+    /// and the most bytes of RAM checkpoints held at once. When the chain
+    /// has tapes ([`HeterogeneousChain::with_tape`]) the bytes held also
+    /// count every tape held in WORK at its size: from the
+    /// `Forward(.., write_adj_deps = true, storage = WORK)` that tapes a step
+    /// to the `Reverse(.., clear_adj_deps = true)` that frees it (adjoint
+    /// dependencies stored in RAM or on disk are not counted). It only
+    /// counts; check validity with [`crate::Replay`]. Steps outside the
+    /// chain cost nothing and take no bytes.
     ///
     /// ```
     /// use checkpointing_schedule::{HeterogeneousChain, Revolve};
@@ -125,6 +184,11 @@ impl HeterogeneousChain {
     /// assert_eq!(cost.peak_bytes, 10 + 30); // states 0 and 2
     /// assert_eq!(cost.adjoint, 4.0);
     /// assert_eq!(cost.forward, 10.0 + 3.0 + (1.0 + 2.0) + 1.0); // 1st pass + recomputation
+    ///
+    /// // With tapes, the taped step held in WORK counts too.
+    /// let taped = chain.with_tape(vec![100, 200, 300, 400]).unwrap();
+    /// let cost = taped.account(Revolve::new(4, 2).unwrap());
+    /// assert_eq!(cost.peak_bytes, 10 + 30 + 400); // states 0 and 2, tape of step 3
     /// ```
     pub fn account<I: IntoIterator<Item = Action>>(&self, actions: I) -> ChainCost {
         let size = |n: Step| self.bytes.get(n as usize).copied().unwrap_or(0);
@@ -133,7 +197,17 @@ impl HeterogeneousChain {
             let (a, b) = (a.min(len) as usize, b.min(len) as usize);
             costs.get(a..b).map_or(0.0, |c| c.iter().sum())
         };
+        let tape_size = |k: Step| {
+            self.tape
+                .as_ref()
+                .and_then(|t| t.get(k as usize).copied())
+                .unwrap_or(0)
+        };
         let mut held = std::collections::BTreeSet::new();
+        // Steps whose tape is held in WORK (only those of the chain: a step
+        // outside it takes no bytes, and a huge range is not enumerated).
+        let mut taped = std::collections::BTreeSet::new();
+        let len = self.forward.len() as Step;
         let (mut bytes, mut cost) = (0u64, ChainCost::default());
         for action in actions {
             match action {
@@ -141,16 +215,39 @@ impl HeterogeneousChain {
                     n0,
                     n1,
                     write_ics,
+                    write_adj_deps,
                     storage,
-                    ..
                 } => {
                     if write_ics && storage == StorageLevel::Ram && held.insert(n0) {
                         bytes = bytes.saturating_add(size(n0));
                         cost.peak_bytes = cost.peak_bytes.max(bytes);
                     }
+                    if self.tape.is_some()
+                        && write_adj_deps
+                        && !write_ics
+                        && storage == StorageLevel::Work
+                    {
+                        for k in n0.min(len)..n1.min(len) {
+                            if taped.insert(k) {
+                                bytes = bytes.saturating_add(tape_size(k));
+                            }
+                        }
+                        cost.peak_bytes = cost.peak_bytes.max(bytes);
+                    }
                     cost.forward += step_costs(&self.forward, n0, n1);
                 }
-                Action::Reverse { n1, n0, .. } => {
+                Action::Reverse {
+                    n1,
+                    n0,
+                    clear_adj_deps,
+                } => {
+                    if clear_adj_deps {
+                        for k in n0.min(len)..n1.min(len) {
+                            if taped.remove(&k) {
+                                bytes = bytes.saturating_sub(tape_size(k));
+                            }
+                        }
+                    }
                     cost.adjoint += step_costs(&self.adjoint, n0, n1);
                 }
                 Action::Move {
@@ -181,7 +278,8 @@ pub struct ChainCost {
     pub forward: f64,
     /// Adjoint cost of every step reversed.
     pub adjoint: f64,
-    /// Most bytes of RAM checkpoints held at once.
+    /// Most bytes of RAM checkpoints held at once, plus, when the chain has
+    /// tapes, the tapes held in WORK at that time.
     pub peak_bytes: u64,
 }
 

@@ -1,9 +1,11 @@
 //! How [`HeterogeneousRevolve`] turns the table's choices into actions:
-//! a stack of sub-problems `Q(i, l, j, m)` unfolded lazily into forward
-//! advances, restores and the taping and reversal of single steps.
+//! a stack of sub-problems `Q(i, l, j, m)` (or `D(i, j, m)`) unfolded lazily
+//! into forward advances, restores and the taping and reversal of single
+//! steps, with the reversal of steps taped earlier (`D`'s tape choice) left
+//! on the stack until the steps after them are reversed.
 
 use super::table::Choice;
-use super::{Frame, HeterogeneousRevolve};
+use super::{Frame, HeterogeneousRevolve, Task};
 use crate::action::{Action, Step};
 use crate::StorageLevel;
 
@@ -51,8 +53,8 @@ impl HeterogeneousRevolve {
         self.push(action, b);
     }
 
-    /// Tapes step `k` and reverses it.
-    fn tape_and_reverse(&mut self, k: usize) {
+    /// Tapes step `k`: its adjoint dependencies held in WORK.
+    fn tape(&mut self, k: usize) {
         let (n0, n1) = (k as Step, k as Step + 1);
         let action = Action::Forward {
             n0,
@@ -66,26 +68,47 @@ impl HeterogeneousRevolve {
             self.forward_ended = true;
             self.push(Action::EndForward, k + 1);
         }
+    }
+
+    /// Reverses step `k` from its tape, freeing it; the forward stays
+    /// where it is (`at`).
+    fn reverse(&mut self, k: usize, at: usize) {
+        let (n0, n1) = (k as Step, k as Step + 1);
         let reverse = Action::Reverse {
             n1,
             n0,
             clear_adj_deps: true,
         };
-        self.push(reverse, k + 1);
+        self.push(reverse, at);
+    }
+
+    /// Tapes step `k` and reverses it.
+    fn tape_and_reverse(&mut self, k: usize) {
+        self.tape(k);
+        self.reverse(k, k + 1);
     }
 
     /// Queues the actions of the next frame, or `EndReverse`.
     pub(in crate::schedule) fn refill(&mut self) {
-        let Some(Frame { i, l, j, m, live }) = self.stack.pop() else {
+        let Some(task) = self.stack.pop() else {
             let n = self.cursor.n() as usize;
             self.push(Action::EndReverse, n);
             self.done = true;
             return;
         };
-        let choice = self
-            .table
-            .as_ref()
-            .map_or(Choice::Sweep, |t| t.choice(i, l, j, m));
+        let Frame { i, l, j, m, live } = match task {
+            Task::Solve(frame) => frame,
+            Task::Reverse(k) => {
+                let at = self.cursor.n() as usize;
+                self.reverse(k, at);
+                return;
+            }
+        };
+        let choice = match &self.table {
+            Some(table) => table.choice(i, l, j, m),
+            None if self.all_tapes && j >= i + 2 => Choice::Tape,
+            None => Choice::Sweep,
+        };
         match choice {
             Choice::Sweep => {
                 let last_use = j - 1 == l;
@@ -96,7 +119,7 @@ impl HeterogeneousRevolve {
                 self.tape_and_reverse(j - 1);
                 if !last_use {
                     let (j, live) = (j - 1, false);
-                    self.stack.push(Frame { i, l, j, m, live });
+                    self.stack.push(Task::Solve(Frame { i, l, j, m, live }));
                 }
             }
             Choice::Shift(k) => {
@@ -104,34 +127,53 @@ impl HeterogeneousRevolve {
                 let freed = (m + table.size(i)).min(self.units as usize) - table.size(k);
                 self.restore(i, live, true);
                 self.advance(i, k, false);
-                self.stack.push(Frame {
+                self.stack.push(Task::Solve(Frame {
                     i: k,
                     l,
                     j,
                     m: freed,
                     live: true,
-                });
+                }));
             }
             Choice::Split(lp) => {
                 let Some(table) = &self.table else { return };
                 let k = table.split_at(i, lp, j, m);
-                let rest = m - table.size(k);
-                self.stack.push(Frame {
+                // With tapes `m` counts `i`'s units, which stay held;
+                // without, it counts `k`'s.
+                let rest = if table.has_tape() {
+                    m - table.size(i)
+                } else {
+                    m - table.size(k)
+                };
+                self.stack.push(Task::Solve(Frame {
                     i,
                     l,
                     j: lp,
                     m,
                     live: false,
-                });
-                self.stack.push(Frame {
+                }));
+                self.stack.push(Task::Solve(Frame {
                     i: k,
                     l: lp,
                     j,
                     m: rest,
                     live: true,
-                });
+                }));
                 let store = self.restore(i, live, false);
                 self.advance(i, k, store);
+            }
+            Choice::Tape => {
+                let rest = self.table.as_ref().map_or(0, |t| m - t.tape(i));
+                self.stack.push(Task::Reverse(i));
+                self.stack.push(Task::Solve(Frame {
+                    i: i + 1,
+                    l: i + 1,
+                    j,
+                    m: rest,
+                    live: true,
+                }));
+                self.restore(i, live, true);
+                self.tape(i);
             }
         }
     }

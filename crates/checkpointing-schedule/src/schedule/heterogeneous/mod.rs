@@ -53,7 +53,8 @@ use crate::StorageLevel;
 /// working state (WORK) and the adjoint dependencies of the one step being
 /// reversed (WORK, one step at a time), which every schedule needs and no
 /// schedule can avoid. [`HeterogeneousChain::account`] does this byte
-/// accounting over any action stream.
+/// accounting over any action stream. (A chain with tapes counts the tapes
+/// too and may keep them: see *Chains with tapes* below.)
 ///
 /// **Cost**: the sum of `forward[i]` over every forward step advanced
 /// (recomputations included) plus the sum of `adjoint[i]` (each once).
@@ -94,9 +95,10 @@ use crate::StorageLevel;
 /// 0 must be stored for any step but the last to be reversed; `n = 1` needs
 /// no checkpoint).
 ///
-/// The paper's programme (its `F_ck` choice; its `F_all`, storing every
-/// activation of a step, is here only the taped step just before each
-/// reverse) is the persistent restriction `l = i`, without shifts:
+/// The paper's programme without tapes (its `F_ck` choice; its `F_all`,
+/// storing every activation of a step, is here only the taped step just
+/// before each reverse; a chain with tapes has the full choice, below) is
+/// the persistent restriction `l = i`, without shifts:
 ///
 /// ```text
 /// C(i, j, m) = min( F(i, j) + adjoint[j−1] + C(i, j−1, m),
@@ -110,12 +112,85 @@ use crate::StorageLevel;
 /// state 1 before reversing step 1, to make room). The tests check `Q`
 /// against an exhaustive search over every schedule of the model.
 ///
+/// # Chains with tapes: the `F_all` choice
+///
+/// A chain given tapes ([`HeterogeneousChain::with_tape`]: `tape[i]` the
+/// bytes of step `i`'s adjoint dependencies, e.g. a layer's activations,
+/// usually much more than its state `bytes[i]`) changes the budget and adds
+/// a choice.
+///
+/// **Budget**: everything held counts at its size, the RAM checkpoints
+/// *and* every tape held in WORK, the tape of the step being reversed
+/// included: a step is taped only if its tape fits in what is free at that
+/// moment. Only the live state is not counted.
+///
+/// **The tape choice** (the paper's `F_all`, keep all the activations of a
+/// step until its backward): from the live state `i`, tape step `i`
+/// (`Forward(i, i + 1, false, true, WORK)`), the checkpoint of `i` freed
+/// (it was restored with a `Move`, or never stored: nothing reruns step `i`
+/// once its tape is held), reverse `i + 1..j` in the memory left, then
+/// `Reverse(i + 1, i, true)` frees the tape. Several steps' tapes are then
+/// held at once, and the budget decides per step whether its tape is kept
+/// from the forward or recomputed from a checkpoint.
+///
+/// With `t_k` the units of step `k`'s tape, `D(i, j, m)` is the least cost
+/// to reverse steps `i..j` when the adjoint is at `j`, the state `i` is
+/// live or held, and `m` units are free for `i..j`, a checkpoint of `i`
+/// included (∞ where no case applies):
+///
+/// ```text
+/// D(i, i+1, m) = forward[i] + adjoint[i]                     if t_i <= m
+/// D(i, j, m)   = min of                                       (j >= i + 2)
+///   sweep:  F(i, j) + adjoint[j−1] + D(i, j−1, m)             if s_i + t_{j−1} <= m
+///   split:  min over i < k < j−1 of
+///             F(i, k) + D(k, j, m − s_i) + D(i, k, m)         if s_i <= m
+///   tape:   forward[i] + adjoint[i] + D(i+1, j, m − t_i)      if t_i <= m
+/// ```
+///
+/// and the answer is `D(0, n, M)`. This is the paper's recurrence over
+/// persistent schedules, `C(s, t, m)` the least of its `F_ck` and `F_all`
+/// terms (`sweep` and `split` are the `F_ck` term, `tape` the `F_all`
+/// term), written in the action model of this crate. Two differences follow
+/// from that model. A tape cannot restart the forward (the paper's `F_all`
+/// also keeps the step's output), so the sub-chain after a taped step
+/// starts from its own state, whose checkpoint, if the sub-chain needs it,
+/// is counted in `D(i+1, j, ·)`; and no recomputation runs through a step
+/// whose tape is held. The tests check `D` against a Dijkstra search over
+/// every persistent schedule with tape choices under these rules (a
+/// checkpoint is freed only when its step is taped from it; no advance
+/// crosses a held tape).
+///
+/// Without tapes, `D` with `t = 0` is `C` with `m` counting `s_i`, but the
+/// tape-less table is still `C`, so tape-less schedules are unchanged. The
+/// exact model `Q` is not extended: a chain with tapes is solved in
+/// [`ChainModel::Persistent`] (by [`HeterogeneousRevolve::new`]; asking
+/// [`HeterogeneousRevolve::with_granularity`] for [`ChainModel::Exact`] is an
+/// error). Memory units are those of the states and tapes together (their
+/// greatest common divisor, coarsened as above; when rounding every tape up
+/// takes away what the chain needs, [`HeterogeneousRevolve::new`] halves
+/// the unit while the table stays within the limits). The least budget is
+/// `P(0, n)`, `P(i, i+1) = tape[i]`, `P(i, j) = min(max(bytes[i] +
+/// tape[j−1], P(i, j−1)), min over k of max(bytes[i] + P(k, j), P(i, k)),
+/// tape[i] + P(i+1, j))` in bytes, reported by
+/// [`ScheduleError::BudgetTooSmall`] (`O(n³)`, computed only then). A
+/// budget that holds every tape at once needs no table: every step is taped
+/// in the forward and kept, and runs once (`D`'s `tape` choice throughout,
+/// the least cost of any schedule).
+///
 /// # Complexity, and where it stops being practical
 ///
 /// | model | time | memory |
 /// | --- | --- | --- |
 /// | [`ChainModel::Exact`] (`Q`, `R`) | `O(n⁴·M)`, about `n⁴·M/12` evaluations | `n³·(M+1)/6` cells of 24 bytes |
 /// | [`ChainModel::Persistent`] (`C`) | `O(n³·M)`, about `n³·M/6` evaluations | `n²·(M+1)/2` cells of 12 bytes |
+/// | [`ChainModel::Persistent`] with tapes (`D`) | `O(n³·M)`, about `n³·M/6` evaluations | `n²·(M+1)/2` cells of 12 bytes |
+///
+/// With tapes `M` counts the budget in units of states and tapes (capped
+/// at all of them together), so it is usually larger for the same chain;
+/// the tape choice adds one `O(M)` row per cell, nothing to the order.
+/// Measured with tapes (same conditions, `tests/heterogeneous_tape.rs`,
+/// test `timings`): `n = 200, M = 100`: 0.35 s; `n = 400, M = 100`: 2.9 s;
+/// `n = 1000, M = 15`: 9 s, as without tapes; the limits are the same.
 ///
 /// Measured (release build, one core of a shared machine, so roughly):
 /// exact `n = 50, M = 25`: 40 ms; `n = 100, M = 25`: 1.3 s; `n = 200,
@@ -162,13 +237,30 @@ use crate::StorageLevel;
 /// assert_eq!(cost.total(), predicted);
 /// Replay::new(30).ram_budget(3).require_freed(true).run(schedule).unwrap();
 /// ```
+///
+/// With tapes four times the states, the budget holds checkpoints and
+/// tapes together, and some steps keep their tape from the forward:
+///
+/// ```
+/// use checkpointing_schedule::{HeterogeneousChain, HeterogeneousRevolve, Replay};
+/// let chain = HeterogeneousChain::uniform(30, 1.0, 2.0, 100)
+///     .unwrap()
+///     .with_tape(vec![400; 30])
+///     .unwrap();
+/// let schedule = HeterogeneousRevolve::new(&chain, 3000).unwrap();
+/// let cost = chain.account(schedule.clone());
+/// assert!(cost.peak_bytes <= 3000);
+/// assert_eq!(cost.total(), schedule.predicted_cost());
+/// let replay = Replay::new(30).require_freed(true).run(schedule).unwrap();
+/// assert!(replay.peak_work_steps > 1); // several tapes held at once
+/// ```
 #[derive(Debug, Clone)]
 pub struct HeterogeneousRevolve {
     cursor: Cursor,
     pending: Pending,
     /// `None` for a single step.
     table: Option<Table>,
-    stack: Vec<Frame>,
+    stack: Vec<Task>,
     forward_ended: bool,
     /// Adjoint steps advanced by the actions queued.
     r: Step,
@@ -177,11 +269,13 @@ pub struct HeterogeneousRevolve {
     granularity: u64,
     units: u64,
     model: ChainModel,
+    /// Every tape fits at once: tape every step in the forward (no table).
+    all_tapes: bool,
 }
 
-/// A sub-problem `Q(i, l, j, m)` to emit; `live`: the live state is at `i`,
-/// not yet stored (it is stored by the next forward unless that is its last
-/// use).
+/// A sub-problem `Q(i, l, j, m)` (or `D(i, j, m)` with tapes) to emit;
+/// `live`: the live state is at `i`, not yet stored (it is stored by the
+/// next forward unless that is its last use).
 #[derive(Debug, Clone, Copy)]
 struct Frame {
     i: usize,
@@ -189,6 +283,28 @@ struct Frame {
     j: usize,
     m: usize,
     live: bool,
+}
+
+impl Frame {
+    /// The whole chain of `n` steps with `m` free units, state 0 live.
+    fn whole(n: usize, m: usize) -> Self {
+        Self {
+            i: 0,
+            l: 0,
+            j: n,
+            m,
+            live: true,
+        }
+    }
+}
+
+/// What is left to emit, on a stack.
+#[derive(Debug, Clone, Copy)]
+enum Task {
+    /// A sub-problem.
+    Solve(Frame),
+    /// Reverse step `k`, whose tape is held.
+    Reverse(usize),
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
@@ -236,6 +352,9 @@ impl HeterogeneousRevolve {
     /// ```
     pub fn new(chain: &HeterogeneousChain, budget: u64) -> Result<Self, ScheduleError> {
         let granularity = Self::default_granularity(chain, budget);
+        if chain.tape.is_some() {
+            return Self::build_finer(chain, budget, granularity);
+        }
         let exact = Self::build(
             chain,
             budget,
@@ -255,11 +374,64 @@ impl HeterogeneousRevolve {
         }
     }
 
+    /// The persistent schedule of a chain with tapes in units of
+    /// `granularity` bytes; where rounding leaves too little for the
+    /// checkpoints and tapes the chain needs (tapes are large and many
+    /// stay held, so rounding each up can lose what the budget would
+    /// hold), halves the unit, down to the sizes' greatest common divisor,
+    /// while the table stays within the limits.
+    fn build_finer(
+        chain: &HeterogeneousChain,
+        budget: u64,
+        mut granularity: u64,
+    ) -> Result<Self, ScheduleError> {
+        let tapes = chain.tape.iter().flatten();
+        let exact = chain
+            .bytes
+            .iter()
+            .chain(tapes)
+            .fold(0, |g, &b| gcd(g, b))
+            .max(1);
+        loop {
+            let result = Self::build(
+                chain,
+                budget,
+                granularity,
+                ChainModel::Persistent,
+                table::WORK_LIMIT,
+            );
+            let finer = (granularity / 2).max(exact);
+            match result {
+                Err(ScheduleError::InvalidParameter {
+                    name: "granularity",
+                    ..
+                }) if finer < granularity => {
+                    let units = Self::table_units(chain, budget, finer);
+                    let n = chain.steps();
+                    let fits =
+                        table::check_size(ChainModel::Persistent, n, units, table::WORK_LIMIT)
+                            .is_ok();
+                    if !fits {
+                        return result;
+                    }
+                    granularity = finer;
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// The memory unit [`HeterogeneousRevolve::new`] counts in: the sizes'
     /// greatest common divisor, coarsened to `⌈budget / DEFAULT_UNITS⌉`
     /// bytes when the budget holds more than [`Self::DEFAULT_UNITS`] of them.
     fn default_granularity(chain: &HeterogeneousChain, budget: u64) -> u64 {
-        let exact = chain.bytes.iter().fold(0, |g, &b| gcd(g, b)).max(1);
+        let tapes = chain.tape.iter().flatten();
+        let exact = chain
+            .bytes
+            .iter()
+            .chain(tapes)
+            .fold(0, |g, &b| gcd(g, b))
+            .max(1);
         if budget / exact > Self::DEFAULT_UNITS {
             exact.max(budget.div_ceil(Self::DEFAULT_UNITS))
         } else {
@@ -268,11 +440,13 @@ impl HeterogeneousRevolve {
     }
 
     /// Memory units of `granularity` bytes that a table for `budget` has:
-    /// the budget's, but never more than all the states take together.
+    /// the budget's, but never more than all the states (and tapes) take
+    /// together.
     fn table_units(chain: &HeterogeneousChain, budget: u64, granularity: u64) -> u64 {
         let all = chain
             .bytes
             .iter()
+            .chain(chain.tape.iter().flatten())
             .map(|&b| b.div_ceil(granularity))
             .fold(0, u64::saturating_add);
         (budget / granularity).min(all)
@@ -306,7 +480,8 @@ impl HeterogeneousRevolve {
             )
         };
         let (cells, work) = size(ChainModel::Exact);
-        if cells <= Self::CELL_LIMIT && work <= table::EXACT_DEFAULT_WORK {
+        let exact_fits = cells <= Self::CELL_LIMIT && work <= table::EXACT_DEFAULT_WORK;
+        if exact_fits && chain.tape.is_none() {
             return (ChainModel::Exact, cells, work);
         }
         let (cells, work) = size(ChainModel::Persistent);
@@ -352,6 +527,14 @@ impl HeterogeneousRevolve {
                 reason: "must be at least 1 byte".into(),
             });
         }
+        if chain.tape.is_some() && model == ChainModel::Exact {
+            return Err(ScheduleError::InvalidParameter {
+                name: "model",
+                reason: "the exact model does not take tapes; a chain with tapes is solved \
+                         in ChainModel::Persistent"
+                    .into(),
+            });
+        }
         let n = chain.forward.len();
         let cursor = Cursor::offline(n as Step)?;
         let units_of = |b: u64| b.div_ceil(granularity);
@@ -359,14 +542,9 @@ impl HeterogeneousRevolve {
             cursor,
             pending: Pending::default(),
             table: None,
-            stack: vec![Frame {
-                i: 0,
-                l: 0,
-                j: n,
-                m: 0,
-                live: true,
-            }],
+            stack: vec![Task::Solve(Frame::whole(n, 0))],
             forward_ended: false,
+            all_tapes: false,
             r: 0,
             done: false,
             predicted: chain.forward[0] + chain.adjoint[0],
@@ -374,6 +552,9 @@ impl HeterogeneousRevolve {
             units: 0,
             model,
         };
+        if let Some(tape) = &chain.tape {
+            return schedule.build_taped(chain, tape, budget, work_limit);
+        }
         if n == 1 {
             return Ok(schedule);
         }
@@ -403,13 +584,90 @@ impl HeterogeneousRevolve {
             .iter()
             .map(|&b| units_of(b).min(units + 1) as usize)
             .collect();
-        let table = Table::solve(model, &chain.forward, &chain.adjoint, size, units as usize);
+        let table = Table::solve(
+            model,
+            &chain.forward,
+            &chain.adjoint,
+            size,
+            None,
+            units as usize,
+        );
         let m = (units - first) as usize;
         schedule.predicted = table.cost(0, 0, n, m);
-        schedule.stack[0].m = m;
+        schedule.stack = vec![Task::Solve(Frame::whole(n, m))];
         schedule.table = Some(table);
         schedule.units = units;
         Ok(schedule)
+    }
+
+    /// The rest of [`HeterogeneousRevolve::build`] for a chain with tapes
+    /// (persistent model, `D`).
+    fn build_taped(
+        mut self,
+        chain: &HeterogeneousChain,
+        tape: &[u64],
+        budget: u64,
+        work_limit: u64,
+    ) -> Result<Self, ScheduleError> {
+        let n = chain.forward.len();
+        let too_small = || {
+            let need = if n == 1 {
+                tape[0]
+            } else {
+                table::least_bytes(&chain.bytes, tape)
+            };
+            (need > budget).then_some(ScheduleError::BudgetTooSmall {
+                what: "the checkpoints and tapes of the chain",
+                need,
+                got: budget,
+            })
+        };
+        if n == 1 {
+            return match too_small() {
+                Some(error) => Err(error),
+                None => Ok(self),
+            };
+        }
+        let granularity = self.granularity;
+        let units = Self::table_units(chain, budget, granularity);
+        if tape.iter().fold(0u64, |a, &t| a.saturating_add(t)) <= budget {
+            // Every tape fits at once: tape every step in the forward and
+            // keep them all; every step runs once, the least any schedule
+            // costs, whatever the rounding of a table would give.
+            self.all_tapes = true;
+            let forward: f64 = chain.forward.iter().sum();
+            self.predicted = forward + chain.adjoint.iter().rev().sum::<f64>();
+            self.units = units;
+            return Ok(self);
+        }
+        table::check_size(ChainModel::Persistent, n as u64, units, work_limit)?;
+        let units_of = |b: u64| b.div_ceil(granularity).min(units + 1) as usize;
+        let table = Table::solve(
+            ChainModel::Persistent,
+            &chain.forward,
+            &chain.adjoint,
+            chain.bytes.iter().map(|&b| units_of(b)).collect(),
+            Some(tape.iter().map(|&t| units_of(t)).collect()),
+            units as usize,
+        );
+        let m = units as usize;
+        let predicted = table.cost(0, 0, n, m);
+        if predicted.is_infinite() {
+            return Err(
+                too_small().unwrap_or_else(|| ScheduleError::InvalidParameter {
+                    name: "granularity",
+                    reason: format!(
+                        "{granularity} bytes rounds the budget of {budget} bytes below what the \
+                     checkpoints and tapes of the chain need; use a finer granularity"
+                    ),
+                }),
+            );
+        }
+        self.predicted = predicted;
+        self.stack = vec![Task::Solve(Frame::whole(n, m))];
+        self.table = Some(table);
+        self.units = units;
+        Ok(self)
     }
 
     /// The cost the schedule attains: the forward cost of every step

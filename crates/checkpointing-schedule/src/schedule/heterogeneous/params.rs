@@ -98,17 +98,31 @@ impl<T: fmt::Display + PartialEq> fmt::Display for PerStep<T> {
 /// line `--forward 1*9,20 --adjoint 1*10 --bytes 100*10 --budget 300`
 /// (sizes take units: `--budget 8GiB`).
 ///
+/// The optional `tape` (JSON `"tape": [...]`, `--tape 400*10`) gives each
+/// step's tape size ([`HeterogeneousChain::with_tape`]): the budget then
+/// counts checkpoints and tapes together, and the schedule may keep a
+/// step's tape from the forward to its reverse instead of recomputing it.
+/// Without it the spec is as before (the key is not written).
+///
 /// ```
 /// use checkpointing_schedule::schedule::{HeterogeneousRevolveParams, PerStep, ScheduleParams};
 /// use checkpointing_schedule::StorageLevel;
-/// let params = HeterogeneousRevolveParams {
+/// let mut params = HeterogeneousRevolveParams {
 ///     forward: "1*9,20,1*9,20".parse().unwrap(),
 ///     adjoint: PerStep(vec![1.0; 20]),
 ///     bytes: PerStep(vec![100; 20]),
+///     tape: None,
 ///     budget: 300,
 /// };
 /// let cost = params.replay().run(params.build().unwrap()).unwrap();
 /// assert!(cost.levels[StorageLevel::Ram].peak * 100 <= 300);
+///
+/// // Tapes of 150 bytes and a budget of 1000: some steps taped ahead.
+/// params.tape = Some("150*20".parse().unwrap());
+/// params.budget = 1000;
+/// let chain = params.chain().unwrap();
+/// assert!(chain.account(params.build().unwrap()).peak_bytes <= 1000);
+/// params.replay().run(params.build().unwrap()).unwrap();
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::Args))]
@@ -124,7 +138,13 @@ pub struct HeterogeneousRevolveParams {
     /// Bytes of each state's checkpoint, as --forward (e.g. `4096*100`).
     #[cfg_attr(feature = "clap", arg(long, value_name = "SIZES"))]
     pub bytes: PerStep<u64>,
-    /// Bytes of RAM for checkpoints, e.g. 300 or 8GiB.
+    /// Bytes of each step's tape (its adjoint dependencies), as --bytes;
+    /// when given, the budget counts tapes and checkpoints together.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "SIZES"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tape: Option<PerStep<u64>>,
+    /// Bytes of RAM for checkpoints (and tapes, with --tape), e.g. 300 or
+    /// 8GiB.
     #[cfg_attr(feature = "clap", arg(long, value_name = "BYTES", value_parser = parse_budget))]
     pub budget: u64,
 }
@@ -137,13 +157,25 @@ fn parse_budget(text: &str) -> Result<u64, String> {
 }
 
 impl HeterogeneousRevolveParams {
-    /// The chain the parameters describe.
+    /// The chain the parameters describe, with its tapes when given.
+    ///
+    /// ```
+    /// use checkpointing_schedule::schedule::{HeterogeneousRevolveParams, PerStep, ScheduleParams};
+    /// let mut params = HeterogeneousRevolveParams::example();
+    /// assert_eq!(params.chain().unwrap().tape(), None);
+    /// params.tape = Some(PerStep(vec![400; 20]));
+    /// assert_eq!(params.chain().unwrap().tape(), Some(&[400; 20][..]));
+    /// ```
     pub fn chain(&self) -> Result<HeterogeneousChain, ScheduleError> {
-        HeterogeneousChain::new(
+        let chain = HeterogeneousChain::new(
             self.forward.0.clone(),
             self.adjoint.0.clone(),
             self.bytes.0.clone(),
-        )
+        )?;
+        match &self.tape {
+            Some(tape) => chain.with_tape(tape.0.clone()),
+            None => Ok(chain),
+        }
     }
 
     /// The most checkpoints the budget can hold at once: the smallest
@@ -168,6 +200,7 @@ impl ScheduleParams for HeterogeneousRevolveParams {
             forward: PerStep([vec![1.0; 9], vec![20.0], vec![1.0; 9], vec![20.0]].concat()),
             adjoint: PerStep(vec![1.0; 20]),
             bytes: PerStep(vec![100; 20]),
+            tape: None,
             budget: 300,
         }
     }
@@ -203,7 +236,7 @@ impl ScheduleParams for HeterogeneousRevolveParams {
 
     /// The per-step lists in their compact form (`1*9,20`).
     fn command_args(&self) -> Vec<String> {
-        vec![
+        let mut args = vec![
             "--adjoint".into(),
             self.adjoint.to_string(),
             "--budget".into(),
@@ -212,7 +245,11 @@ impl ScheduleParams for HeterogeneousRevolveParams {
             self.bytes.to_string(),
             "--forward".into(),
             self.forward.to_string(),
-        ]
+        ];
+        if let Some(tape) = &self.tape {
+            args.extend(["--tape".into(), tape.to_string()]);
+        }
+        args
     }
 }
 
@@ -240,6 +277,30 @@ mod tests {
         let cost = chain.account(params.build().unwrap());
         assert!(cost.peak_bytes <= params.budget);
         params.replay().run(params.build().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn tape_is_optional_in_json() {
+        let params = HeterogeneousRevolveParams::example();
+        let json = serde_json::to_string(&params).unwrap();
+        assert!(!json.contains("tape"), "{json}");
+        let mut taped = params.clone();
+        taped.tape = Some(PerStep(vec![150; 20]));
+        taped.budget = 1000;
+        let json = serde_json::to_string(&taped).unwrap();
+        assert!(json.contains("\"tape\":[150,"), "{json}");
+        let back: HeterogeneousRevolveParams = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, taped);
+        assert!(taped
+            .command_args()
+            .ends_with(&["--tape".into(), "150*20".into()]));
+        let chain = taped.chain().unwrap();
+        assert!(chain.account(taped.build().unwrap()).peak_bytes <= 1000);
+        taped.tape = Some(PerStep(vec![150; 19]));
+        assert!(matches!(
+            taped.build().err(),
+            Some(ScheduleError::InvalidParameter { name: "tape", .. })
+        ));
     }
 
     #[test]

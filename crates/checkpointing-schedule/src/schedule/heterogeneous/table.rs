@@ -42,10 +42,14 @@ pub(crate) enum Choice {
     /// in the persistent model), reverse down to `l'` from it, free it, then
     /// reverse down to `l` from `i`.
     Split(usize),
+    /// Tape step `i` (freeing `i`), reverse `i + 1..j` from `i + 1`, then
+    /// reverse step `i` from its tape (the chain has tapes).
+    Tape,
 }
 
 const TAG_SHIFT: u32 = 1 << 30;
 const TAG_SPLIT: u32 = 2 << 30;
+const TAG_TAPE: u32 = 3 << 30;
 const TAG_MASK: u32 = 3 << 30;
 
 fn encode(choice: Choice) -> u32 {
@@ -53,6 +57,7 @@ fn encode(choice: Choice) -> u32 {
         Choice::Sweep => 0,
         Choice::Shift(k) => TAG_SHIFT | k as u32,
         Choice::Split(l) => TAG_SPLIT | l as u32,
+        Choice::Tape => TAG_TAPE,
     }
 }
 
@@ -61,6 +66,7 @@ fn decode(code: u32) -> Choice {
     match code & TAG_MASK {
         TAG_SHIFT => Choice::Shift(at),
         TAG_SPLIT => Choice::Split(at),
+        TAG_TAPE => Choice::Tape,
         _ => Choice::Sweep,
     }
 }
@@ -74,6 +80,9 @@ pub(crate) struct Table {
     units: usize,
     /// Units of each state's checkpoint.
     size: Vec<usize>,
+    /// Units of each step's tape, when the chain has tapes: then the table
+    /// is `D` (persistent, tapes counted, `m` including the units of `i`).
+    tape: Option<Vec<usize>>,
     /// Prefix sums of the forward costs.
     prefix: Vec<f64>,
     adjoint: Vec<f64>,
@@ -130,17 +139,49 @@ pub(crate) fn check_size(
     Ok(())
 }
 
+/// The least budget in bytes for which a chain with tapes has a persistent
+/// schedule: `P(0, n)` with `P(i, i + 1) = tape[i]` and, for `j > i + 1`,
+/// `P(i, j) = min(max(bytes[i] + tape[j − 1], P(i, j − 1)), min over
+/// i < k < j − 1 of max(bytes[i] + P(k, j), P(i, k)), tape[i] + P(i + 1, j))`
+/// (sweep, split, tape: the feasibility of `D`). `O(n³)`, less than the
+/// table's `O(n³·M)`.
+pub(crate) fn least_bytes(bytes: &[u64], tape: &[u64]) -> u64 {
+    let n = bytes.len();
+    // p[i][j - i - 1], rows of decreasing length.
+    let mut p: Vec<Vec<u64>> = (0..n).map(|i| vec![0; n - i]).collect();
+    for d in 1..=n {
+        for i in 0..=n - d {
+            let j = i + d;
+            let value = if d == 1 {
+                tape[i]
+            } else {
+                let at = |p: &Vec<Vec<u64>>, a: usize, b: usize| p[a][b - a - 1];
+                let mut best = bytes[i].saturating_add(tape[j - 1]).max(at(&p, i, j - 1));
+                for k in i + 1..j - 1 {
+                    best = best.min(bytes[i].saturating_add(at(&p, k, j)).max(at(&p, i, k)));
+                }
+                best.min(tape[i].saturating_add(at(&p, i + 1, j)))
+            };
+            p[i][d - 1] = value;
+        }
+    }
+    p[0][n - 1]
+}
+
 impl Table {
     /// Solves the programme for `n = forward.len()` steps and `units` memory
-    /// units; `size[i]` is the units of state `i`. The caller checked the
-    /// size with [`check_size`].
+    /// units; `size[i]` is the units of state `i`, `tape[i]` (when given,
+    /// with the persistent model only) those of step `i`'s tape. The caller
+    /// checked the size with [`check_size`].
     pub(crate) fn solve(
         model: ChainModel,
         forward: &[f64],
         adjoint: &[f64],
         size: Vec<usize>,
+        tape: Option<Vec<usize>>,
         units: usize,
     ) -> Self {
+        debug_assert!(tape.is_none() || model == ChainModel::Persistent);
         let n = forward.len();
         let mut prefix = Vec::with_capacity(n + 1);
         prefix.push(0.0);
@@ -174,6 +215,7 @@ impl Table {
             n,
             units,
             size,
+            tape,
             prefix,
             adjoint: adjoint.to_vec(),
             base,
@@ -223,6 +265,16 @@ impl Table {
         self.size[k]
     }
 
+    /// Whether the chain has tapes (the table is `D`).
+    pub(crate) fn has_tape(&self) -> bool {
+        self.tape.is_some()
+    }
+
+    /// Units of step `k`'s tape (0 without tapes).
+    pub(crate) fn tape(&self, k: usize) -> usize {
+        self.tape.as_ref().map_or(0, |t| t[k])
+    }
+
     /// The row of cell `(i, l, j)`: its values for `m = 0..=M`.
     fn row(&self, i: usize, l: usize, j: usize) -> std::ops::Range<usize> {
         let start = self.at(i, l, j, 0);
@@ -247,6 +299,9 @@ impl Table {
                         for l in i..j {
                             self.fill_q(i, l, j, &mut best, &mut arg);
                         }
+                    }
+                    ChainModel::Persistent if self.tape.is_some() => {
+                        self.fill_d(i, j, &mut best, &mut arg)
                     }
                     ChainModel::Persistent => self.fill_c(i, j, &mut best, &mut arg),
                 }
@@ -357,6 +412,56 @@ impl Table {
             let (base, code) = (self.fwd(i, k), encode(Choice::Split(k)));
             for m in shift..width {
                 let value = base + upper[m - shift] + lower[m];
+                if value < best[m] {
+                    (best[m], arg[m]) = (value, code);
+                }
+            }
+        }
+        let row = self.row(i, i, j);
+        self.q[row.clone()].copy_from_slice(best);
+        self.q_choice[row].copy_from_slice(arg);
+    }
+
+    /// `D(i, j, m)` of a chain with tapes, for every `m` (the units free for
+    /// `i..j`, those of a checkpoint of `i` included): sweep, split at `k`
+    /// (store `i`, reverse `k..j` from `k`, then `i..k`), or tape step `i`
+    /// and reverse `i + 1..j` while its tape is held.
+    fn fill_d(&mut self, i: usize, j: usize, best: &mut [f64], arg: &mut [u32]) {
+        let Some(tape) = &self.tape else { return };
+        let width = best.len();
+        best.fill(f64::INFINITY);
+        arg.fill(encode(Choice::Sweep));
+        let size_i = self.size[i];
+        let own = self.fwd(i, i + 1) + self.adjoint[i];
+        if j == i + 1 {
+            // Tape step i from i (freed, or never stored) and reverse it.
+            for b in best.iter_mut().skip(tape[i]) {
+                *b = own;
+            }
+        } else {
+            // Sweep: store i, advance to j − 1, tape it and reverse it.
+            let head = self.fwd(i, j) + self.adjoint[j - 1];
+            let rest = &self.q[self.row(i, i, j - 1)];
+            let need = size_i + tape[j - 1];
+            for m in need.min(width)..width {
+                best[m] = head + rest[m];
+            }
+            // Split: store i, advance to k, reverse k..j, then i..k.
+            for k in i + 1..j - 1 {
+                let (upper, lower) = (&self.q[self.row(k, k, j)], &self.q[self.row(i, i, k)]);
+                let (base, code) = (self.fwd(i, k), encode(Choice::Split(k)));
+                for m in size_i.min(width)..width {
+                    let value = base + upper[m - size_i] + lower[m];
+                    if value < best[m] {
+                        (best[m], arg[m]) = (value, code);
+                    }
+                }
+            }
+            // Tape: free i, tape step i, reverse i + 1..j, reverse step i.
+            let rest = &self.q[self.row(i + 1, i + 1, j)];
+            let code = encode(Choice::Tape);
+            for m in tape[i].min(width)..width {
+                let value = own + rest[m - tape[i]];
                 if value < best[m] {
                     (best[m], arg[m]) = (value, code);
                 }

@@ -1,0 +1,394 @@
+//! `HeterogeneousRevolve` on chains with tapes (`HeterogeneousChain::with_tape`):
+//! the programme `D` attains the optimum of an exhaustive search over the
+//! persistent schedules with tape choices, every schedule replays and stays
+//! within the byte budget (checkpoints and tapes counted), tapes that never
+//! fit give the tape-less schedule, a budget for every tape gives no
+//! recomputation, and a budget too small is a typed error.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use checkpointing_schedule::{
+    Action, ChainModel, HeterogeneousChain, HeterogeneousRevolve, Replay, Schedule, ScheduleError,
+};
+use proptest::prelude::*;
+
+/// The least cost over the persistent schedules with tape choices, by
+/// Dijkstra over the states `(adjoint at j, checkpoints held, tapes held,
+/// live state)`, or `None` when no schedule fits `budget`. Moves: store
+/// the live state; advance it one step untaped (before `j − 1`); tape its
+/// step (freeing its checkpoint, if stored: a checkpoint is freed only
+/// when its step is taped from it, the persistent rule); reverse step
+/// `j − 1` when its tape is held; restore a checkpoint. No advance crosses
+/// a step whose tape is held (a recomputation never runs through a taped
+/// step: the states after it are restarted from their own checkpoints).
+/// Every move is checked against the budget: the checkpoints' bytes plus
+/// the tapes'.
+fn exhaustive(
+    forward: &[u64],
+    adjoint: &[u64],
+    bytes: &[u64],
+    tape: &[u64],
+    budget: u64,
+) -> Option<u64> {
+    let n = forward.len();
+    let subsets = 1usize << n;
+    let lives = n + 1; // live state 0..n-1, or n for none
+    let index = |j: usize, set: usize, tapes: usize, live: usize| {
+        ((j * subsets + set) * subsets + tapes) * lives + live
+    };
+    let mut dist = vec![u64::MAX; (n + 1) * subsets * subsets * lives];
+    let mut heap = BinaryHeap::new();
+    dist[index(n, 0, 0, 0)] = 0;
+    heap.push(Reverse((0u64, n, 0usize, 0usize, 0usize)));
+    while let Some(Reverse((d, j, set, tapes, live))) = heap.pop() {
+        if d > dist[index(j, set, tapes, live)] {
+            continue;
+        }
+        if j == 0 {
+            return Some(d);
+        }
+        let has = |mask: usize, k: usize| mask >> k & 1 == 1;
+        let used: u64 = (0..n)
+            .map(|k| {
+                let mut b = 0;
+                if has(set, k) {
+                    b += bytes[k];
+                }
+                if has(tapes, k) {
+                    b += tape[k];
+                }
+                b
+            })
+            .sum();
+        let mut next = Vec::new();
+        if live < n {
+            if !has(set, live) && used + bytes[live] <= budget {
+                next.push((0, j, set | 1 << live, tapes, live));
+            }
+            if live + 1 < j && !has(tapes, live) {
+                next.push((forward[live], j, set, tapes, live + 1));
+            }
+            if live < j && !has(tapes, live) {
+                let freed = if has(set, live) { bytes[live] } else { 0 };
+                if used - freed + tape[live] <= budget {
+                    let after = if live + 1 < j { live + 1 } else { n };
+                    next.push((
+                        forward[live],
+                        j,
+                        set & !(1 << live),
+                        tapes | 1 << live,
+                        after,
+                    ));
+                }
+            }
+        }
+        if has(tapes, j - 1) {
+            let kept = set & ((1 << (j - 1)) - 1);
+            let after = if live < j - 1 { live } else { n };
+            next.push((adjoint[j - 1], j - 1, kept, tapes & !(1 << (j - 1)), after));
+        }
+        for k in (0..j).filter(|&k| has(set, k)) {
+            next.push((0, j, set, tapes, k));
+        }
+        for (c, j, set, tapes, live) in next {
+            let nd = d + c;
+            let slot = &mut dist[index(j, set, tapes, live)];
+            if nd < *slot {
+                *slot = nd;
+                heap.push(Reverse((nd, j, set, tapes, live)));
+            }
+        }
+    }
+    None
+}
+
+fn chain(forward: &[u64], adjoint: &[u64], bytes: &[u64], tape: &[u64]) -> HeterogeneousChain {
+    let f = forward.iter().map(|&c| c as f64).collect();
+    let b = adjoint.iter().map(|&c| c as f64).collect();
+    HeterogeneousChain::new(f, b, bytes.to_vec())
+        .unwrap()
+        .with_tape(tape.to_vec())
+        .unwrap()
+}
+
+/// Replays the schedule (valid, every checkpoint freed), checks its byte
+/// accounting (checkpoints and tapes) against the budget and its cost
+/// against the prediction; returns the accounted total cost.
+fn check(chain: &HeterogeneousChain, schedule: &HeterogeneousRevolve, budget: u64) -> f64 {
+    let n = chain.steps();
+    let cost = Replay::new(n)
+        .require_freed(true)
+        .run(schedule.clone())
+        .unwrap_or_else(|e| panic!("invalid schedule: {e}"));
+    assert_eq!(cost.adjoint_steps, n);
+    let account = chain.account(schedule.clone());
+    assert!(
+        account.peak_bytes <= budget,
+        "{} bytes held, budget {budget}",
+        account.peak_bytes
+    );
+    let predicted = schedule.predicted_cost();
+    let tolerance = 1e-9 * predicted.abs().max(1.0);
+    assert!(
+        (account.total() - predicted).abs() <= tolerance,
+        "accounted cost {} but predicted {predicted}",
+        account.total()
+    );
+    account.total()
+}
+
+/// The most steps whose tapes are held at once.
+fn most_tapes_held(schedule: &HeterogeneousRevolve) -> u64 {
+    Replay::new(schedule.max_n().unwrap_or(0))
+        .run(schedule.clone())
+        .unwrap()
+        .peak_work_steps
+}
+
+type Chain = (Vec<u64>, Vec<u64>, Vec<u64>, Vec<u64>, u64);
+
+fn small_taped_chain(max_n: usize) -> impl Strategy<Value = Chain> {
+    (1..=max_n).prop_flat_map(|n| {
+        (
+            prop::collection::vec(0u64..8, n),
+            prop::collection::vec(0u64..8, n),
+            prop::collection::vec(1u64..7, n),
+            prop::collection::vec(1u64..12, n),
+            0u64..40,
+        )
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// The programme attains the exhaustive optimum over persistent
+    /// schedules with tape choices, and refuses exactly the budgets for
+    /// which none exists, naming the least budget that works.
+    #[test]
+    fn optimal_against_exhaustive_search((f, b, s, t, budget) in small_taped_chain(6)) {
+        let chain = chain(&f, &b, &s, &t);
+        let best = exhaustive(&f, &b, &s, &t, budget);
+        match HeterogeneousRevolve::with_granularity(&chain, budget, 1, ChainModel::Persistent) {
+            Ok(schedule) => {
+                prop_assert_eq!(Some(schedule.predicted_cost() as u64), best);
+                prop_assert_eq!(check(&chain, &schedule, budget), schedule.predicted_cost());
+                // The default granularity (the sizes' gcd) is as good.
+                let default = HeterogeneousRevolve::new(&chain, budget).unwrap();
+                prop_assert_eq!(default.predicted_cost(), schedule.predicted_cost());
+                check(&chain, &default, budget);
+            }
+            Err(ScheduleError::BudgetTooSmall { need, got, .. }) => {
+                prop_assert_eq!(best, None);
+                prop_assert_eq!(got, budget);
+                prop_assert!(need > budget);
+                prop_assert!(exhaustive(&f, &b, &s, &t, need).is_some());
+                prop_assert!(exhaustive(&f, &b, &s, &t, need - 1).is_none());
+                let schedule = HeterogeneousRevolve::new(&chain, need).unwrap();
+                check(&chain, &schedule, need);
+            }
+            Err(other) => prop_assert!(false, "unexpected error {other}"),
+        }
+    }
+
+    /// Tapes that never fit ahead of their reverse (each larger than the
+    /// budget left for checkpoints) give the tape-less persistent schedule,
+    /// action for action, with the budget less one tape.
+    #[test]
+    fn tapes_that_never_fit_give_the_tapeless_schedule(
+        (f, b, s, _, budget) in small_taped_chain(9),
+    ) {
+        let tape = 64;
+        prop_assume!(f.len() == 1 || s[0] <= budget);
+        let n = f.len();
+        let taped = chain(&f, &b, &s, &vec![tape; n]);
+        let plain = HeterogeneousChain::new(taped.forward().to_vec(), taped.adjoint().to_vec(), s.clone()).unwrap();
+        let with = HeterogeneousRevolve::with_granularity(&taped, budget + tape, 1, ChainModel::Persistent).unwrap();
+        let without = HeterogeneousRevolve::with_granularity(&plain, budget, 1, ChainModel::Persistent).unwrap();
+        prop_assert_eq!(with.predicted_cost(), without.predicted_cost());
+        let (a, b): (Vec<Action>, Vec<Action>) = (with.clone().collect(), without.collect());
+        prop_assert_eq!(a, b);
+        check(&taped, &with, budget + tape);
+    }
+
+    /// Larger random chains with real costs and the default granularity
+    /// (coarsened for large budgets): valid, within the byte budget, cost
+    /// as predicted.
+    #[test]
+    fn valid_within_the_byte_budget(
+        (f, b, s, t) in (1usize..40).prop_flat_map(|n| (
+            prop::collection::vec(0.0f64..10.0, n),
+            prop::collection::vec(0.0f64..10.0, n),
+            prop::collection::vec(1u64..5000, n),
+            prop::collection::vec(1u64..20000, n),
+        )),
+        extra in 0.0f64..1.2,
+    ) {
+        let all: u64 = s.iter().chain(&t).sum();
+        let budget = (extra * all as f64) as u64;
+        let chain = HeterogeneousChain::new(f, b, s).unwrap().with_tape(t).unwrap();
+        match HeterogeneousRevolve::new(&chain, budget) {
+            Ok(schedule) => {
+                check(&chain, &schedule, budget);
+            }
+            Err(ScheduleError::BudgetTooSmall { need, .. }) => {
+                prop_assert!(need > budget);
+                // At the least budget the table may be too fine to build;
+                // when it is built, it is valid.
+                if let Ok(schedule) = HeterogeneousRevolve::new(&chain, need) {
+                    check(&chain, &schedule, need);
+                }
+            }
+            // Rounding may take a just-sufficient budget away when even
+            // the finest table within the limits is coarse.
+            Err(ScheduleError::InvalidParameter { name: "granularity", .. }) => {}
+            Err(other) => prop_assert!(false, "unexpected error {other}"),
+        }
+    }
+}
+
+/// A budget that holds every tape at once: every step taped in the first
+/// forward and kept to its reverse, no recomputation, the cost
+/// `sum(forward) + sum(adjoint)`.
+#[test]
+fn a_budget_for_every_tape_recomputes_nothing() {
+    for n in [2usize, 5, 30, 60] {
+        let forward: Vec<f64> = (0..n).map(|i| 1.0 + (i % 7) as f64).collect();
+        let adjoint: Vec<f64> = (0..n).map(|i| 2.0 + (i % 3) as f64).collect();
+        let bytes: Vec<u64> = (0..n as u64).map(|i| 10 + i % 5).collect();
+        let tape: Vec<u64> = (0..n as u64).map(|i| 40 + 3 * (i % 4)).collect();
+        let budget = tape.iter().sum();
+        let chain = HeterogeneousChain::new(forward.clone(), adjoint.clone(), bytes)
+            .unwrap()
+            .with_tape(tape)
+            .unwrap();
+        // Bytes as units: a coarser unit rounds each tape up, and the
+        // tapes no longer all fit.
+        let solve = |budget| {
+            HeterogeneousRevolve::with_granularity(&chain, budget, 1, ChainModel::Persistent)
+        };
+        let schedule = solve(budget).unwrap();
+        let total = forward.iter().sum::<f64>() + adjoint.iter().sum::<f64>();
+        assert_eq!(schedule.predicted_cost(), total, "n = {n}");
+        assert_eq!(check(&chain, &schedule, budget), total);
+        assert_eq!(most_tapes_held(&schedule), n as u64);
+        // The default granularity too (no table is needed).
+        let default = HeterogeneousRevolve::new(&chain, budget).unwrap();
+        assert_eq!(check(&chain, &default, budget), total);
+        assert_eq!(most_tapes_held(&default), n as u64);
+        // One byte less: some step is recomputed.
+        let tighter = solve(budget - 1).unwrap();
+        assert!(tighter.predicted_cost() > total);
+        check(&chain, &tighter, budget - 1);
+    }
+}
+
+/// With a middling budget the schedule mixes the two choices: some steps'
+/// tapes are kept from the forward (several held at once), others are
+/// recomputed from checkpoints, and that beats both extremes.
+#[test]
+fn a_middling_budget_mixes_tapes_and_checkpoints() {
+    let n = 40;
+    let forward: Vec<f64> = (0..n)
+        .map(|i| if i % 10 == 9 { 20.0 } else { 1.0 })
+        .collect();
+    let chain = HeterogeneousChain::new(forward, vec![2.0; n], vec![100; n])
+        .unwrap()
+        .with_tape(vec![300; n])
+        .unwrap();
+    let budget = 2000;
+    let schedule = HeterogeneousRevolve::new(&chain, budget).unwrap();
+    check(&chain, &schedule, budget);
+    assert!(most_tapes_held(&schedule) >= 2);
+    // Without the tape choice (tapes too large to keep ahead) it costs more.
+    let huge = HeterogeneousChain::new(
+        chain.forward().to_vec(),
+        chain.adjoint().to_vec(),
+        vec![100; n],
+    )
+    .unwrap()
+    .with_tape(vec![1700; n])
+    .unwrap();
+    let checkpoints_only = HeterogeneousRevolve::new(&huge, budget).unwrap();
+    assert_eq!(most_tapes_held(&checkpoints_only), 1);
+    assert!(schedule.predicted_cost() < checkpoints_only.predicted_cost());
+}
+
+/// Bad inputs are typed errors: tapes of the wrong length, a budget below
+/// the least (for one step: its tape), the exact model with tapes.
+#[test]
+fn bad_inputs_are_typed_errors() {
+    let chain = HeterogeneousChain::uniform(4, 1.0, 1.0, 10).unwrap();
+    assert!(matches!(
+        chain.clone().with_tape(vec![1; 5]).unwrap_err(),
+        ScheduleError::InvalidParameter { name: "tape", .. }
+    ));
+    let taped = chain.with_tape(vec![30; 4]).unwrap();
+    // The least: state 0 held while step 3's tape is, or tapes 0 and 1
+    // while the rest is reversed from state 1 ... the search says 40.
+    let err = HeterogeneousRevolve::new(&taped, 39).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ScheduleError::BudgetTooSmall {
+                need: 40,
+                got: 39,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("the smallest budget is 40 bytes"));
+    check(&taped, &HeterogeneousRevolve::new(&taped, 40).unwrap(), 40);
+    assert!(matches!(
+        HeterogeneousRevolve::with_granularity(&taped, 100, 1, ChainModel::Exact).unwrap_err(),
+        ScheduleError::InvalidParameter { name: "model", .. }
+    ));
+    assert_eq!(
+        HeterogeneousRevolve::table_size(&taped, 100).0,
+        ChainModel::Persistent
+    );
+    let one = HeterogeneousChain::new(vec![2.0], vec![3.0], vec![10])
+        .unwrap()
+        .with_tape(vec![50])
+        .unwrap();
+    assert!(matches!(
+        HeterogeneousRevolve::new(&one, 49).unwrap_err(),
+        ScheduleError::BudgetTooSmall { need: 50, .. }
+    ));
+    let schedule = HeterogeneousRevolve::new(&one, 50).unwrap();
+    assert_eq!(check(&one, &schedule, 50), 5.0);
+    // Zero budget, zero granularity: errors, not panics.
+    assert!(HeterogeneousRevolve::new(&taped, 0).is_err());
+    assert!(
+        HeterogeneousRevolve::with_granularity(&taped, 100, 0, ChainModel::Persistent).is_err()
+    );
+}
+
+/// Times the table with tapes (`cargo test --release -p
+/// checkpointing-schedule --test heterogeneous_tape -- --ignored
+/// --nocapture`): the figures of the documentation.
+#[test]
+#[ignore]
+fn timings() {
+    for (n, units) in [(200usize, 100u64), (400, 100), (1000, 15), (1000, 10)] {
+        let forward: Vec<f64> = (0..n).map(|i| 1.0 + (i % 5) as f64).collect();
+        let chain = HeterogeneousChain::new(forward, vec![2.0; n], vec![1; n])
+            .unwrap()
+            .with_tape(vec![3; n])
+            .unwrap();
+        let start = std::time::Instant::now();
+        let schedule =
+            HeterogeneousRevolve::with_granularity(&chain, units, 1, ChainModel::Persistent)
+                .unwrap();
+        let elapsed = start.elapsed();
+        println!(
+            "n = {n}, M = {}: {:.3} s, cost {}",
+            schedule.units(),
+            elapsed.as_secs_f64(),
+            schedule.predicted_cost()
+        );
+        check(&chain, &schedule, units);
+    }
+}
