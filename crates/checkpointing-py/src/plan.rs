@@ -28,6 +28,14 @@ pyo3::create_exception!(
     "No plan for these arguments: zero steps, a size that is not a byte count, a negative or non-finite time, disk times without a disk, or budgets that nothing fits (the message then gives the smallest RAM budget that would fit)."
 );
 
+/// `_parse_bytes(name, value)`: a byte count as `plan` reads it (an
+/// `int`, or `"400MiB"`, `"2GB"`), for the bridges' `memory=` arguments;
+/// `PlanError` (or `TypeError`) naming `name` otherwise.
+#[pyfunction]
+fn _parse_bytes(name: &str, value: &Bound<'_, PyAny>) -> PyResult<u64> {
+    bytes_argument(name, value, false).map(|b| b.0)
+}
+
 fn plan_error(message: impl std::fmt::Display) -> PyErr {
     PlanError::new_err(message.to_string())
 }
@@ -425,6 +433,7 @@ pub(crate) fn _plan(
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_function(wrap_pyfunction!(_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(_parse_bytes, m)?)?;
     m.add_class::<Plan>()?;
     m.add_class::<PlanCandidate>()?;
     m.add_class::<PlannedSchedule>()?;

@@ -17,6 +17,7 @@ from torch.utils import _pytree as pytree
 import checkpointing as _cp
 from checkpointing._native import SnapshotError
 
+from ._torch_plan import SavedTensors, _key
 from ._torch_storage import _Files, _Held, _HostCopy
 
 _S = _cp.StorageType
@@ -27,13 +28,23 @@ def _differentiable(t):
 
 
 class _Tape:
-    """The activations of one step, taped with autograd: its (leaf) inputs
-    and its outputs."""
+    """The activations of one step, taped with autograd: its (leaf) inputs,
+    its outputs, and the storages its autograd graph keeps (``storages``:
+    key -> bytes, the saved tensors, inputs and outputs, parameters left
+    out)."""
 
-    __slots__ = ("inputs", "outputs")
+    __slots__ = ("inputs", "outputs", "storages")
 
-    def __init__(self, inputs, outputs):
-        self.inputs, self.outputs = inputs, outputs
+    def __init__(self, inputs, outputs, storages):
+        self.inputs, self.outputs, self.storages = inputs, outputs, storages
+
+
+def _storages(tensors, into):
+    """Adds the storages of ``tensors`` to the dict ``into`` (key ->
+    bytes)."""
+    for t in tensors:
+        if t is not None:
+            into[_key(t)] = t.untyped_storage().nbytes()
 
 
 class _Run:
@@ -55,6 +66,8 @@ class _Run:
         self.stats, self.publish = stats, publish
         self.storage = {_S.RAM: {}, _S.DISK: {}}
         self.deps = {}
+        self.lam = []
+        self.param_keys = {_key(p) for p in params}
         self.live, self.n = None, 0
         self.streams = {}
         if disk == "host":
@@ -89,10 +102,14 @@ class _Run:
 
     def _tape(self, i, leaves):
         inputs = [t.detach().requires_grad_(_differentiable(t)) for t in leaves]
-        with torch.enable_grad():
+        with torch.enable_grad(), SavedTensors() as saved:
             outputs = self._call(i, inputs)
         self.stats.taped_steps += 1
-        return _Tape(inputs, outputs)
+        storages = {}
+        _storages(saved.tensors + inputs + outputs, storages)
+        for key in self.param_keys:
+            storages.pop(key, None)
+        return _Tape(inputs, outputs, storages)
 
     def _stopped(self, i):
         if self.stop is None:
@@ -147,7 +164,7 @@ class _Run:
             for held in entry["deps"].values():
                 held.release()
 
-    def _account(self):
+    def _account(self, extra=None):
         s = self.stats
         ram, disk = self.storage[_S.RAM], self.storage[_S.DISK]
         s.peak_ram = max(s.peak_ram, len(ram))
@@ -155,6 +172,27 @@ class _Run:
         s.peak_work = max(s.peak_work, len(self.deps))
         held = sum((e["ics"] is not None) + len(e["deps"]) for lv in (ram, disk) for e in lv.values())
         s.peak_states = max(s.peak_states, held + len(self.deps) + 1)
+        s.peak_bytes = max(s.peak_bytes, self._held_bytes(extra))
+
+    def _held_bytes(self, extra):
+        """The bytes held now in the RAM level, in WORK (tapes and adjoint
+        data), the live state, the adjoint and ``extra`` (a tape being
+        differentiated): each storage once, the parameters left out."""
+        storages = dict(extra or {})
+        for entry in self.storage[_S.RAM].values():
+            for held in [entry["ics"], *entry["deps"].values()]:
+                if isinstance(held, _Held) and held.leaves is not None:
+                    _storages(held.leaves, storages)
+        for data in self.deps.values():
+            if isinstance(data, _Tape):
+                storages.update(data.storages)
+            else:
+                _storages(data, storages)
+        _storages(self.live or [], storages)
+        _storages(self.lam, storages)
+        for key in self.param_keys:
+            storages.pop(key, None)
+        return sum(storages.values())
 
     # --- the schedule ----------------------------------------------------
 
@@ -216,6 +254,7 @@ class _Run:
             raise RuntimeError(f"schedule asks for the adjoint of step {i}, whose data is not held")
         data = self.deps.pop(i) if clear else self.deps[i]
         tape = data if isinstance(data, _Tape) else self._tape(i, data)
+        self._account(extra=tape.storages)
         outs, seeds = [], []
         for o, g in zip(tape.outputs, lam):
             if g is not None and o.requires_grad:
@@ -244,6 +283,7 @@ class _Run:
     def backward(self, grads, needs_x, needs_p):
         t0 = time.perf_counter()
         lam = [g if _differentiable(t) else None for g, t in zip(grads, self.live)]
+        self.lam = lam
         gparams = [None] * len(self.params)
         try:
             for a in self.actions:
@@ -251,7 +291,7 @@ class _Run:
                     if a.n1 > self.total or a.n0 < 0:
                         raise RuntimeError(f"unexpected {a!r} for a loop of {self.total} steps")
                     for i in range(a.n1 - 1, a.n0 - 1, -1):
-                        lam = self._adjoint(i, lam, gparams, a.clear_adj_deps)
+                        lam = self.lam = self._adjoint(i, lam, gparams, a.clear_adj_deps)
                         self._account()
                 elif isinstance(a, _cp.Forward):
                     self._advance(a, forward_phase=False)
@@ -295,6 +335,7 @@ class _Run:
                     held.release()
             level.clear()
         self.deps.clear()
+        self.lam = []
         if self.files is not None:
             try:
                 self.files.check()

@@ -71,10 +71,16 @@ from torch.utils import _pytree as pytree
 import checkpointing as _cp
 from checkpointing._native import SnapshotCorruptedError, SnapshotError
 
+import weakref
+
+from ._torch_plan import StepProfile, flat_call, parse_bytes, profile_call, tape_schedule
 from ._torch_run import _differentiable, _Run
 
 __all__ = [
     "checkpointed_loop",
+    "checkpoint_sequential",
+    "profile_step",
+    "StepProfile",
     "LoopStats",
     "SnapshotError",
     "SnapshotCorruptedError",
@@ -97,7 +103,11 @@ class LoopStats:
     held at once in each level, the numbers a schedule's budget bounds.
     ``peak_work``: most steps whose activations or inputs were held in
     ``WORK`` at once. ``peak_states``: most states held at once in all
-    (snapshots, ``WORK`` and the live state). ``disk_writes``,
+    (snapshots, ``WORK`` and the live state). ``peak_bytes``: most bytes
+    held at once by the ``RAM`` level, ``WORK`` (tapes: the tensors
+    autograd saved, with the steps' inputs and outputs), the live state
+    and the adjoint, each storage counted once, parameters left out: what
+    ``memory=`` bounds. ``disk_writes``,
     ``disk_reads``, ``disk_bytes_written``: traffic to the ``DISK`` level;
     ``disk_bytes_stored``: what its files hold (less than
     ``disk_bytes_written`` with ``compress=``).
@@ -112,6 +122,7 @@ class LoopStats:
     peak_disk: int = 0
     peak_work: int = 0
     peak_states: int = 0
+    peak_bytes: int = 0
     disk_writes: int = 0
     disk_reads: int = 0
     disk_bytes_written: int = 0
@@ -131,7 +142,8 @@ last_stats = LoopStats()
 
 
 @torch.compiler.disable
-def checkpointed_loop(step, x0, n, *, schedule, params=None, disk="host", stats=None, compress=None):
+def checkpointed_loop(step, x0, n, *, schedule=None, memory=None, params=None, disk="host", stats=None,
+                      compress=None):
     """Runs ``x_{i+1} = step(i, x_i)`` from ``x0`` and returns the final
     state, attached to autograd so that its gradient with respect to ``x0``
     and ``params`` follows ``schedule``.
@@ -143,7 +155,14 @@ def checkpointed_loop(step, x0, n, *, schedule, params=None, disk="host", stats=
     step (the loop ends at the first ``i`` where it is true). ``schedule``:
     a function of the number of steps returning a fresh schedule (``lambda
     n: Revolve(n, 10)``; called with ``None`` when ``n`` is a stop
-    function), or a fresh schedule object (usable once). ``params``: the
+    function), or a fresh schedule object (usable once). ``memory``
+    (instead of ``schedule``): a byte budget (``"400MiB"`` or an ``int``)
+    for the snapshots, the tapes, the live state and the adjoint
+    (:attr:`LoopStats.peak_bytes`); the first step is measured
+    (:func:`profile_step`: its state's bytes, its tape's, its times) and
+    the loop follows the tape-aware ``HeterogeneousRevolve`` for that
+    budget, which keeps whole steps' activations from the forward where
+    they fit instead of recomputing them. ``params``: the
     tensors ``step`` uses that need gradients (default: ``step.parameters()``
     when ``step`` is an ``nn.Module`` or a bound method of one, else none).
     ``disk``: where ``StorageType.DISK`` snapshots go: ``"host"`` (host
@@ -189,6 +208,14 @@ def checkpointed_loop(step, x0, n, *, schedule, params=None, disk="host", stats=
         params = list(params)
     if not all(isinstance(p, torch.Tensor) for p in params):
         raise TypeError("params must be tensors")
+    if memory is not None:
+        if schedule is not None:
+            raise TypeError("give schedule= or memory=, not both")
+        if not isinstance(n, int):
+            raise TypeError("memory= plans for a known number of steps: n must be an int")
+        schedule = _memory_schedule(step, leaves, spec, n, params, memory)
+    elif schedule is None:
+        raise TypeError("checkpointed_loop needs schedule= (a schedule, or n -> schedule) or memory= (a byte budget)")
     if isinstance(schedule, _cp.Schedule):
         if schedule.n != 0 or schedule.is_exhausted:
             raise ValueError("this schedule was used already: pass schedule=lambda n: ...")
@@ -205,6 +232,127 @@ def checkpointed_loop(step, x0, n, *, schedule, params=None, disk="host", stats=
     run = _Run(step, spec, len(leaves), params, sched, n, disk, stats, _publish, compress)
     out = _LoopFunction.apply(run, len(leaves), *leaves, *params)
     return pytree.tree_unflatten(list(out), spec)
+
+
+def _memory_schedule(step, leaves, spec, n, params, memory):
+    """The tape-aware schedule of ``n`` steps like step 0 (measured on
+    ``x0``) within ``memory`` bytes: the budget less the live state and the
+    adjoint (one state each) goes to checkpoints and tapes."""
+    budget = parse_bytes("memory", memory)
+    profile = profile_call(flat_call(step, spec, 0), leaves, params)
+    for_schedule = budget - 2 * profile.state_bytes
+    if for_schedule <= 0:
+        raise ValueError(
+            f"memory={memory!r} ({budget} bytes) does not hold the live state and the adjoint "
+            f"({2 * profile.state_bytes} bytes)"
+        )
+    return tape_schedule([profile] * n, for_schedule)
+
+
+def profile_step(step, x, i=0, *, params=None, rounds=3):
+    """Measures ``step(i, x)``: a :class:`StepProfile` with the state's
+    bytes, the bytes its autograd tape keeps (saved activations, its input
+    and output, parameters left out), and its times without autograd, with
+    autograd and for its backward (best of ``rounds``). What ``memory=``
+    plans with.
+
+    >>> import torch
+    >>> from checkpointing.torch import profile_step
+    >>> lin = torch.nn.Linear(256, 256).double()
+    >>> p = profile_step(lambda i, x: torch.tanh(lin(x)), torch.ones(64, 256, dtype=torch.float64))
+    >>> p.state_bytes, p.tape_bytes >= 2 * p.state_bytes
+    (131072, True)
+    """
+    leaves, spec = pytree.tree_flatten(x)
+    if params is None:
+        owner = step if isinstance(step, torch.nn.Module) else getattr(step, "__self__", None)
+        params = list(owner.parameters()) if isinstance(owner, torch.nn.Module) else []
+    return profile_call(flat_call(step, spec, i), leaves, list(params), rounds)
+
+
+#: checkpoint_sequential's schedules, per model and input signature and
+#: budget: profiling a model costs about one training step, so it is done
+#: once per (shape, dtype, device, memory).
+_SEQUENTIAL_PLANS = weakref.WeakKeyDictionary()
+
+
+def checkpoint_sequential(functions, segments, input, use_reentrant=None, *, memory=None, **kwargs):
+    """``torch.utils.checkpoint.checkpoint_sequential`` with its signature
+    and, without ``memory``, its behaviour (it is called). With ``memory``
+    (a byte budget, ``"400MiB"`` or an ``int``), ``segments`` is not used:
+    each layer of ``functions`` (an ``nn.Sequential`` or a list of modules
+    or functions of one input) is measured on its input once per input
+    shape, dtype, device and budget (:func:`profile_step`), and the layers
+    are run as a :func:`checkpointed_loop` following the tape-aware
+    ``HeterogeneousRevolve`` for those measurements: the least time within
+    the budget (:attr:`LoopStats.peak_bytes`), keeping the tapes of layers
+    whose activations fit and recomputing the others from stored inputs.
+
+    Layers must give the same result when re-run: dropout (and other random
+    layers) in training mode is refused with ``memory=`` (PyTorch's own
+    ``checkpoint_sequential`` replays the random state; this does not).
+
+    >>> import torch
+    >>> from checkpointing.torch import checkpoint_sequential
+    >>> torch.manual_seed(0)  # doctest: +ELLIPSIS
+    <torch._C.Generator object at ...>
+    >>> model = torch.nn.Sequential(*[torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Tanh()) for _ in range(12)]).double()
+    >>> x = torch.randn(32, 64, dtype=torch.float64, requires_grad=True)
+    >>> checkpoint_sequential(model, 4, x, use_reentrant=False, memory="300KiB").sum().backward()
+    >>> ours = x.grad.clone(); x.grad = None
+    >>> model(x).sum().backward()
+    >>> bool(torch.allclose(ours, x.grad, rtol=1e-12, atol=0))
+    True
+    """
+    if memory is None:
+        return torch.utils.checkpoint.checkpoint_sequential(
+            functions, segments, input, use_reentrant=use_reentrant, **kwargs
+        )
+    if kwargs:
+        raise TypeError(f"checkpoint_sequential with memory= takes no {sorted(kwargs)}")
+    layers = list(functions.children()) if isinstance(functions, torch.nn.Sequential) else list(functions)
+    if not layers:
+        raise ValueError("checkpoint_sequential needs at least one function")
+    for layer in layers:
+        modules = layer.modules() if isinstance(layer, torch.nn.Module) else []
+        for m in modules:
+            if m.training and isinstance(m, (torch.nn.modules.dropout._DropoutNd, torch.nn.AlphaDropout)):
+                raise NotImplementedError(
+                    f"checkpoint_sequential(memory=...) re-runs layers, and {type(m).__name__} in training mode "
+                    "would draw other masks: put it in eval mode, or use checkpoint_sequential without memory="
+                )
+    params, seen = [], set()
+    for layer in layers:
+        for p in layer.parameters() if isinstance(layer, torch.nn.Module) else []:
+            if id(p) not in seen:
+                seen.add(id(p))
+                params.append(p)
+
+    def step(i, x):
+        return layers[i](x)
+
+    leaves = pytree.tree_flatten(input)[0]
+    key = (tuple((t.shape, t.dtype, t.device) for t in leaves), memory, len(layers))
+    cache = _SEQUENTIAL_PLANS.setdefault(functions, {}) if isinstance(functions, torch.nn.Module) else {}
+    if key not in cache:
+        cache[key] = _sequential_profiles(step, input, len(layers), params)
+    profiles, state_bytes = cache[key]
+    budget = parse_bytes("memory", memory) - 2 * state_bytes
+    if budget <= 0:
+        raise ValueError(f"memory={memory!r} does not hold the input and its gradient ({2 * state_bytes} bytes)")
+    return checkpointed_loop(step, input, len(layers), schedule=tape_schedule(profiles, budget), params=params)
+
+
+def _sequential_profiles(step, x, n, params):
+    """Each layer's :class:`StepProfile` on its input, layer after layer;
+    and the largest state's bytes."""
+    profiles = []
+    x = pytree.tree_map(lambda t: t.detach(), x)
+    for i in range(n):
+        profiles.append(profile_step(step, x, i, params=params, rounds=1))
+        with torch.no_grad():
+            x = step(i, x)
+    return profiles, max(p.state_bytes for p in profiles)
 
 
 def _plain_loop(step, x, n, stats):
