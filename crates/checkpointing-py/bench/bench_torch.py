@@ -1,35 +1,49 @@
-"""checkpointed_loop against PyTorch's own ways to differentiate a long loop,
-on the same problem and sizes in the same run: time of one forward +
-backward and its peak memory (each variant's memory in a fresh
-subprocess, after a short warm-up loop in that process):
+"""checkpointing.torch with a memory budget against PyTorch's own ways to
+differentiate a long chain, on three problems, in the same run: time of one
+forward + backward, its peak memory (each variant in a fresh subprocess)
+and how many times it evaluates a step.
 
-- plain autograd through every step (the baseline gradient);
-- ``torch.utils.checkpoint.checkpoint`` on every step (keeps every step's
-  input, re-runs each step once);
-- ``checkpoint_sequential`` with ``k = round(sqrt(n))`` segments (keeps ``k``
-  segment inputs, re-runs every segment but the last with autograd, holding
-  one segment's activations at a time);
-- ``checkpointed_loop`` with ``Revolve(n, k)`` (the same snapshot count as
-  ``checkpoint_sequential`` keeps); with ``Periodic(n, n / k)`` (the
-  segment scheme of ``checkpoint_sequential``, through this driver); with
-  Revolve at the snapshot count whose memory matches the measured peak of
-  ``checkpoint_sequential`` ("equal memory"); and with ``Revolve(n, k / 4)``
-  (less memory than ``checkpoint_sequential`` can use with any number of
-  segments).
+Problems:
+
+- ``heat``: a nonlinear heat step on 100,000 cells (float64), 400 steps;
+- ``gru``: ``GRUCell(512, 512)`` on a batch of 64 (float64), 300 steps, a
+  recurrent model whose tape (gates) is several times its state;
+- ``transformer``: 16 ``TransformerEncoderLayer`` blocks of d_model 256 (4
+  heads, no dropout) whose feed-forward widths differ (256 to 4,096), on 8
+  sequences of 128 tokens (float64): layers of uneven cost and size, what
+  rotor/rockmate were made for.
+
+Variants:
+
+- plain autograd (the reference gradient);
+- ``torch.utils.checkpoint.checkpoint`` on every step;
+- ``checkpoint_sequential`` with ``round(sqrt(n))`` segments;
+- rockmate (``pip install rockmate==2.0.0``, in a bench venv) where it
+  runs on CPU; its row says why not when it does not;
+- ours, ``memory=`` at (a) the peak memory ``checkpoint_sequential``
+  reaches (measured first, in its own process) and (b) half of it:
+  ``checkpointed_loop(step, x0, n, memory=...)`` for the loops and
+  ``checkpointing.torch.checkpoint_sequential(model, k, x, memory=...)``
+  for the transformer, which measure the steps and plan with the
+  tape-aware ``HeterogeneousRevolve``.
 
 Peak memory: on CPU the process's peak resident set above its resident set
 before the call (Linux VmHWM after resetting it through
-/proc/self/clear_refs; ``tracemalloc`` does not see PyTorch's allocator),
-in a process where glibc returns freed tensors to the system at once
-(``MALLOC_MMAP_THRESHOLD_``), so that it counts the tensors held;
-on CUDA ``torch.cuda.max_memory_allocated`` above the memory allocated
-before. "step evaluations" counts calls of the step function (forward,
-recomputation and taping). Every variant's gradient is checked against plain
-autograd's.
+/proc/self/clear_refs), in a process where glibc returns freed tensors to
+the system at once (``MALLOC_MMAP_THRESHOLD_``), so that it counts the
+tensors held; on CUDA ``torch.cuda.max_memory_allocated`` above the memory
+allocated before. "step evaluations" counts calls of the step (forward,
+recomputation, taping and, for ours, the measuring of step 0). Every
+variant's gradient is checked against plain autograd's (relative 1e-9).
+Times are the best of several rounds with the variants interleaved, in
+one process (one intra-op thread by default).
 
-Run: python bench/bench_torch.py [--quick] [--device cuda] [--threads N]
-(one intra-op thread by default; times are the best of 5 rounds, the
-variants interleaved within each round, all in one process)
+Targets (issue 31): at (a), fewer step evaluations than
+``checkpoint_sequential`` and at most 0.9x its time; at (b), at most 1.1x
+its time. The last lines say which were met.
+
+Run: python bench/bench_torch.py [--quick] [--problem heat|gru|transformer]
+[--device cuda] [--threads N] [--rounds R]
 """
 
 import gc
@@ -42,191 +56,248 @@ import time
 
 from _rss import reset_peak, status_kib
 
-CELLS, STEPS = 100_000, 400
-QUICK = (20_000, 100)
-ROUNDS = 5
+#: (full size, quick size) of each problem: (width, steps).
+SIZES = {
+    "heat": ((100_000, 400), (20_000, 100)),
+    "gru": ((512, 300), (128, 100)),
+    "transformer": ((256, 16), (64, 9)),
+}
+ROUNDS = 3
 
 
-def _problem(cells, steps, device, threads):
-    """The step, its parameter, x0 and ``grad(name, snapshots, n)`` running
-    one variant's forward and backward; ``calls[0]`` counts step calls."""
+def _problem(problem, quick, device, threads):
+    """The problem's chain: ``(torch, step, params, x0, n, model)``;
+    ``step(i, x)`` counts its calls in ``step.calls``; ``model`` is the
+    ``nn.Sequential`` of the transformer's blocks, each calling ``step``
+    (else ``None``)."""
     import torch
-    from torch.utils.checkpoint import checkpoint, checkpoint_sequential
-
-    import checkpointing
-    from checkpointing.torch import checkpointed_loop
 
     torch.manual_seed(0)
     torch.set_num_threads(threads)
     dev = torch.device(device)
-    kappa = torch.tensor(0.2, dtype=torch.float64, device=dev, requires_grad=True)
-    calls = [0]
+    width, n = SIZES[problem][1 if quick else 0]
+    model = None
+    if problem == "heat":
+        kappa = torch.tensor(0.2, dtype=torch.float64, device=dev, requires_grad=True)
+        params = [kappa]
 
-    def step(i, u):
-        calls[0] += 1
-        lap = torch.roll(u, 1) - 2.0 * u + torch.roll(u, -1)
-        return u + kappa * lap - 0.01 * u**3 + 1e-3 * math.sin(0.01 * i)
+        def body(i, u):
+            lap = torch.roll(u, 1) - 2.0 * u + torch.roll(u, -1)
+            return u + kappa * lap - 0.01 * u**3 + 1e-3 * math.sin(0.01 * i)
 
-    k = max(1, round(math.sqrt(steps)))
+        x0 = torch.sin(torch.linspace(0.0, 20.0, width, dtype=torch.float64, device=dev))
+    elif problem == "gru":
+        cell = torch.nn.GRUCell(width, width).double().to(dev)
+        params = list(cell.parameters())
+        drive = torch.randn(64, width, dtype=torch.float64, device=dev) * 0.1
 
-    def run(name, snapshots, u0, n):
-        if name == "plain autograd":
-            u = u0
-            for i in range(n):
-                u = step(i, u)
-            return u
-        if name == "checkpoint every step":
-            u = u0
-            for i in range(n):
-                u = checkpoint(step, i, u, use_reentrant=False)
-            return u
-        if name == "checkpoint_sequential":
-            functions = [lambda u, i=i: step(i, u) for i in range(n)]
-            return checkpoint_sequential(functions, min(k, n), u0, use_reentrant=False)
-        if name == "ours Periodic":
-            schedule = lambda m: checkpointing.Periodic(m, max(1, m // k))  # noqa: E731
-        else:
-            schedule = lambda m: checkpointing.Revolve(m, min(snapshots, m - 1))  # noqa: E731
-        return checkpointed_loop(step, u0, n, schedule=schedule, params=[kappa])
+        def body(i, h):
+            return cell(drive * math.sin(0.1 * i), h)
 
-    x0 = torch.sin(torch.linspace(0.0, 20.0, cells, dtype=torch.float64, device=dev))
+        x0 = torch.randn(64, width, dtype=torch.float64, device=dev) * 0.1
+    else:
+        widths = [256, 4096, 512, 1024, 256, 2048, 512, 4096, 256, 1024, 512, 2048, 256, 4096, 512, 1024][:n]
+        layers = [
+            torch.nn.TransformerEncoderLayer(width, 4, dim_feedforward=w * width // 256, dropout=0.0,
+                                             batch_first=True)
+            for w in widths
+        ]
+        blocks = torch.nn.ModuleList(layers).double().to(dev)
+        params = list(blocks.parameters())
 
-    def grad(name, snapshots, n=steps):
-        """Returns (seconds, step evaluations, loss, grad norm, grad kappa)."""
-        u0 = x0.detach().requires_grad_()
-        calls[0] = 0
-        start = time.perf_counter()
-        loss = (run(name, snapshots, u0, n) ** 2).sum()
-        g0, gk = torch.autograd.grad(loss, [u0, kappa])
-        if dev.type == "cuda":
-            torch.cuda.synchronize()
-        seconds = time.perf_counter() - start
-        return seconds, calls[0], float(loss), float(torch.linalg.vector_norm(g0)), float(gk)
+        def body(i, x):
+            return blocks[i](x)
 
-    return torch, dev, grad
+        class Counted(torch.nn.Module):
+            """Block ``i``, its calls counted by ``step``."""
+
+            def __init__(self, i):
+                super().__init__()
+                self.i, self.block = i, blocks[i]
+
+            def forward(self, x):
+                return step(self.i, x)
+
+        model = torch.nn.Sequential(*[Counted(i) for i in range(n)])
+
+        x0 = torch.randn(8, 128, width, dtype=torch.float64, device=dev)
+
+    def step(i, x):
+        step.calls += 1
+        return body(i, x)
+
+    step.calls = 0
+    return torch, step, params, x0, n, model
 
 
-def time_variants(variants, cells, steps, device, threads):
-    """Times every variant in one process, in ROUNDS interleaved rounds (so
-    that a change of the machine's load hits all alike); the best round of
-    each."""
-    torch, dev, grad = _problem(cells, steps, device, threads)
-    for name, s in variants:
-        grad(name, s, 8)  # warm-up
+def _run(torch, variant, memory, step, params, u0, n, model):
+    """One forward of ``variant``: the final state."""
+    from torch.utils.checkpoint import checkpoint
+    from torch.utils.checkpoint import checkpoint_sequential as torch_sequential
+
+    import checkpointing.torch as ours
+
+    k = max(1, round(math.sqrt(n)))
+    if variant == "plain autograd":
+        u = u0
+        for i in range(n):
+            u = step(i, u)
+        return u
+    if variant == "checkpoint every step":
+        u = u0
+        for i in range(n):
+            u = checkpoint(step, i, u, use_reentrant=False)
+        return u
+    if variant == "checkpoint_sequential":
+        functions = [lambda u, i=i: step(i, u) for i in range(n)]
+        return torch_sequential(functions, min(k, n), u0, use_reentrant=False)
+    if variant == "rockmate":
+        return _rockmate(torch, step, params, u0, n, memory)(u0)
+    if model is not None:  # ours, on the layers (whose calls count)
+        return ours.checkpoint_sequential(model, k, u0, use_reentrant=False, memory=int(memory))
+    return ours.checkpointed_loop(step, u0, n, memory=int(memory), params=params)
+
+
+def _rockmate(torch, step, params, u0, n, memory):
+    """rockmate's module for the chain, or raises why it cannot run."""
+    try:
+        import rockmate  # noqa: F401
+    except ImportError as e:
+        raise RuntimeError(f"rockmate is not installed ({e})") from e
+    raise RuntimeError("rockmate 2.0.0 is not wired in this bench")
+
+
+def grad_of(torch, variant, memory, step, params, x0, n, model):
+    """(seconds, step evaluations, loss, gradient norm)."""
+    u0 = x0.detach().requires_grad_()
+    step.calls = 0
+    start = time.perf_counter()
+    out = _run(torch, variant, memory, step, params, u0, n, model)
+    loss = (out**2).sum()
+    grads = torch.autograd.grad(loss, [u0] + params, allow_unused=True)
+    if u0.device.type == "cuda":
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - start
+    norm = math.sqrt(sum(float((g.double() ** 2).sum()) for g in grads if g is not None))
+    return seconds, step.calls, float(loss), norm
+
+
+def time_variants(problem, quick, variants, device, threads, rounds):
+    torch, step, params, x0, n, model = _problem(problem, quick, device, threads)
+    for variant, memory in variants:
+        grad_of(torch, variant, memory, step, params, x0, n, model)  # warm-up
     best = {}
-    for _ in range(ROUNDS):
-        for name, s in variants:
+    for _ in range(rounds):
+        for variant, memory in variants:
             gc.collect()
-            seconds, evaluations, loss, grad_norm, grad_k = grad(name, s)
-            key = f"{name}/{s}"
+            seconds, evaluations, loss, norm = grad_of(torch, variant, memory, step, params, x0, n, model)
+            key = f"{variant}/{memory}"
             if key not in best or seconds < best[key]["seconds"]:
-                best[key] = {
-                    "seconds": seconds,
-                    "evaluations": evaluations,
-                    "value": loss,
-                    "grad_norm": grad_norm,
-                    "grad_k": grad_k,
-                }
+                best[key] = {"seconds": seconds, "evaluations": evaluations, "loss": loss, "grad_norm": norm}
     return best
 
 
-def peak_memory(name, snapshots, cells, steps, device, threads):
-    """Peak memory (bytes) of one forward and backward above the memory
-    held before it, in this (fresh) process."""
-    torch, dev, grad = _problem(cells, steps, device, threads)
-    grad(name, snapshots, 8)  # warm-up
+def peak_memory(problem, quick, variant, memory, device, threads):
+    """Peak bytes of one forward and backward above what was held before
+    it, in this (fresh) process, after a warm-up run."""
+    torch, step, params, x0, n, model = _problem(problem, quick, device, threads)
+    grad_of(torch, variant, memory, step, params, x0, n, model)
     gc.collect()
-    if dev.type == "cuda":
+    if x0.device.type == "cuda":
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()
-        grad(name, snapshots)
+        grad_of(torch, variant, memory, step, params, x0, n, model)
         return torch.cuda.max_memory_allocated() - base
     base = status_kib("VmRSS") * 1024
     reset_peak()
-    grad(name, snapshots)
+    grad_of(torch, variant, memory, step, params, x0, n, model)
     return status_kib("VmHWM") * 1024 - base
 
 
-def _subprocess(args, env=None):
+def _subprocess(args, device):
+    env = None if device != "cpu" else dict(os.environ, MALLOC_MMAP_THRESHOLD_=str(64 * 1024))
     out = subprocess.run([sys.executable, __file__, *map(str, args)], capture_output=True, text=True, env=env)
     if out.returncode != 0:
-        raise RuntimeError(f"{args} failed:\n{out.stderr}")
+        raise RuntimeError(f"{args} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def measure_memory(name, snapshots, cells, steps, device, threads):
-    """Peak MiB of a variant in a fresh process; on CPU with glibc's malloc
-    returning every freed tensor to the system at once
-    (MALLOC_MMAP_THRESHOLD_), so that the peak RSS counts the tensors held,
-    not freed memory kept in malloc's arenas (which inflates a plain run's
-    RSS about 2x)."""
-    env = None if device != "cpu" else dict(os.environ, MALLOC_MMAP_THRESHOLD_=str(64 * 1024))
-    peak = _subprocess(["--memory", name, snapshots, cells, steps, device, threads], env)
-    return peak / 2**20
-
-
-def main():
-    cells, steps = QUICK if "--quick" in sys.argv else (CELLS, STEPS)
-    device = sys.argv[sys.argv.index("--device") + 1] if "--device" in sys.argv else "cpu"
-    # One intra-op thread by default: on a loaded machine OpenMP's spinning
-    # threads make timings erratic.
-    threads = int(sys.argv[sys.argv.index("--threads") + 1]) if "--threads" in sys.argv else 1
-    k = max(1, round(math.sqrt(steps)))
-    state_mib = cells * 8 / 2**20
+def bench(problem, quick, device, threads, rounds):
+    width, n = SIZES[problem][1 if quick else 0]
+    k = max(1, round(math.sqrt(n)))
+    common = [problem, int(quick), device, threads]
     memory = {}
-    for name, s in [("checkpoint_sequential", k), ("ours Revolve", k)]:
-        memory[f"{name}/{s}"] = measure_memory(name, s, cells, steps, device, threads)
-    # Equal memory: each snapshot more costs one state; add to Revolve(n, k)
-    # as many as checkpoint_sequential's measured peak leaves room for.
-    room = memory[f"checkpoint_sequential/{k}"] - memory[f"ours Revolve/{k}"]
-    s_mem = max(k, min(steps - 1, k + int(room / state_mib)))
-    s_low = max(1, k // 4)
+
+    def measure(variant, budget=0):
+        try:
+            memory[f"{variant}/{budget}"] = _subprocess(["--memory", *common, variant, budget], device)
+        except RuntimeError as e:
+            memory[f"{variant}/{budget}"] = None
+            print(f"   {variant}: {str(e).strip().splitlines()[-1]}", file=sys.stderr)
+
+    measure("checkpoint_sequential")
+    seq_peak = memory["checkpoint_sequential/0"]
+    budgets = {"a": int(seq_peak), "b": int(seq_peak // 2)}
     variants = [
         ("plain autograd", 0, "plain autograd"),
         ("checkpoint every step", 0, "`checkpoint` on every step"),
-        ("checkpoint_sequential", k, f"`checkpoint_sequential`, {k} segments"),
-        ("ours Revolve", k, f"ours, `Revolve({steps}, {k})`: same snapshot count"),
-        ("ours Periodic", k, f"ours, `Periodic({steps}, {steps // k})`: the same segments"),
-        ("ours Revolve", s_mem, f"ours, `Revolve({steps}, {s_mem})`: equal memory"),
-        ("ours Revolve", s_low, f"ours, `Revolve({steps}, {s_low})`: less memory"),
+        ("checkpoint_sequential", 0, f"`checkpoint_sequential`, {k} segments"),
+        ("rockmate", budgets["a"], "rockmate 2.0.0, (a)"),
+        ("ours", budgets["a"], "ours, `memory=` (a): `checkpoint_sequential`'s peak"),
+        ("ours", budgets["b"], "ours, `memory=` (b): half of it"),
     ]
-    for name, s, _ in variants:
-        if f"{name}/{s}" not in memory:
-            memory[f"{name}/{s}"] = measure_memory(name, s, cells, steps, device, threads)
-    times = _subprocess(["--time", json.dumps([(name, s) for name, s, _ in variants]), cells, steps, device, threads])
-    print(
-        f"{cells} cells ({state_mib:.2f} MiB a state), {steps} steps, float64, {device}, {threads} thread(s); "
-        f"time: best of {ROUNDS} interleaved rounds; peak memory: "
-        f"{'max_memory_allocated' if device != 'cpu' else 'RSS (VmHWM)'} above baseline"
-    )
-    print(
-        "| variant | forward+backward s | peak MiB | in states | step evaluations "
-        "| time vs `checkpoint_sequential` | memory vs `checkpoint_sequential` |"
-    )
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for variant, budget, _ in variants:
+        if f"{variant}/{budget}" not in memory:
+            measure(variant, budget)
+    runnable = [(v, b) for v, b, _ in variants if memory.get(f"{v}/{b}") is not None]
+    times = _subprocess(["--time", *common, json.dumps(runnable), rounds], device)
+    print(f"\n{problem}: {n} steps, width {width}, float64, {device}, {threads} thread(s); time: best of "
+          f"{rounds} interleaved rounds; memory: {'max_memory_allocated' if device != 'cpu' else 'peak RSS'} "
+          "above baseline, fresh process")
+    print("| variant | forward+backward s | peak MiB | step evaluations | time vs `checkpoint_sequential` "
+          "| memory vs `checkpoint_sequential` |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
     reference = times["plain autograd/0"]
-    seq_t, seq_m = times[f"checkpoint_sequential/{k}"]["seconds"], memory[f"checkpoint_sequential/{k}"]
-    for name, s, label in variants:
-        r, mib = times[f"{name}/{s}"], memory[f"{name}/{s}"]
-        assert math.isclose(r["grad_k"], reference["grad_k"], rel_tol=1e-9), (label, r, reference)
+    seq = times["checkpoint_sequential/0"]
+    for variant, budget, label in variants:
+        key = f"{variant}/{budget}"
+        if key not in times:
+            print(f"| {label} | did not run | | | | |")
+            continue
+        r, peak = times[key], memory[key]
         assert math.isclose(r["grad_norm"], reference["grad_norm"], rel_tol=1e-9), (label, r, reference)
-        print(
-            f"| {label} | {r['seconds']:.3f} | {mib:.0f} | {mib / state_mib:.1f} | {r['evaluations']} "
-            f"| {r['seconds'] / seq_t:.2f}× | {mib / seq_m:.2f}× |"
-        )
+        print(f"| {label} | {r['seconds']:.3f} | {peak / 2**20:.0f} | {r['evaluations']} "
+              f"| {r['seconds'] / seq['seconds']:.2f}× | {peak / seq_peak:.2f}× |")
+    a, b = times.get(f"ours/{budgets['a']}"), times.get(f"ours/{budgets['b']}")
+    if a:
+        print(f"target (a): fewer evaluations ({a['evaluations']} vs {seq['evaluations']}): "
+              f"{'met' if a['evaluations'] < seq['evaluations'] else 'not met'}; time <= 0.9x "
+              f"({a['seconds'] / seq['seconds']:.2f}x): {'met' if a['seconds'] <= 0.9 * seq['seconds'] else 'not met'}")
+    if b:
+        print(f"target (b): time <= 1.1x ({b['seconds'] / seq['seconds']:.2f}x): "
+              f"{'met' if b['seconds'] <= 1.1 * seq['seconds'] else 'not met'}")
+
+
+def main():
+    quick = "--quick" in sys.argv
+    device = sys.argv[sys.argv.index("--device") + 1] if "--device" in sys.argv else "cpu"
+    threads = int(sys.argv[sys.argv.index("--threads") + 1]) if "--threads" in sys.argv else 1
+    rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else ROUNDS
+    problems = [sys.argv[sys.argv.index("--problem") + 1]] if "--problem" in sys.argv else list(SIZES)
+    for problem in problems:
+        bench(problem, quick, device, threads, rounds)
 
 
 if __name__ == "__main__":
     if "--time" in sys.argv:
         i = sys.argv.index("--time")
-        variants = [tuple(v) for v in json.loads(sys.argv[i + 1])]
-        cells, steps = int(sys.argv[i + 2]), int(sys.argv[i + 3])
-        print(json.dumps(time_variants(variants, cells, steps, sys.argv[i + 4], int(sys.argv[i + 5]))))
+        problem, quick, device, threads, variants, rounds = sys.argv[i + 1 : i + 7]
+        variants = [tuple(v) for v in json.loads(variants)]
+        print(json.dumps(time_variants(problem, bool(int(quick)), variants, device, int(threads), int(rounds))))
     elif "--memory" in sys.argv:
         i = sys.argv.index("--memory")
-        name = sys.argv[i + 1]
-        snapshots, cells, steps = map(int, sys.argv[i + 2 : i + 5])
-        print(json.dumps(peak_memory(name, snapshots, cells, steps, sys.argv[i + 5], int(sys.argv[i + 6]))))
+        problem, quick, device, threads, variant, budget = sys.argv[i + 1 : i + 7]
+        print(json.dumps(peak_memory(problem, bool(int(quick)), variant, int(budget), device, int(threads))))
     else:
         main()

@@ -198,3 +198,24 @@ def test_a_second_call_reuses_the_plan_and_dropout_is_refused():
         checkpoint_sequential(with_dropout, 2, torch.randn(2, 4, requires_grad=True), memory="1MiB")
     with pytest.raises(TypeError, match="preserve_rng_state"):
         checkpoint_sequential(model, 2, x, memory="1MiB", preserve_rng_state=False)
+
+
+def test_the_measurement_and_plan_are_made_once_per_step_and_signature(gru):
+    step, x0, params = gru
+    calls = []
+
+    def counted(i, h):
+        calls.append(i)
+        return step(i, h)
+
+    memory = 40 * x0.numel() * 8
+    firsts = []
+    for _ in range(2):
+        calls.clear()
+        stats = LoopStats()
+        checkpointed_loop(counted, x0, 30, memory=memory, params=params, stats=stats).sum().backward()
+        firsts.append(len(calls) - stats.step_evaluations)
+    assert firsts[0] > 0 and firsts[1] == 0  # measured once, then replayed
+    calls.clear()
+    checkpointed_loop(counted, x0[:8], 30, memory=memory, params=params).sum().backward()
+    assert len(calls) > cp.torch.last_stats.step_evaluations  # another shape: measured again

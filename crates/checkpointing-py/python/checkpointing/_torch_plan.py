@@ -145,6 +145,23 @@ def tape_schedule(profiles, budget):
     return schedule_from_spec(json.dumps(spec))
 
 
+class ReplayedSchedule:
+    """A schedule's actions, recorded once and replayed by every run (what
+    a cached ``memory=`` plan gives): ``max_n``, iteration and ``repr`` as
+    the schedule's."""
+
+    def __init__(self, schedule):
+        self.max_n = schedule.max_n
+        self.text = repr(schedule)
+        self.actions = tuple(schedule)
+
+    def __iter__(self):
+        return iter(self.actions)
+
+    def __repr__(self):
+        return self.text
+
+
 def flat_call(step, spec, i):
     """``step(i, x)`` on flattened leaves: the form :func:`profile_step`
     takes."""

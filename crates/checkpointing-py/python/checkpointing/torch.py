@@ -73,7 +73,7 @@ from checkpointing._native import SnapshotCorruptedError, SnapshotError
 
 import weakref
 
-from ._torch_plan import StepProfile, flat_call, parse_bytes, profile_call, tape_schedule
+from ._torch_plan import ReplayedSchedule, StepProfile, flat_call, parse_bytes, profile_call, tape_schedule
 from ._torch_run import _differentiable, _Run
 
 __all__ = [
@@ -213,40 +213,57 @@ def checkpointed_loop(step, x0, n, *, schedule=None, memory=None, params=None, d
             raise TypeError("give schedule= or memory=, not both")
         if not isinstance(n, int):
             raise TypeError("memory= plans for a known number of steps: n must be an int")
-        schedule = _memory_schedule(step, leaves, spec, n, params, memory)
+        memory = parse_bytes("memory", memory)
     elif schedule is None:
         raise TypeError("checkpointed_loop needs schedule= (a schedule, or n -> schedule) or memory= (a byte budget)")
-    if isinstance(schedule, _cp.Schedule):
+    elif isinstance(schedule, _cp.Schedule):
         if schedule.n != 0 or schedule.is_exhausted:
             raise ValueError("this schedule was used already: pass schedule=lambda n: ...")
-        sched = schedule
-    elif callable(schedule):
-        sched = schedule(n if isinstance(n, int) else None)
-    else:
+    elif not callable(schedule) and not isinstance(schedule, ReplayedSchedule):
         raise TypeError("schedule must be a schedule of checkpointing or a function n -> schedule")
-    if isinstance(n, int) and sched.max_n is not None and sched.max_n != n:
-        raise ValueError(f"the schedule is for {sched.max_n} steps, the loop has {n}")
     stats = LoopStats() if stats is None else stats
     if not torch.is_grad_enabled() or not any(t.requires_grad for t in leaves + params):
         return _plain_loop(step, x0, n, stats)
+    if memory is not None:
+        sched = _memory_schedule(step, leaves, spec, n, params, memory)
+    else:
+        reusable = isinstance(schedule, (_cp.Schedule, ReplayedSchedule))
+        sched = schedule if reusable else schedule(n if isinstance(n, int) else None)
+        if isinstance(n, int) and sched.max_n is not None and sched.max_n != n:
+            raise ValueError(f"the schedule is for {sched.max_n} steps, the loop has {n}")
     run = _Run(step, spec, len(leaves), params, sched, n, disk, stats, _publish, compress)
     out = _LoopFunction.apply(run, len(leaves), *leaves, *params)
     return pytree.tree_unflatten(list(out), spec)
 
 
-def _memory_schedule(step, leaves, spec, n, params, memory):
+#: memory= plans, per step function (weakly) and input signature: the step
+#: is measured and the schedule made once, then its actions replayed.
+_LOOP_PLANS = weakref.WeakKeyDictionary()
+
+
+def _memory_schedule(step, leaves, spec, n, params, budget):
     """The tape-aware schedule of ``n`` steps like step 0 (measured on
-    ``x0``) within ``memory`` bytes: the budget less the live state and the
-    adjoint (one state each) goes to checkpoints and tapes."""
-    budget = parse_bytes("memory", memory)
-    profile = profile_call(flat_call(step, spec, 0), leaves, params)
-    for_schedule = budget - 2 * profile.state_bytes
-    if for_schedule <= 0:
-        raise ValueError(
-            f"memory={memory!r} ({budget} bytes) does not hold the live state and the adjoint "
-            f"({2 * profile.state_bytes} bytes)"
-        )
-    return tape_schedule([profile] * n, for_schedule)
+    ``x0``) within ``budget`` bytes: the budget less the live state and the
+    adjoint (one state each) goes to checkpoints and tapes. Cached per step
+    function, number of steps, budget, parameters and the shapes, dtypes and
+    devices of ``x0``'s tensors."""
+    owner = getattr(step, "__self__", step)
+    key = (getattr(step, "__func__", None), n, budget, str(spec), tuple(id(p) for p in params),
+           tuple((t.shape, t.dtype, t.device) for t in leaves))
+    try:
+        cache = _LOOP_PLANS.setdefault(owner, {})
+    except TypeError:  # not weakly referenceable: measured every call
+        cache = {}
+    if key not in cache:
+        profile = profile_call(flat_call(step, spec, 0), leaves, params)
+        for_schedule = budget - 2 * profile.state_bytes
+        if for_schedule <= 0:
+            raise ValueError(
+                f"memory={budget} bytes does not hold the live state and the adjoint "
+                f"({2 * profile.state_bytes} bytes)"
+            )
+        cache[key] = ReplayedSchedule(tape_schedule([profile] * n, for_schedule))
+    return cache[key]
 
 
 def profile_step(step, x, i=0, *, params=None, rounds=3):
@@ -316,7 +333,7 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, *, mem
     for layer in layers:
         modules = layer.modules() if isinstance(layer, torch.nn.Module) else []
         for m in modules:
-            if m.training and isinstance(m, (torch.nn.modules.dropout._DropoutNd, torch.nn.AlphaDropout)):
+            if m.training and isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0:
                 raise NotImplementedError(
                     f"checkpoint_sequential(memory=...) re-runs layers, and {type(m).__name__} in training mode "
                     "would draw other masks: put it in eval mode, or use checkpoint_sequential without memory="
@@ -335,12 +352,14 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, *, mem
     key = (tuple((t.shape, t.dtype, t.device) for t in leaves), memory, len(layers))
     cache = _SEQUENTIAL_PLANS.setdefault(functions, {}) if isinstance(functions, torch.nn.Module) else {}
     if key not in cache:
-        cache[key] = _sequential_profiles(step, input, len(layers), params)
-    profiles, state_bytes = cache[key]
+        cache[key] = dict(zip(("profiles", "state_bytes"), _sequential_profiles(step, input, len(layers), params)))
+    profiles, state_bytes = cache[key]["profiles"], cache[key]["state_bytes"]
     budget = parse_bytes("memory", memory) - 2 * state_bytes
     if budget <= 0:
         raise ValueError(f"memory={memory!r} does not hold the input and its gradient ({2 * state_bytes} bytes)")
-    return checkpointed_loop(step, input, len(layers), schedule=tape_schedule(profiles, budget), params=params)
+    if "schedule" not in cache[key]:
+        cache[key]["schedule"] = ReplayedSchedule(tape_schedule(profiles, budget))
+    return checkpointed_loop(step, input, len(layers), schedule=cache[key]["schedule"], params=params)
 
 
 def _sequential_profiles(step, x, n, params):
