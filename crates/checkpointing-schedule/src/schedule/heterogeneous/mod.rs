@@ -11,12 +11,14 @@ mod chain;
 mod emit;
 mod params;
 mod table;
+mod uniform;
 
 pub use chain::{ChainCost, HeterogeneousChain};
 pub use params::{HeterogeneousRevolveParams, PerStep};
 
 pub use table::ChainModel;
-use table::Table;
+use table::{Shape, Table};
+use uniform::{Solved, UniformTable};
 
 use super::{impl_schedule_position, Cursor, Pending, Schedule, ScheduleError};
 use crate::action::Step;
@@ -259,7 +261,7 @@ pub struct HeterogeneousRevolve {
     cursor: Cursor,
     pending: Pending,
     /// `None` for a single step.
-    table: Option<Table>,
+    table: Option<Solved>,
     stack: Vec<Task>,
     forward_ended: bool,
     /// Adjoint steps advanced by the actions queued.
@@ -321,6 +323,23 @@ impl HeterogeneousRevolve {
     /// granularity is coarsened to `⌈budget / Self::DEFAULT_UNITS⌉` bytes.
     pub const DEFAULT_UNITS: u64 = 256;
 
+    /// Evaluations [`HeterogeneousRevolve::new`] aims at for a uniform chain
+    /// with tapes (about 1.5 s): it coarsens the memory unit until the
+    /// uniform table `D(l, m)`, about `n(n+1)/2·(M+1)` evaluations, is
+    /// within them (`M` about 250 for `n = 2000`, 1000 for `n = 1000`),
+    /// but never below [`Self::UNIFORM_MIN_UNITS`] units.
+    pub const UNIFORM_WORK: u64 = 500_000_000;
+
+    /// Fewest memory units [`HeterogeneousRevolve::new`] coarsens a uniform
+    /// chain with tapes to (the work then exceeds
+    /// [`Self::UNIFORM_WORK`], up to [`Self::WORK_LIMIT`]: `n ≈ 24,000`).
+    pub const UNIFORM_MIN_UNITS: u64 = 16;
+
+    /// Most memory units [`HeterogeneousRevolve::new`] uses for a uniform
+    /// chain with tapes, however short (a short chain could afford more,
+    /// but more than this resolves the budget finer than any state).
+    pub const UNIFORM_MAX_UNITS: u64 = 4096;
+
     /// Most cells (24 bytes each) a table may have: 2²³, about 200 MB.
     pub const CELL_LIMIT: u64 = table::CELL_LIMIT;
 
@@ -351,6 +370,10 @@ impl HeterogeneousRevolve {
     /// ));
     /// ```
     pub fn new(chain: &HeterogeneousChain, budget: u64) -> Result<Self, ScheduleError> {
+        if chain.uniform_taped().is_some() {
+            let granularity = Self::uniform_granularity(chain, budget);
+            return Self::build_finer(chain, budget, granularity);
+        }
         let granularity = Self::default_granularity(chain, budget);
         if chain.tape.is_some() {
             return Self::build_finer(chain, budget, granularity);
@@ -361,6 +384,7 @@ impl HeterogeneousRevolve {
             granularity,
             ChainModel::Exact,
             table::EXACT_DEFAULT_WORK,
+            true,
         );
         match exact {
             Err(ScheduleError::TooLarge { .. }) => Self::build(
@@ -369,6 +393,7 @@ impl HeterogeneousRevolve {
                 granularity,
                 ChainModel::Persistent,
                 table::WORK_LIMIT,
+                true,
             ),
             other => other,
         }
@@ -399,6 +424,7 @@ impl HeterogeneousRevolve {
                 granularity,
                 ChainModel::Persistent,
                 table::WORK_LIMIT,
+                true,
             );
             let finer = (granularity / 2).max(exact);
             match result {
@@ -408,9 +434,8 @@ impl HeterogeneousRevolve {
                 }) if finer < granularity => {
                     let units = Self::table_units(chain, budget, finer);
                     let n = chain.steps();
-                    let fits =
-                        table::check_size(ChainModel::Persistent, n, units, table::WORK_LIMIT)
-                            .is_ok();
+                    let shape = Self::shape(chain, ChainModel::Persistent, true);
+                    let fits = table::check_size(shape, n, units, table::WORK_LIMIT).is_ok();
                     if !fits {
                         return result;
                     }
@@ -437,6 +462,37 @@ impl HeterogeneousRevolve {
         } else {
             exact
         }
+    }
+
+    /// The memory unit [`HeterogeneousRevolve::new`] counts in for a uniform
+    /// chain with tapes: the greatest common divisor of the state and tape
+    /// sizes while the budget holds at most [`Self::uniform_max_units`] of
+    /// them, else `⌈budget / uniform_max_units⌉` bytes (sizes rounded up,
+    /// the budget down: conservative).
+    fn uniform_granularity(chain: &HeterogeneousChain, budget: u64) -> u64 {
+        let exact = chain
+            .bytes
+            .iter()
+            .chain(chain.tape.iter().flatten())
+            .fold(0, |g, &b| gcd(g, b))
+            .max(1);
+        let most = Self::uniform_max_units(chain.steps());
+        if budget / exact > most {
+            exact.max(budget.div_ceil(most))
+        } else {
+            exact
+        }
+    }
+
+    /// Most memory units of the uniform table `D(l, m)` for `n` steps:
+    /// those that keep it within [`Self::UNIFORM_WORK`] evaluations
+    /// (`n(n+1)/2` per unit), between [`Self::UNIFORM_MIN_UNITS`] and
+    /// [`Self::UNIFORM_MAX_UNITS`].
+    fn uniform_max_units(n: Step) -> u64 {
+        let per_unit = table::dimensions(Shape::Uniform, n).1.max(1);
+        (Self::UNIFORM_WORK / per_unit)
+            .saturating_sub(1)
+            .clamp(Self::UNIFORM_MIN_UNITS, Self::UNIFORM_MAX_UNITS)
     }
 
     /// Memory units of `granularity` bytes that a table for `budget` has:
@@ -469,22 +525,31 @@ impl HeterogeneousRevolve {
     /// assert_eq!(HeterogeneousRevolve::table_size(&longer, 80).0, ChainModel::Persistent);
     /// ```
     pub fn table_size(chain: &HeterogeneousChain, budget: u64) -> (ChainModel, u64, u64) {
-        let granularity = Self::default_granularity(chain, budget);
+        let uniform = chain.uniform_taped().is_some();
+        let granularity = if uniform {
+            Self::uniform_granularity(chain, budget)
+        } else {
+            Self::default_granularity(chain, budget)
+        };
         let units = Self::table_units(chain, budget, granularity);
         let n = chain.steps();
-        let size = |model| {
-            let (cells, work) = table::dimensions(model, n);
+        let size = |shape: Shape| {
+            let (cells, work) = table::dimensions(shape, n);
             (
                 cells.saturating_mul(units + 1),
                 work.saturating_mul(units + 1),
             )
         };
-        let (cells, work) = size(ChainModel::Exact);
+        if uniform {
+            let (cells, work) = size(Shape::Uniform);
+            return (ChainModel::Persistent, cells, work);
+        }
+        let (cells, work) = size(Shape::Exact);
         let exact_fits = cells <= Self::CELL_LIMIT && work <= table::EXACT_DEFAULT_WORK;
         if exact_fits && chain.tape.is_none() {
             return (ChainModel::Exact, cells, work);
         }
-        let (cells, work) = size(ChainModel::Persistent);
+        let (cells, work) = size(Shape::Persistent);
         (ChainModel::Persistent, cells, work)
     }
 
@@ -509,17 +574,32 @@ impl HeterogeneousRevolve {
         granularity: u64,
         model: ChainModel,
     ) -> Result<Self, ScheduleError> {
-        Self::build(chain, budget, granularity, model, table::WORK_LIMIT)
+        Self::build(chain, budget, granularity, model, table::WORK_LIMIT, true)
+    }
+
+    /// The table `model` takes for `chain`: the uniform `D(l, m)` for a
+    /// uniform chain with tapes (when `uniform` allows it), else the
+    /// model's own.
+    fn shape(chain: &HeterogeneousChain, model: ChainModel, uniform: bool) -> Shape {
+        let fast = uniform && model == ChainModel::Persistent && chain.uniform_taped().is_some();
+        if fast {
+            Shape::Uniform
+        } else {
+            model.into()
+        }
     }
 
     /// [`HeterogeneousRevolve::with_granularity`] with a limit on the
-    /// table's evaluations.
+    /// table's evaluations; `uniform`: whether a uniform chain with tapes
+    /// may take the uniform table (the tests compare it with the general
+    /// one).
     fn build(
         chain: &HeterogeneousChain,
         budget: u64,
         granularity: u64,
         model: ChainModel,
         work_limit: u64,
+        uniform: bool,
     ) -> Result<Self, ScheduleError> {
         if granularity == 0 {
             return Err(ScheduleError::InvalidParameter {
@@ -553,7 +633,8 @@ impl HeterogeneousRevolve {
             model,
         };
         if let Some(tape) = &chain.tape {
-            return schedule.build_taped(chain, tape, budget, work_limit);
+            let shape = Self::shape(chain, model, uniform);
+            return schedule.build_taped(chain, tape, budget, work_limit, shape);
         }
         if n == 1 {
             return Ok(schedule);
@@ -595,24 +676,27 @@ impl HeterogeneousRevolve {
         let m = (units - first) as usize;
         schedule.predicted = table.cost(0, 0, n, m);
         schedule.stack = vec![Task::Solve(Frame::whole(n, m))];
-        schedule.table = Some(table);
+        schedule.table = Some(Solved::General(table));
         schedule.units = units;
         Ok(schedule)
     }
 
     /// The rest of [`HeterogeneousRevolve::build`] for a chain with tapes
-    /// (persistent model, `D`).
+    /// (persistent model, `D`, over pairs or, `shape` uniform, lengths).
     fn build_taped(
         mut self,
         chain: &HeterogeneousChain,
         tape: &[u64],
         budget: u64,
         work_limit: u64,
+        shape: Shape,
     ) -> Result<Self, ScheduleError> {
         let n = chain.forward.len();
         let too_small = || {
             let need = if n == 1 {
                 tape[0]
+            } else if shape == Shape::Uniform {
+                table::least_bytes_uniform(n, chain.bytes[0], tape[0])
             } else {
                 table::least_bytes(&chain.bytes, tape)
             };
@@ -640,16 +724,27 @@ impl HeterogeneousRevolve {
             self.units = units;
             return Ok(self);
         }
-        table::check_size(ChainModel::Persistent, n as u64, units, work_limit)?;
+        table::check_size(shape, n as u64, units, work_limit)?;
         let units_of = |b: u64| b.div_ceil(granularity).min(units + 1) as usize;
-        let table = Table::solve(
-            ChainModel::Persistent,
-            &chain.forward,
-            &chain.adjoint,
-            chain.bytes.iter().map(|&b| units_of(b)).collect(),
-            Some(tape.iter().map(|&t| units_of(t)).collect()),
-            units as usize,
-        );
+        let table = if shape == Shape::Uniform {
+            Solved::Uniform(UniformTable::solve(
+                n,
+                chain.forward[0],
+                chain.adjoint[0],
+                units_of(chain.bytes[0]),
+                units_of(tape[0]),
+                units as usize,
+            ))
+        } else {
+            Solved::General(Table::solve(
+                ChainModel::Persistent,
+                &chain.forward,
+                &chain.adjoint,
+                chain.bytes.iter().map(|&b| units_of(b)).collect(),
+                Some(tape.iter().map(|&t| units_of(t)).collect()),
+                units as usize,
+            ))
+        };
         let m = units as usize;
         let predicted = table.cost(0, 0, n, m);
         if predicted.is_infinite() {
