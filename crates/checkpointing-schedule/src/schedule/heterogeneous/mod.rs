@@ -11,6 +11,8 @@ mod chain;
 mod emit;
 mod params;
 mod table;
+#[cfg(test)]
+mod tests;
 mod uniform;
 
 pub use chain::{ChainCost, HeterogeneousChain};
