@@ -181,6 +181,60 @@ use crate::StorageLevel;
 /// in the forward and kept, and runs once (`D`'s `tape` choice throughout,
 /// the least cost of any schedule).
 ///
+/// # Uniform chains with tapes: `D(l, m)`
+///
+/// A recurrent loop (an RNN or GRU over thousands of time steps) is a
+/// chain whose steps are all alike: the same `forward`, `adjoint`, state
+/// size `s` and tape size `t` ([`HeterogeneousChain::is_uniform`]). Then
+/// `D(i, j, m)` depends on `i` and `j` only through the length `l = j − i`,
+/// and [`HeterogeneousRevolve::new`] (and
+/// [`HeterogeneousRevolve::with_granularity`] in
+/// [`ChainModel::Persistent`]) solves, with `f = forward`, `a = adjoint`,
+/// sizes in units,
+///
+/// ```text
+/// D(1, m) = f + a                                             if t <= m
+/// D(l, m) = min of                                            (l >= 2)
+///   sweep:  l·f + a + D(l−1, m)                               if s + t <= m
+///   split:  min over 0 < k < l−1 of  k·f + D(l−k, m − s) + D(k, m)   if s <= m
+///   tape:   f + a + D(l−1, m − t)                             if t <= m
+/// ```
+///
+/// the same recurrence with `k` counted from `i`, so its schedules cost
+/// exactly the general table's (the tests check both tables, and the
+/// exhaustive search, on random uniform chains). It has `n·(M+1)` cells
+/// and takes about `n²·M/2` evaluations: `O(n²·M)` time, `O(n·M)` memory.
+/// The least budget `P` likewise depends only on `l` and is `O(n²)`.
+///
+/// **Granularity**: [`HeterogeneousRevolve::new`] counts a uniform chain
+/// in units of the greatest common divisor of `s` and `t` while the budget
+/// holds at most `M_max(n)` of them, else in units of `⌈budget /
+/// M_max(n)⌉` bytes, with `M_max(n) = UNIFORM_WORK / (n(n+1)/2)` clamped to
+/// [`HeterogeneousRevolve::UNIFORM_MIN_UNITS`]`..=`[`HeterogeneousRevolve::UNIFORM_MAX_UNITS`]
+/// ([`HeterogeneousRevolve::UNIFORM_WORK`] = 1.2·10⁹ evaluations, about
+/// 1.5 s): `M` at most 598 at `n = 2000`, 22 at `n = 10,000`. Sizes round
+/// up and the budget down, so the byte budget is never exceeded; a unit
+/// coarser than a state counts each state as a whole unit, which costs
+/// some recomputation: with tapes 6× the state and a budget of 2000
+/// states at `n = 2000` the default (a unit of 3.3 states, `M = 597`,
+/// 1.5 s) costs 7705 where a unit of one state (`M = 2000`, 5.3 s, by
+/// [`HeterogeneousRevolve::with_granularity`]) costs 7668, against 6000
+/// for no recomputation at all. Where rounding leaves too little for what
+/// the chain needs, the unit is halved as for other chains with tapes.
+///
+/// Measured (release build, one core of a shared 2-core machine, `f = 1`,
+/// `a = 2`, tapes 6× the state, `tests/heterogeneous_tape.rs`, test
+/// `timings_uniform`): `n = 2000, M = 100`: 0.29 s; `n = 2000, M = 200`:
+/// 0.53 s; `n = 2000, M = 1000`: 2.9 s; `n = 10,000, M = 40`: 2.3 s
+/// (about 8·10⁸ evaluations a second: the inner loop streams two rows).
+/// The limits are [`HeterogeneousRevolve::CELL_LIMIT`] and
+/// [`HeterogeneousRevolve::WORK_LIMIT`] on this table's own size: `n =
+/// 10,000` up to `M = 98`, `n = 20,000` up to `M = 23`.
+///
+/// Tape-less uniform chains keep the tables above (uniform
+/// [`crate::Revolve`] is already optimal for them, in `O(snapshots)`
+/// memory).
+///
 /// # Complexity, and where it stops being practical
 ///
 /// | model | time | memory |
@@ -188,6 +242,7 @@ use crate::StorageLevel;
 /// | [`ChainModel::Exact`] (`Q`, `R`) | `O(n⁴·M)`, about `n⁴·M/12` evaluations | `n³·(M+1)/6` cells of 24 bytes |
 /// | [`ChainModel::Persistent`] (`C`) | `O(n³·M)`, about `n³·M/6` evaluations | `n²·(M+1)/2` cells of 12 bytes |
 /// | [`ChainModel::Persistent`] with tapes (`D`) | `O(n³·M)`, about `n³·M/6` evaluations | `n²·(M+1)/2` cells of 12 bytes |
+/// | uniform chain with tapes (`D(l, m)`) | `O(n²·M)`, about `n²·M/2` evaluations | `n·(M+1)` cells of 12 bytes |
 ///
 /// With tapes `M` counts the budget in units of states and tapes (capped
 /// at all of them together), so it is usually larger for the same chain;
@@ -195,6 +250,8 @@ use crate::StorageLevel;
 /// Measured with tapes (same conditions, `tests/heterogeneous_tape.rs`,
 /// test `timings`): `n = 200, M = 100`: 0.35 s; `n = 400, M = 100`: 2.9 s;
 /// `n = 1000, M = 15`: 9 s, as without tapes; the limits are the same.
+/// A uniform chain with tapes: `n = 2000, M = 200`: 0.53 s; `n = 10,000,
+/// M = 40`: 2.3 s (above).
 ///
 /// Measured (release build, one core of a shared machine, so roughly):
 /// exact `n = 50, M = 25`: 40 ms; `n = 100, M = 25`: 1.3 s; `n = 200,
@@ -326,11 +383,12 @@ impl HeterogeneousRevolve {
     pub const DEFAULT_UNITS: u64 = 256;
 
     /// Evaluations [`HeterogeneousRevolve::new`] aims at for a uniform chain
-    /// with tapes (about 1.5 s): it coarsens the memory unit until the
-    /// uniform table `D(l, m)`, about `n(n+1)/2·(M+1)` evaluations, is
-    /// within them (`M` about 250 for `n = 2000`, 1000 for `n = 1000`),
-    /// but never below [`Self::UNIFORM_MIN_UNITS`] units.
-    pub const UNIFORM_WORK: u64 = 500_000_000;
+    /// with tapes (about 1.5 s in a release build; the uniform table runs
+    /// about 8·10⁸ evaluations a second): it coarsens the memory unit until
+    /// the uniform table `D(l, m)`, about `n(n+1)/2·(M+1)` evaluations, is
+    /// within them (`M` about 600 for `n = 2000`, 2400 for `n = 1000`, 22
+    /// for `n = 10,000`), but never below [`Self::UNIFORM_MIN_UNITS`] units.
+    pub const UNIFORM_WORK: u64 = 1_200_000_000;
 
     /// Fewest memory units [`HeterogeneousRevolve::new`] coarsens a uniform
     /// chain with tapes to (the work then exceeds
@@ -356,6 +414,22 @@ impl HeterogeneousRevolve {
     /// (conservative). The model is [`ChainModel::Exact`] when its table
     /// needs at most 10⁸ evaluations (about 0.3 s), else
     /// [`ChainModel::Persistent`].
+    ///
+    /// A uniform chain with tapes ([`HeterogeneousChain::is_uniform`]) is
+    /// solved in the uniform table `D(l, m)`, `O(n²·M)`, with its own
+    /// granularity (see *Uniform chains with tapes* on the type): a
+    /// recurrent loop of 2000 steps in about a second.
+    ///
+    /// ```
+    /// use checkpointing_schedule::{HeterogeneousChain, HeterogeneousRevolve};
+    /// // 2000 identical steps, tapes 6× the state, a budget of 50 states.
+    /// let chain = HeterogeneousChain::uniform(2000, 1.0, 2.0, 1024)
+    ///     .unwrap()
+    ///     .with_tape(vec![6 * 1024; 2000])
+    ///     .unwrap();
+    /// let (_, cells, _) = HeterogeneousRevolve::table_size(&chain, 50 * 1024);
+    /// assert_eq!(cells, 2000 * 51); // n·(M + 1)
+    /// ```
     ///
     /// Errors: [`ScheduleError::BudgetTooSmall`] when `n >= 2` and the budget
     /// cannot hold state 0 (the smallest budget is `bytes[0]`);
@@ -512,8 +586,9 @@ impl HeterogeneousRevolve {
 
     /// The table [`HeterogeneousRevolve::new`] builds for `chain` and
     /// `budget`, without building it: the model it picks and the table's
-    /// cells and evaluations (saturated at `u64::MAX`). Lets a caller skip a
-    /// chain too large to solve in its time budget.
+    /// cells and evaluations (saturated at `u64::MAX`; for a uniform chain
+    /// with tapes, those of the uniform table `D(l, m)`). Lets a caller
+    /// skip a chain too large to solve in its time budget.
     ///
     /// ```
     /// use checkpointing_schedule::{ChainModel, HeterogeneousChain, HeterogeneousRevolve};
