@@ -4,8 +4,10 @@
 //! heterogeneous chains: how to train deep neural networks with limited
 //! memory", arXiv:1911.13214. The model, the recurrence, its complexity and
 //! its limits are documented on [`HeterogeneousRevolve`] (this module is
-//! private, the type is public); `table.rs` holds the tables, `emit.rs`
-//! unfolds them into actions, `params.rs` names the schedule in a spec.
+//! private, the type is public); `table.rs` holds the tables, `uniform.rs`
+//! the table of a uniform chain with tapes and the enum `Solved` over both,
+//! `emit.rs` unfolds either into actions, `params.rs` names the schedule in
+//! a spec.
 
 mod chain;
 mod emit;
