@@ -392,3 +392,122 @@ fn timings() {
         check(&chain, &schedule, units);
     }
 }
+
+fn small_uniform_chain(max_n: usize) -> impl Strategy<Value = Chain> {
+    (1..=max_n, 0u64..8, 0u64..8, 1u64..7, 1u64..12, 0u64..40).prop_map(
+        |(n, f, b, s, t, budget)| (vec![f; n], vec![b; n], vec![s; n], vec![t; n], budget),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// A uniform chain takes the uniform table `D(l, m)`, which attains the
+    /// exhaustive optimum too and refuses exactly the budgets for which no
+    /// schedule exists, naming the least.
+    #[test]
+    fn uniform_chains_against_exhaustive_search((f, b, s, t, budget) in small_uniform_chain(7)) {
+        let chain = chain(&f, &b, &s, &t);
+        prop_assert!(chain.is_uniform());
+        let best = exhaustive(&f, &b, &s, &t, budget);
+        match HeterogeneousRevolve::with_granularity(&chain, budget, 1, ChainModel::Persistent) {
+            Ok(schedule) => {
+                prop_assert_eq!(Some(schedule.predicted_cost() as u64), best);
+                prop_assert_eq!(check(&chain, &schedule, budget), schedule.predicted_cost());
+                let default = HeterogeneousRevolve::new(&chain, budget).unwrap();
+                prop_assert_eq!(default.predicted_cost(), schedule.predicted_cost());
+                check(&chain, &default, budget);
+            }
+            Err(ScheduleError::BudgetTooSmall { need, got, .. }) => {
+                prop_assert_eq!(best, None);
+                prop_assert_eq!(got, budget);
+                prop_assert!(exhaustive(&f, &b, &s, &t, need).is_some());
+                prop_assert!(exhaustive(&f, &b, &s, &t, need - 1).is_none());
+                let schedule = HeterogeneousRevolve::new(&chain, need).unwrap();
+                check(&chain, &schedule, need);
+            }
+            Err(other) => prop_assert!(false, "unexpected error {other}"),
+        }
+    }
+
+    /// Longer uniform chains with the default granularity: valid, within
+    /// the byte budget, at the predicted cost, or the least budget named.
+    #[test]
+    fn uniform_chains_valid_within_the_byte_budget(
+        (f, b, s, t, budget) in (1usize..=60, 0u64..8, 0u64..8, 1u64..2000, 1u64..20_000, 0u64..200_000)
+            .prop_map(|(n, f, b, s, t, budget)| (vec![f; n], vec![b; n], vec![s; n], vec![t; n], budget)),
+    ) {
+        let chain = chain(&f, &b, &s, &t);
+        match HeterogeneousRevolve::new(&chain, budget) {
+            Ok(schedule) => {
+                check(&chain, &schedule, budget);
+            }
+            Err(ScheduleError::BudgetTooSmall { need, .. }) => {
+                prop_assert!(need > budget);
+                let schedule = HeterogeneousRevolve::new(&chain, need).unwrap();
+                check(&chain, &schedule, need);
+            }
+            Err(other) => prop_assert!(false, "unexpected error {other}"),
+        }
+    }
+}
+
+/// Times the uniform table (`cargo test --release -p checkpointing-schedule
+/// --test heterogeneous_tape -- --ignored --nocapture timings_uniform`): a
+/// recurrent loop of identical steps, tapes 6× the state. The figures of
+/// the documentation.
+#[test]
+#[ignore]
+fn timings_uniform() {
+    let state = 1000;
+    let uniform = |n: usize| {
+        HeterogeneousChain::uniform(n as u64, 1.0, 2.0, state)
+            .unwrap()
+            .with_tape(vec![6 * state; n])
+            .unwrap()
+    };
+    // Units of one state: M is the budget in states.
+    for (n, units) in [(2000usize, 100u64), (2000, 200), (2000, 1000), (10_000, 40)] {
+        let chain = uniform(n);
+        let budget = units * state;
+        let start = std::time::Instant::now();
+        let schedule =
+            HeterogeneousRevolve::with_granularity(&chain, budget, state, ChainModel::Persistent)
+                .unwrap();
+        let elapsed = start.elapsed();
+        println!(
+            "n = {n}, M = {}: {:.3} s, cost {}",
+            schedule.units(),
+            elapsed.as_secs_f64(),
+            schedule.predicted_cost()
+        );
+        check(&chain, &schedule, budget);
+    }
+    // The defaults: budgets of 50, 500 and 2000 states at n = 2000, and
+    // what a unit of one state gives for the last.
+    let chain = uniform(2000);
+    for states in [50u64, 500, 2000] {
+        let budget = states * state;
+        let start = std::time::Instant::now();
+        let schedule = HeterogeneousRevolve::new(&chain, budget).unwrap();
+        let elapsed = start.elapsed();
+        println!(
+            "n = 2000, budget {states} states: default unit {} bytes, M = {}: {:.3} s, cost {}",
+            schedule.granularity(),
+            schedule.units(),
+            elapsed.as_secs_f64(),
+            schedule.predicted_cost()
+        );
+        check(&chain, &schedule, budget);
+    }
+    let start = std::time::Instant::now();
+    let fine =
+        HeterogeneousRevolve::with_granularity(&chain, 2000 * state, state, ChainModel::Persistent)
+            .unwrap();
+    println!(
+        "n = 2000, budget 2000 states, unit of one state: M = {}: {:.3} s, cost {}",
+        fine.units(),
+        start.elapsed().as_secs_f64(),
+        fine.predicted_cost()
+    );
+}

@@ -166,6 +166,43 @@ impl HeterogeneousChain {
         self.tape.as_deref()
     }
 
+    /// Whether every step has the same forward cost, adjoint cost and state
+    /// size (and tape size, when the chain has tapes). A uniform chain with
+    /// tapes is solved by [`super::HeterogeneousRevolve::new`] with a table
+    /// over lengths only, `D(l, m)`: `O(n²·M)` time instead of `O(n³·M)`.
+    ///
+    /// ```
+    /// use checkpointing_schedule::HeterogeneousChain;
+    /// let chain = HeterogeneousChain::uniform(3, 1.0, 2.0, 8).unwrap();
+    /// assert!(chain.is_uniform());
+    /// assert!(chain.clone().with_tape(vec![48; 3]).unwrap().is_uniform());
+    /// assert!(!chain.with_tape(vec![48, 48, 40]).unwrap().is_uniform());
+    /// ```
+    pub fn is_uniform(&self) -> bool {
+        fn same<T: PartialEq>(values: &[T]) -> bool {
+            values.windows(2).all(|w| w[0] == w[1])
+        }
+        same(&self.forward)
+            && same(&self.adjoint)
+            && same(&self.bytes)
+            && self.tape.as_deref().is_none_or(same)
+    }
+
+    /// `(forward, adjoint, bytes, tape)` of every step of a uniform chain
+    /// with tapes, else `None`.
+    pub(super) fn uniform_taped(&self) -> Option<(f64, f64, u64, u64)> {
+        let tape = self.tape.as_deref()?;
+        if !self.is_uniform() {
+            return None;
+        }
+        Some((
+            self.forward[0],
+            self.adjoint[0],
+            self.bytes[0],
+            *tape.first()?,
+        ))
+    }
+
     /// The chain's costs and RAM bytes along an action stream (up to the
     /// first `EndReverse`): forward and adjoint cost of the steps advanced,
     /// and the most bytes of RAM checkpoints held at once. When the chain

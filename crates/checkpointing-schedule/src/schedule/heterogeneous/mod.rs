@@ -4,19 +4,25 @@
 //! heterogeneous chains: how to train deep neural networks with limited
 //! memory", arXiv:1911.13214. The model, the recurrence, its complexity and
 //! its limits are documented on [`HeterogeneousRevolve`] (this module is
-//! private, the type is public); `table.rs` holds the tables, `emit.rs`
-//! unfolds them into actions, `params.rs` names the schedule in a spec.
+//! private, the type is public); `table.rs` holds the tables, `uniform.rs`
+//! the table of a uniform chain with tapes and the enum `Solved` over both,
+//! `emit.rs` unfolds either into actions, `params.rs` names the schedule in
+//! a spec.
 
 mod chain;
 mod emit;
 mod params;
 mod table;
+#[cfg(test)]
+mod tests;
+mod uniform;
 
 pub use chain::{ChainCost, HeterogeneousChain};
 pub use params::{HeterogeneousRevolveParams, PerStep};
 
 pub use table::ChainModel;
-use table::Table;
+use table::{Shape, Table};
+use uniform::{Solved, UniformTable};
 
 use super::{impl_schedule_position, Cursor, Pending, Schedule, ScheduleError};
 use crate::action::Step;
@@ -177,6 +183,60 @@ use crate::StorageLevel;
 /// in the forward and kept, and runs once (`D`'s `tape` choice throughout,
 /// the least cost of any schedule).
 ///
+/// # Uniform chains with tapes: `D(l, m)`
+///
+/// A recurrent loop (an RNN or GRU over thousands of time steps) is a
+/// chain whose steps are all alike: the same `forward`, `adjoint`, state
+/// size `s` and tape size `t` ([`HeterogeneousChain::is_uniform`]). Then
+/// `D(i, j, m)` depends on `i` and `j` only through the length `l = j − i`,
+/// and [`HeterogeneousRevolve::new`] (and
+/// [`HeterogeneousRevolve::with_granularity`] in
+/// [`ChainModel::Persistent`]) solves, with `f = forward`, `a = adjoint`,
+/// sizes in units,
+///
+/// ```text
+/// D(1, m) = f + a                                             if t <= m
+/// D(l, m) = min of                                            (l >= 2)
+///   sweep:  l·f + a + D(l−1, m)                               if s + t <= m
+///   split:  min over 0 < k < l−1 of  k·f + D(l−k, m − s) + D(k, m)   if s <= m
+///   tape:   f + a + D(l−1, m − t)                             if t <= m
+/// ```
+///
+/// the same recurrence with `k` counted from `i`, so its schedules cost
+/// exactly the general table's (the tests check both tables, and the
+/// exhaustive search, on random uniform chains). It has `n·(M+1)` cells
+/// and takes about `n²·M/2` evaluations: `O(n²·M)` time, `O(n·M)` memory.
+/// The least budget `P` likewise depends only on `l` and is `O(n²)`.
+///
+/// **Granularity**: [`HeterogeneousRevolve::new`] counts a uniform chain
+/// in units of the greatest common divisor of `s` and `t` while the budget
+/// holds at most `M_max(n)` of them, else in units of `⌈budget /
+/// M_max(n)⌉` bytes, with `M_max(n) = UNIFORM_WORK / (n(n+1)/2)` clamped to
+/// [`HeterogeneousRevolve::UNIFORM_MIN_UNITS`]`..=`[`HeterogeneousRevolve::UNIFORM_MAX_UNITS`]
+/// ([`HeterogeneousRevolve::UNIFORM_WORK`] = 1.2·10⁹ evaluations, about
+/// 1.5 s): `M` at most 598 at `n = 2000`, 22 at `n = 10,000`. Sizes round
+/// up and the budget down, so the byte budget is never exceeded; a unit
+/// coarser than a state counts each state as a whole unit, which costs
+/// some recomputation: with tapes 6× the state and a budget of 2000
+/// states at `n = 2000` the default (a unit of 3.3 states, `M = 597`,
+/// 1.5 s) costs 7705 where a unit of one state (`M = 2000`, 5.3 s, by
+/// [`HeterogeneousRevolve::with_granularity`]) costs 7668, against 6000
+/// for no recomputation at all. Where rounding leaves too little for what
+/// the chain needs, the unit is halved as for other chains with tapes.
+///
+/// Measured (release build, one core of a shared 2-core machine, `f = 1`,
+/// `a = 2`, tapes 6× the state, `tests/heterogeneous_tape.rs`, test
+/// `timings_uniform`): `n = 2000, M = 100`: 0.29 s; `n = 2000, M = 200`:
+/// 0.53 s; `n = 2000, M = 1000`: 2.9 s; `n = 10,000, M = 40`: 2.3 s
+/// (about 8·10⁸ evaluations a second: the inner loop streams two rows).
+/// The limits are [`HeterogeneousRevolve::CELL_LIMIT`] and
+/// [`HeterogeneousRevolve::WORK_LIMIT`] on this table's own size: `n =
+/// 10,000` up to `M = 98`, `n = 20,000` up to `M = 23`.
+///
+/// Tape-less uniform chains keep the tables above (uniform
+/// [`crate::Revolve`] is already optimal for them, in `O(snapshots)`
+/// memory).
+///
 /// # Complexity, and where it stops being practical
 ///
 /// | model | time | memory |
@@ -184,6 +244,7 @@ use crate::StorageLevel;
 /// | [`ChainModel::Exact`] (`Q`, `R`) | `O(n⁴·M)`, about `n⁴·M/12` evaluations | `n³·(M+1)/6` cells of 24 bytes |
 /// | [`ChainModel::Persistent`] (`C`) | `O(n³·M)`, about `n³·M/6` evaluations | `n²·(M+1)/2` cells of 12 bytes |
 /// | [`ChainModel::Persistent`] with tapes (`D`) | `O(n³·M)`, about `n³·M/6` evaluations | `n²·(M+1)/2` cells of 12 bytes |
+/// | uniform chain with tapes (`D(l, m)`) | `O(n²·M)`, about `n²·M/2` evaluations | `n·(M+1)` cells of 12 bytes |
 ///
 /// With tapes `M` counts the budget in units of states and tapes (capped
 /// at all of them together), so it is usually larger for the same chain;
@@ -191,6 +252,8 @@ use crate::StorageLevel;
 /// Measured with tapes (same conditions, `tests/heterogeneous_tape.rs`,
 /// test `timings`): `n = 200, M = 100`: 0.35 s; `n = 400, M = 100`: 2.9 s;
 /// `n = 1000, M = 15`: 9 s, as without tapes; the limits are the same.
+/// A uniform chain with tapes: `n = 2000, M = 200`: 0.53 s; `n = 10,000,
+/// M = 40`: 2.3 s (above).
 ///
 /// Measured (release build, one core of a shared machine, so roughly):
 /// exact `n = 50, M = 25`: 40 ms; `n = 100, M = 25`: 1.3 s; `n = 200,
@@ -259,7 +322,7 @@ pub struct HeterogeneousRevolve {
     cursor: Cursor,
     pending: Pending,
     /// `None` for a single step.
-    table: Option<Table>,
+    table: Option<Solved>,
     stack: Vec<Task>,
     forward_ended: bool,
     /// Adjoint steps advanced by the actions queued.
@@ -321,6 +384,24 @@ impl HeterogeneousRevolve {
     /// granularity is coarsened to `⌈budget / Self::DEFAULT_UNITS⌉` bytes.
     pub const DEFAULT_UNITS: u64 = 256;
 
+    /// Evaluations [`HeterogeneousRevolve::new`] aims at for a uniform chain
+    /// with tapes (about 1.5 s in a release build; the uniform table runs
+    /// about 8·10⁸ evaluations a second): it coarsens the memory unit until
+    /// the uniform table `D(l, m)`, about `n(n+1)/2·(M+1)` evaluations, is
+    /// within them (`M` about 600 for `n = 2000`, 2400 for `n = 1000`, 22
+    /// for `n = 10,000`), but never below [`Self::UNIFORM_MIN_UNITS`] units.
+    pub const UNIFORM_WORK: u64 = 1_200_000_000;
+
+    /// Fewest memory units [`HeterogeneousRevolve::new`] coarsens a uniform
+    /// chain with tapes to (the work then exceeds
+    /// [`Self::UNIFORM_WORK`], up to [`Self::WORK_LIMIT`]: `n ≈ 24,000`).
+    pub const UNIFORM_MIN_UNITS: u64 = 16;
+
+    /// Most memory units [`HeterogeneousRevolve::new`] uses for a uniform
+    /// chain with tapes, however short (a short chain could afford more,
+    /// but more than this resolves the budget finer than any state).
+    pub const UNIFORM_MAX_UNITS: u64 = 4096;
+
     /// Most cells (24 bytes each) a table may have: 2²³, about 200 MB.
     pub const CELL_LIMIT: u64 = table::CELL_LIMIT;
 
@@ -335,6 +416,22 @@ impl HeterogeneousRevolve {
     /// (conservative). The model is [`ChainModel::Exact`] when its table
     /// needs at most 10⁸ evaluations (about 0.3 s), else
     /// [`ChainModel::Persistent`].
+    ///
+    /// A uniform chain with tapes ([`HeterogeneousChain::is_uniform`]) is
+    /// solved in the uniform table `D(l, m)`, `O(n²·M)`, with its own
+    /// granularity (see *Uniform chains with tapes* on the type): a
+    /// recurrent loop of 2000 steps in about a second.
+    ///
+    /// ```
+    /// use checkpointing_schedule::{HeterogeneousChain, HeterogeneousRevolve};
+    /// // 2000 identical steps, tapes 6× the state, a budget of 50 states.
+    /// let chain = HeterogeneousChain::uniform(2000, 1.0, 2.0, 1024)
+    ///     .unwrap()
+    ///     .with_tape(vec![6 * 1024; 2000])
+    ///     .unwrap();
+    /// let (_, cells, _) = HeterogeneousRevolve::table_size(&chain, 50 * 1024);
+    /// assert_eq!(cells, 2000 * 51); // n·(M + 1)
+    /// ```
     ///
     /// Errors: [`ScheduleError::BudgetTooSmall`] when `n >= 2` and the budget
     /// cannot hold state 0 (the smallest budget is `bytes[0]`);
@@ -351,6 +448,10 @@ impl HeterogeneousRevolve {
     /// ));
     /// ```
     pub fn new(chain: &HeterogeneousChain, budget: u64) -> Result<Self, ScheduleError> {
+        if chain.uniform_taped().is_some() {
+            let granularity = Self::uniform_granularity(chain, budget);
+            return Self::build_finer(chain, budget, granularity);
+        }
         let granularity = Self::default_granularity(chain, budget);
         if chain.tape.is_some() {
             return Self::build_finer(chain, budget, granularity);
@@ -361,6 +462,7 @@ impl HeterogeneousRevolve {
             granularity,
             ChainModel::Exact,
             table::EXACT_DEFAULT_WORK,
+            true,
         );
         match exact {
             Err(ScheduleError::TooLarge { .. }) => Self::build(
@@ -369,6 +471,7 @@ impl HeterogeneousRevolve {
                 granularity,
                 ChainModel::Persistent,
                 table::WORK_LIMIT,
+                true,
             ),
             other => other,
         }
@@ -399,6 +502,7 @@ impl HeterogeneousRevolve {
                 granularity,
                 ChainModel::Persistent,
                 table::WORK_LIMIT,
+                true,
             );
             let finer = (granularity / 2).max(exact);
             match result {
@@ -408,9 +512,8 @@ impl HeterogeneousRevolve {
                 }) if finer < granularity => {
                     let units = Self::table_units(chain, budget, finer);
                     let n = chain.steps();
-                    let fits =
-                        table::check_size(ChainModel::Persistent, n, units, table::WORK_LIMIT)
-                            .is_ok();
+                    let shape = Self::shape(chain, ChainModel::Persistent, true);
+                    let fits = table::check_size(shape, n, units, table::WORK_LIMIT).is_ok();
                     if !fits {
                         return result;
                     }
@@ -439,6 +542,37 @@ impl HeterogeneousRevolve {
         }
     }
 
+    /// The memory unit [`HeterogeneousRevolve::new`] counts in for a uniform
+    /// chain with tapes: the greatest common divisor of the state and tape
+    /// sizes while the budget holds at most [`Self::uniform_max_units`] of
+    /// them, else `⌈budget / uniform_max_units⌉` bytes (sizes rounded up,
+    /// the budget down: conservative).
+    fn uniform_granularity(chain: &HeterogeneousChain, budget: u64) -> u64 {
+        let exact = chain
+            .bytes
+            .iter()
+            .chain(chain.tape.iter().flatten())
+            .fold(0, |g, &b| gcd(g, b))
+            .max(1);
+        let most = Self::uniform_max_units(chain.steps());
+        if budget / exact > most {
+            exact.max(budget.div_ceil(most))
+        } else {
+            exact
+        }
+    }
+
+    /// Most memory units of the uniform table `D(l, m)` for `n` steps:
+    /// those that keep it within [`Self::UNIFORM_WORK`] evaluations
+    /// (`n(n+1)/2` per unit), between [`Self::UNIFORM_MIN_UNITS`] and
+    /// [`Self::UNIFORM_MAX_UNITS`].
+    fn uniform_max_units(n: Step) -> u64 {
+        let per_unit = table::dimensions(Shape::Uniform, n).1.max(1);
+        (Self::UNIFORM_WORK / per_unit)
+            .saturating_sub(1)
+            .clamp(Self::UNIFORM_MIN_UNITS, Self::UNIFORM_MAX_UNITS)
+    }
+
     /// Memory units of `granularity` bytes that a table for `budget` has:
     /// the budget's, but never more than all the states (and tapes) take
     /// together.
@@ -454,8 +588,9 @@ impl HeterogeneousRevolve {
 
     /// The table [`HeterogeneousRevolve::new`] builds for `chain` and
     /// `budget`, without building it: the model it picks and the table's
-    /// cells and evaluations (saturated at `u64::MAX`). Lets a caller skip a
-    /// chain too large to solve in its time budget.
+    /// cells and evaluations (saturated at `u64::MAX`; for a uniform chain
+    /// with tapes, those of the uniform table `D(l, m)`). Lets a caller
+    /// skip a chain too large to solve in its time budget.
     ///
     /// ```
     /// use checkpointing_schedule::{ChainModel, HeterogeneousChain, HeterogeneousRevolve};
@@ -469,22 +604,31 @@ impl HeterogeneousRevolve {
     /// assert_eq!(HeterogeneousRevolve::table_size(&longer, 80).0, ChainModel::Persistent);
     /// ```
     pub fn table_size(chain: &HeterogeneousChain, budget: u64) -> (ChainModel, u64, u64) {
-        let granularity = Self::default_granularity(chain, budget);
+        let uniform = chain.uniform_taped().is_some();
+        let granularity = if uniform {
+            Self::uniform_granularity(chain, budget)
+        } else {
+            Self::default_granularity(chain, budget)
+        };
         let units = Self::table_units(chain, budget, granularity);
         let n = chain.steps();
-        let size = |model| {
-            let (cells, work) = table::dimensions(model, n);
+        let size = |shape: Shape| {
+            let (cells, work) = table::dimensions(shape, n);
             (
                 cells.saturating_mul(units + 1),
                 work.saturating_mul(units + 1),
             )
         };
-        let (cells, work) = size(ChainModel::Exact);
+        if uniform {
+            let (cells, work) = size(Shape::Uniform);
+            return (ChainModel::Persistent, cells, work);
+        }
+        let (cells, work) = size(Shape::Exact);
         let exact_fits = cells <= Self::CELL_LIMIT && work <= table::EXACT_DEFAULT_WORK;
         if exact_fits && chain.tape.is_none() {
             return (ChainModel::Exact, cells, work);
         }
-        let (cells, work) = size(ChainModel::Persistent);
+        let (cells, work) = size(Shape::Persistent);
         (ChainModel::Persistent, cells, work)
     }
 
@@ -509,17 +653,32 @@ impl HeterogeneousRevolve {
         granularity: u64,
         model: ChainModel,
     ) -> Result<Self, ScheduleError> {
-        Self::build(chain, budget, granularity, model, table::WORK_LIMIT)
+        Self::build(chain, budget, granularity, model, table::WORK_LIMIT, true)
+    }
+
+    /// The table `model` takes for `chain`: the uniform `D(l, m)` for a
+    /// uniform chain with tapes (when `uniform` allows it), else the
+    /// model's own.
+    fn shape(chain: &HeterogeneousChain, model: ChainModel, uniform: bool) -> Shape {
+        let fast = uniform && model == ChainModel::Persistent && chain.uniform_taped().is_some();
+        if fast {
+            Shape::Uniform
+        } else {
+            model.into()
+        }
     }
 
     /// [`HeterogeneousRevolve::with_granularity`] with a limit on the
-    /// table's evaluations.
+    /// table's evaluations; `uniform`: whether a uniform chain with tapes
+    /// may take the uniform table (the tests compare it with the general
+    /// one).
     fn build(
         chain: &HeterogeneousChain,
         budget: u64,
         granularity: u64,
         model: ChainModel,
         work_limit: u64,
+        uniform: bool,
     ) -> Result<Self, ScheduleError> {
         if granularity == 0 {
             return Err(ScheduleError::InvalidParameter {
@@ -553,7 +712,8 @@ impl HeterogeneousRevolve {
             model,
         };
         if let Some(tape) = &chain.tape {
-            return schedule.build_taped(chain, tape, budget, work_limit);
+            let shape = Self::shape(chain, model, uniform);
+            return schedule.build_taped(chain, tape, budget, work_limit, shape);
         }
         if n == 1 {
             return Ok(schedule);
@@ -595,24 +755,27 @@ impl HeterogeneousRevolve {
         let m = (units - first) as usize;
         schedule.predicted = table.cost(0, 0, n, m);
         schedule.stack = vec![Task::Solve(Frame::whole(n, m))];
-        schedule.table = Some(table);
+        schedule.table = Some(Solved::General(table));
         schedule.units = units;
         Ok(schedule)
     }
 
     /// The rest of [`HeterogeneousRevolve::build`] for a chain with tapes
-    /// (persistent model, `D`).
+    /// (persistent model, `D`, over pairs or, `shape` uniform, lengths).
     fn build_taped(
         mut self,
         chain: &HeterogeneousChain,
         tape: &[u64],
         budget: u64,
         work_limit: u64,
+        shape: Shape,
     ) -> Result<Self, ScheduleError> {
         let n = chain.forward.len();
         let too_small = || {
             let need = if n == 1 {
                 tape[0]
+            } else if shape == Shape::Uniform {
+                table::least_bytes_uniform(n, chain.bytes[0], tape[0])
             } else {
                 table::least_bytes(&chain.bytes, tape)
             };
@@ -640,16 +803,27 @@ impl HeterogeneousRevolve {
             self.units = units;
             return Ok(self);
         }
-        table::check_size(ChainModel::Persistent, n as u64, units, work_limit)?;
+        table::check_size(shape, n as u64, units, work_limit)?;
         let units_of = |b: u64| b.div_ceil(granularity).min(units + 1) as usize;
-        let table = Table::solve(
-            ChainModel::Persistent,
-            &chain.forward,
-            &chain.adjoint,
-            chain.bytes.iter().map(|&b| units_of(b)).collect(),
-            Some(tape.iter().map(|&t| units_of(t)).collect()),
-            units as usize,
-        );
+        let table = if shape == Shape::Uniform {
+            Solved::Uniform(UniformTable::solve(
+                n,
+                chain.forward[0],
+                chain.adjoint[0],
+                units_of(chain.bytes[0]),
+                units_of(tape[0]),
+                units as usize,
+            ))
+        } else {
+            Solved::General(Table::solve(
+                ChainModel::Persistent,
+                &chain.forward,
+                &chain.adjoint,
+                chain.bytes.iter().map(|&b| units_of(b)).collect(),
+                Some(tape.iter().map(|&t| units_of(t)).collect()),
+                units as usize,
+            ))
+        };
         let m = units as usize;
         let predicted = table.cost(0, 0, n, m);
         if predicted.is_infinite() {

@@ -1,6 +1,7 @@
 //! The dynamic programme of [`super::HeterogeneousRevolve`]: the cost tables
 //! `Q` and `R` (exact model) or `C` (persistent model) of the module
-//! documentation, with the choice that attains each cell.
+//! documentation, with the choice that attains each cell. The table of a
+//! uniform chain with tapes, `D(l, m)`, is in `uniform.rs`.
 
 use super::super::ScheduleError;
 
@@ -47,12 +48,34 @@ pub(crate) enum Choice {
     Tape,
 }
 
+/// The shape of a table, for its size: the exact model's `Q`/`R`, the
+/// persistent model's `C`/`D` over pairs `(i, j)`, or the uniform chain's
+/// `D(l, m)` over lengths `l` (`uniform.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// `Q(i, l, j, m)` and `R(i, l', j, m)`.
+    Exact,
+    /// `C(i, j, m)` or `D(i, j, m)`.
+    Persistent,
+    /// `D(l, m)` of a uniform chain with tapes.
+    Uniform,
+}
+
+impl From<ChainModel> for Shape {
+    fn from(model: ChainModel) -> Self {
+        match model {
+            ChainModel::Exact => Self::Exact,
+            ChainModel::Persistent => Self::Persistent,
+        }
+    }
+}
+
 const TAG_SHIFT: u32 = 1 << 30;
 const TAG_SPLIT: u32 = 2 << 30;
 const TAG_TAPE: u32 = 3 << 30;
 const TAG_MASK: u32 = 3 << 30;
 
-fn encode(choice: Choice) -> u32 {
+pub(super) fn encode(choice: Choice) -> u32 {
     match choice {
         Choice::Sweep => 0,
         Choice::Shift(k) => TAG_SHIFT | k as u32,
@@ -61,7 +84,7 @@ fn encode(choice: Choice) -> u32 {
     }
 }
 
-fn decode(code: u32) -> Choice {
+pub(super) fn decode(code: u32) -> Choice {
     let at = (code & !TAG_MASK) as usize;
     match code & TAG_MASK {
         TAG_SHIFT => Choice::Shift(at),
@@ -94,42 +117,47 @@ pub(crate) struct Table {
     r_choice: Vec<u32>,
 }
 
-/// Number of `(i, l, j)` triples with `i <= l < j <= n` (exact) or `(i, j)`
-/// pairs with `i < j <= n` (persistent), and the candidate evaluations.
-pub(crate) fn dimensions(model: ChainModel, n: u64) -> (u64, u64) {
+/// Number of `(i, l, j)` triples with `i <= l < j <= n` (exact), `(i, j)`
+/// pairs with `i < j <= n` (persistent) or lengths `1 <= l <= n` (uniform),
+/// and the candidate evaluations, both per memory unit.
+pub(crate) fn dimensions(shape: impl Into<Shape>, n: u64) -> (u64, u64) {
     // In u128, saturated: a chain of millions of steps must be refused by
     // the limits, not overflow.
     let n = u128::from(n);
     let saturate = |x: u128| u64::try_from(x).unwrap_or(u64::MAX);
-    match model {
+    match shape.into() {
         // sum over l of (l + 1)(n - l) = n(n+1)(n+2)/6 triples; each
         // evaluates O(j - i) candidates for Q and for R.
-        ChainModel::Exact => {
+        Shape::Exact => {
             let triples = n * (n + 1) * (n + 2) / 6;
             (saturate(triples), saturate(triples.saturating_mul(n + 1)))
         }
-        ChainModel::Persistent => {
+        Shape::Persistent => {
             let pairs = n * (n + 1) / 2;
             (saturate(pairs), saturate(pairs * (n + 1) / 3 + pairs))
         }
+        // Length l evaluates l − 2 splits, a sweep and a tape: about
+        // n(n+1)/2 evaluations in all.
+        Shape::Uniform => (saturate(n), saturate(n * (n + 1) / 2)),
     }
 }
 
 /// Refuses a table over [`CELL_LIMIT`] cells or `work_limit` evaluations.
 pub(crate) fn check_size(
-    model: ChainModel,
+    shape: impl Into<Shape>,
     n: u64,
     units: u64,
     work_limit: u64,
 ) -> Result<(), ScheduleError> {
-    let (cells, work) = dimensions(model, n);
+    let shape = shape.into();
+    let (cells, work) = dimensions(shape, n);
     let cells = cells.saturating_mul(units + 1);
     let work = work.saturating_mul(units + 1);
     if cells > CELL_LIMIT || work > work_limit {
         return Err(ScheduleError::TooLarge {
             what: "heterogeneous checkpointing table",
             reason: format!(
-                "{model:?} model with n = {n} steps and M = {units} memory units needs \
+                "{shape:?} table with n = {n} steps and M = {units} memory units needs \
                  {cells} cells and {work} evaluations (limits {CELL_LIMIT} and {work_limit}); \
                  use a coarser granularity, the persistent model, or coarsen the chain into \
                  segments"
@@ -166,6 +194,28 @@ pub(crate) fn least_bytes(bytes: &[u64], tape: &[u64]) -> u64 {
         }
     }
     p[0][n - 1]
+}
+
+/// [`least_bytes`] of a uniform chain (every state `bytes`, every tape
+/// `tape`): `P` depends only on `l = j − i`, so `P(1) = tape` and `P(l) =
+/// min(max(bytes + tape, P(l − 1)), min over 0 < k < l − 1 of max(bytes +
+/// P(l − k), P(k)), tape + P(l − 1))`, `O(n²)`.
+pub(crate) fn least_bytes_uniform(n: usize, bytes: u64, tape: u64) -> u64 {
+    // p[l - 1] = P(l).
+    let mut p: Vec<u64> = Vec::with_capacity(n);
+    for l in 1..=n {
+        let value = if l == 1 {
+            tape
+        } else {
+            let mut best = bytes.saturating_add(tape).max(p[l - 2]);
+            for k in 1..l - 1 {
+                best = best.min(bytes.saturating_add(p[l - k - 1]).max(p[k - 1]));
+            }
+            best.min(tape.saturating_add(p[l - 2]))
+        };
+        p.push(value);
+    }
+    p.last().copied().unwrap_or(0)
 }
 
 impl Table {
