@@ -18,8 +18,10 @@ Variants:
 - plain autograd (the reference gradient);
 - ``torch.utils.checkpoint.checkpoint`` on every step;
 - ``checkpoint_sequential`` with ``round(sqrt(n))`` segments;
-- rockmate (``pip install rockmate==2.0.0``, in a bench venv) where it
-  runs on CPU; its row says why not when it does not;
+- rockmate 2.0.0 at budget (a) (its venv: ``scripts/bench-venv.sh``), on
+  CPU with its CUDA calls stubbed out; its step evaluations are the
+  forward operations it runs, in steps; where it cannot run, its row says
+  "did not run" and stderr why;
 - ours, ``memory=`` at (a) the peak memory ``checkpoint_sequential``
   reaches (measured first, in its own process) and (b) half of it:
   ``checkpointed_loop(step, x0, n, memory=...)`` for the loops and
@@ -159,12 +161,205 @@ def _run(torch, variant, memory, step, params, u0, n, model):
 
 
 def _rockmate(torch, step, params, u0, n, memory):
-    """rockmate's module for the chain, or raises why it cannot run."""
+    """rockmate's schedule for the chain at ``memory`` bytes, as a callable
+    ``f(u0) -> final state`` whose gradient reaches ``u0`` and ``params``,
+    or raises why it cannot run.
+
+    rockmate 2.0.0 is written for CUDA (it hard-codes ``torch.device("cuda")``,
+    CUDA streams, events and pinned memory), so on CPU it runs with those
+    stubbed out while it is built and while it runs (``_rockmate_on_cpu``,
+    nothing else sees them). It traces the chain (``torch.export``) into
+    its own code and writes the parameters' gradients into their ``.grad``
+    (it is a training wrapper); ``_RockmateChain`` passes them on as
+    autograd's. The chain never calls ``step`` once traced: its step
+    evaluations are counted as ``n`` times the forward operations run over
+    those of one forward. Built once per (process, budget), like a
+    compiled model: the warm-up run pays for tracing and solving."""
     try:
-        import rockmate  # noqa: F401
+        import rockmate
     except ImportError as e:
-        raise RuntimeError(f"rockmate is not installed ({e})") from e
-    raise RuntimeError("rockmate 2.0.0 is not wired in this bench")
+        raise RuntimeError(f"rockmate is not installed ({e}); see scripts/bench-venv.sh") from e
+    if u0.device.type != "cpu":
+        raise RuntimeError("this bench wires rockmate on CPU only")
+    cache = step.__dict__.setdefault("rockmate", {})
+    if memory not in cache:
+        cache.clear()  # rockmate's storage is a singleton: one model at a time
+        cache[memory] = _build_rockmate(torch, rockmate, step, params, u0, n, memory)
+    rk, chain, count = cache[memory]
+
+    def f(x):
+        return _RockmateChain(torch).apply(rk, chain, step, count, x, *chain.ps)
+
+    return f
+
+
+def _rockmate_on_cpu(torch, params):
+    """Context in which rockmate 2.0.0 runs on CPU: ``torch.cuda``'s streams,
+    events, synchronisation and memory statistics are no-ops, ``pin_memory``
+    is ignored, and rockmate's CUDA probes (optimizer speed, bandwidth,
+    timer, inspection device) are replaced by CPU ones; and ``params`` that
+    are plain tensors (heat's ``kappa``) pass for ``nn.Parameter`` (their
+    ``_is_param``), so that the chain module holds the same objects."""
+    import contextlib
+
+    import rkgb
+    import rockmate.compiler as rc
+    import rockmate.rockmate as rr
+    from rkgb.lowlevel.measure import TimerCPU
+
+    class Dummy:
+        def __init__(self, *a, **k):
+            pass
+
+        def __getattr__(self, name):
+            return lambda *a, **k: None
+
+    def unpinned(f):
+        def g(*a, **k):
+            k.pop("pin_memory", None)
+            return f(*a, **k)
+
+        return g
+
+    result = rkgb.rkgb.Result
+
+    class CpuResult(result):
+        def __init__(self, *a, **k):
+            k["inspection_device"] = torch.device("cpu")
+            super().__init__(*a, **k)
+
+    make_gd, export = rc.make_gd, torch.export.export
+    metrics = {"cpu_optimize_speed": 1e9, "gpu_optimize_speed": 1e10, "optimizer_states_factor": 2,
+               "optimizer_overhead": 1, "cpu_optim": torch.optim.Adam, "gpu_optim": torch.optim.Adam,
+               "optim_kwargs": {}}
+    patches = [(torch.cuda, "Stream", Dummy), (torch.cuda, "Event", Dummy),
+               (torch.cuda, "current_stream", lambda *a, **k: Dummy()),
+               (torch.cuda, "stream", lambda *a, **k: contextlib.nullcontext()),
+               (torch.cuda, "synchronize", lambda *a, **k: None),
+               (torch.cuda, "memory_allocated", lambda *a, **k: 0),
+               (torch.cuda, "max_memory_allocated", lambda *a, **k: 0),
+               (torch.cuda, "reset_peak_memory_stats", lambda *a, **k: None),
+               (torch.cuda, "get_rng_state", torch.get_rng_state), (torch.cuda, "set_rng_state", torch.set_rng_state),
+               (rr, "get_Timer", lambda device: TimerCPU()), (rr, "measure_bandwidth", lambda *a, **k: 1e10),
+               (rr, "get_optimize_metrics", lambda *a, **k: dict(metrics)),
+               (rr, "make_gd", lambda device, *a, **k: make_gd(torch.device("cpu"), *a, **k)),
+               (rkgb.rkgb, "Result", CpuResult),
+               # non-strict export lifts the closures' tensors as constants
+               # even when they are buffers, which rkgb 2.0.0 rejects
+               (torch.export, "export", lambda *a, **k: export(*a, **dict(k, strict=True)))]
+    patches += [(torch, name, unpinned(getattr(torch, name))) for name in ("empty", "empty_like", "zeros", "ones_like")]
+
+    @contextlib.contextmanager
+    def patched():
+        saved = [(obj, name, getattr(obj, name)) for obj, name, _ in patches]
+        plain = [p for p in params if not isinstance(p, torch.nn.Parameter)]
+        try:
+            for obj, name, value in patches:
+                setattr(obj, name, value)
+            for p in plain:
+                p._is_param = True
+            yield
+        finally:
+            for obj, name, value in saved:
+                setattr(obj, name, value)
+            for p in plain:
+                del p._is_param
+
+    return patched()
+
+
+def _build_rockmate(torch, rockmate, step, params, u0, n, memory):
+    """(rockmate module, the chain it wraps, forward operations per step)."""
+    import contextlib
+    import io
+
+    class Chain(torch.nn.Module):
+        """The ``n`` steps; ``params`` as its parameters (the same objects),
+        so that the trace reads them as parameters, not constants."""
+
+        def __init__(self):
+            super().__init__()
+            self.ps = torch.nn.ParameterList(params)
+            # rkgb 2.0.0 rejects the tensors torch.export lifts as constants
+            # (those the step's closures hold, e.g. gru's drive): buffers
+            for k, t in enumerate(_closure_tensors(step, {id(p) for p in params})):
+                self.register_buffer(f"constant{k}", t)
+
+        def forward(self, x):
+            for i in range(n):
+                x = step(i, x)
+            return x
+
+    with _rockmate_on_cpu(torch, params):
+        chain = Chain()
+    x = u0.detach().requires_grad_()
+    log = io.StringIO()
+    try:
+        with _rockmate_on_cpu(torch, params), contextlib.redirect_stdout(log):
+            # minor_offload_size=0: no optimizer step on "minor" parameters
+            rk = rockmate.from_config(chain, x, budget=int(memory), config_type="rockmate", minor_offload_size=0)
+    except Exception as e:
+        raise RuntimeError(f"rockmate 2.0.0 failed to build: {type(e).__name__}: {e}".splitlines()[0]) from e
+    if rk.op_sched is None:
+        from rockmate.solvers import RK_rotor
+
+        if not any(RK_rotor().is_sequential(hg) for hg in rk.rkgb_res.hierarchical_cluster.partitionings):
+            raise RuntimeError("rockmate 2.0.0 found no schedule at any budget: rkgb's sequence partitioner left "
+                               "the traced chain's top graph non-sequential (here the input feeds a block's first "
+                               "op and its residual add), and rockmate's rotor solver needs a sequence")
+        raise RuntimeError(f"rockmate 2.0.0 found no schedule within {int(memory)} bytes")
+    forward = [op for op in rk.op_list if type(op).__name__ == "ComputeOp" and "FWD[" in op.name
+               and not op.disabled]
+    count = n * len(forward) / max(1, len({op.name for op in forward}))
+    return rk, chain, count
+
+
+def _closure_tensors(f, skip, seen=None):
+    """The tensors that function ``f``'s closures (and theirs) hold, but
+    those whose id is in ``skip``."""
+    import torch
+
+    seen = set() if seen is None else seen
+    out = []
+    for cell in getattr(f, "__closure__", None) or ():
+        v = cell.cell_contents
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        if isinstance(v, torch.Tensor) and id(v) not in skip:
+            out.append(v)
+        elif callable(v) and hasattr(v, "__closure__"):
+            out += _closure_tensors(v, skip, seen)
+    return out
+
+
+def _RockmateChain(torch):
+    """autograd Function: rockmate's forward, and in backward rockmate's
+    backward, its parameters' ``.grad`` returned as gradients."""
+
+    class RockmateChain(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, rk, chain, step, count, u0, *ps):
+            step.calls += round(count)
+            x = u0.detach().requires_grad_()
+            with _rockmate_on_cpu(torch, ps), torch.enable_grad():
+                y = rk(x)[0]
+            ctx.rk, ctx.ps, ctx.x, ctx.y = rk, ps, x, y
+            return y.detach()
+
+        @staticmethod
+        def backward(ctx, gy):
+            for p in ctx.ps:
+                p.grad = None
+            with _rockmate_on_cpu(torch, ctx.ps), torch.enable_grad():
+                torch.autograd.backward(ctx.y, gy)
+            grads = (ctx.x.grad,) + tuple(p.grad for p in ctx.ps)
+            for p in ctx.ps:
+                p.grad = None
+            ctx.y = ctx.x = None
+            return (None, None, None, None) + grads
+
+    return RockmateChain
 
 
 def grad_of(torch, variant, memory, step, params, x0, n, model):
