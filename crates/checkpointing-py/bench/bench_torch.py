@@ -6,10 +6,10 @@ and how many times it evaluates a step.
 Problems:
 
 - ``heat``: a nonlinear heat step on 100,000 cells (float64), 400 steps;
-- ``gru``: ``GRUCell(512, 512)`` on a batch of 64 (float64), 300 steps, a
+- ``gru``: ``GRUCell(256, 256)`` on a batch of 64 (float64), 200 steps, a
   recurrent model whose tape (gates) is several times its state;
-- ``transformer``: 16 ``TransformerEncoderLayer`` blocks of d_model 256 (4
-  heads, no dropout) whose feed-forward widths differ (256 to 4,096), on 8
+- ``transformer``: 16 ``TransformerEncoderLayer`` blocks of d_model 128 (4
+  heads, no dropout) whose feed-forward widths differ (128 to 2,048), on 8
   sequences of 128 tokens (float64): layers of uneven cost and size, what
   rotor/rockmate were made for.
 
@@ -61,8 +61,8 @@ from _rss import reset_peak, status_kib
 #: (full size, quick size) of each problem: (width, steps).
 SIZES = {
     "heat": ((100_000, 400), (20_000, 100)),
-    "gru": ((512, 300), (128, 100)),
-    "transformer": ((256, 16), (64, 9)),
+    "gru": ((256, 200), (128, 100)),
+    "transformer": ((128, 16), (64, 9)),
 }
 ROUNDS = 3
 

@@ -296,6 +296,17 @@ fn open_store(
     })
 }
 
+/// A snapshot is a sequence of arrays: one array given alone would be
+/// iterated row by row, so it is refused.
+fn refuse_single_array(numpy: &Bound<'_, PyModule>, arrays: &Bound<'_, PyAny>) -> PyResult<()> {
+    if arrays.is_instance(&numpy.getattr("ndarray")?)? {
+        return Err(PyTypeError::new_err(
+            "pass a list of arrays (a snapshot may hold several), e.g. [u], not the array alone",
+        ));
+    }
+    Ok(())
+}
+
 /// What `numpy.ndarray.__array_interface__` says of an array, read through
 /// the base class's descriptor (an ndarray subclass cannot redirect it).
 struct ArrayMemory {
@@ -471,6 +482,7 @@ impl ArrayStore {
     /// lossy codec a ``TypeError``.
     fn save(&mut self, py: Python<'_>, step: u64, arrays: &Bound<'_, PyAny>) -> PyResult<()> {
         let numpy = py.import("numpy")?;
+        refuse_single_array(&numpy, arrays)?;
         let lossy = matches!(self.codec, Some(SnapshotCodec::Lossy(_)));
         let mut snapshot = ArraySnapshot::default();
         for (index, array) in arrays.try_iter()?.enumerate() {
@@ -521,6 +533,7 @@ impl ArrayStore {
     /// C-contiguous and writable; the shape may differ); it stays stored.
     fn load_into(&mut self, py: Python<'_>, step: u64, arrays: &Bound<'_, PyAny>) -> PyResult<()> {
         let numpy = py.import("numpy")?;
+        refuse_single_array(&numpy, arrays)?;
         let destinations: Vec<Bound<'_, PyAny>> = arrays.try_iter()?.collect::<PyResult<_>>()?;
         let memories = destinations
             .iter()

@@ -154,6 +154,10 @@ def test_misuse_is_a_typed_error_naming_the_step():
         ArrayStore("ram", codec="zfp:abs=-1")
     with pytest.raises(ValueError, match="path and prefix"):
         ArrayStore("ram", path="/tmp/x")
+    with pytest.raises(TypeError, match="list of arrays"):
+        s.save(5, np.ones(3))
+    with pytest.raises(TypeError, match="list of arrays"):
+        s.load_into(4, np.ones(3))
 
 
 def test_a_damaged_or_vanished_file_raises_naming_the_step(tmp_path):
