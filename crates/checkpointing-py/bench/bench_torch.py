@@ -374,7 +374,7 @@ def grad_of(torch, variant, memory, step, params, x0, n, model):
         torch.cuda.synchronize()
     seconds = time.perf_counter() - start
     norm = math.sqrt(sum(float((g.double() ** 2).sum()) for g in grads if g is not None))
-    return seconds, step.calls, float(loss), norm
+    return seconds, step.calls, float(loss.detach()), norm
 
 
 def time_variants(problem, quick, variants, device, threads, rounds):

@@ -17,7 +17,9 @@ use pyo3::types::{PyByteArray, PyBytes};
 use serde::de::{Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
-use checkpointing::{DiskStore, SnapshotStore, StorageError};
+use std::collections::BTreeMap;
+
+use checkpointing::{DiskStore, SnapshotStore, StorageError, StoreStats};
 
 pyo3::create_exception!(
     checkpointing,
@@ -164,18 +166,8 @@ impl ByteDiskStore {
 
     /// Counters since the store was created: `writes`, `reads`,
     /// `bytes_written`, `bytes_read`, `peak_snapshots`, `peak_bytes`.
-    fn stats(&self) -> std::collections::BTreeMap<&'static str, u64> {
-        let s = self.store.stats();
-        [
-            ("writes", s.writes),
-            ("reads", s.reads),
-            ("bytes_written", s.bytes_written),
-            ("bytes_read", s.bytes_read),
-            ("peak_snapshots", s.peak_snapshots),
-            ("peak_bytes", s.peak_bytes),
-        ]
-        .into_iter()
-        .collect()
+    fn stats(&self) -> BTreeMap<&'static str, u64> {
+        stats_dict(&self.store.stats())
     }
 
     fn __contains__(&self, step: u64) -> bool {
@@ -185,6 +177,21 @@ impl ByteDiskStore {
     fn __len__(&self) -> usize {
         self.store.len()
     }
+}
+
+/// A store's counters as Python sees them: `writes`, `reads`,
+/// `bytes_written`, `bytes_read`, `peak_snapshots`, `peak_bytes`.
+pub(crate) fn stats_dict(s: &StoreStats) -> BTreeMap<&'static str, u64> {
+    [
+        ("writes", s.writes),
+        ("reads", s.reads),
+        ("bytes_written", s.bytes_written),
+        ("bytes_read", s.bytes_read),
+        ("peak_snapshots", s.peak_snapshots),
+        ("peak_bytes", s.peak_bytes),
+    ]
+    .into_iter()
+    .collect()
 }
 
 /// Adds `ByteDiskStore`, `SnapshotError` and `SnapshotCorruptedError` to

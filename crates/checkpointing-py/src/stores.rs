@@ -26,14 +26,14 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use serde::{Deserialize, Serialize};
 
-use checkpointing::{DiskStore, Footprint, MemoryStore, SnapshotStore, StoreStats};
+use checkpointing::{DiskStore, Footprint, MemoryStore, SnapshotStore};
 use checkpointing_store::{
     ArrayReader, ArrayWriter, Blob, CompressedStore, FloatArray, FloatArrays, FloatSlice,
     LossyBlob, LossyCompressor, LossyStore, SnapshotCodec,
 };
 
 use crate::codecs::CodecError;
-use crate::disk::snapshot_error;
+use crate::disk::{snapshot_error, stats_dict};
 
 /// The elements of one array.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -596,26 +596,9 @@ impl ArrayStore {
     /// ``peak_snapshots``, ``peak_bytes``, and ``raw_bytes_written`` (the
     /// arrays' own bytes, before encoding).
     fn stats(&self) -> std::collections::BTreeMap<&'static str, u64> {
-        let StoreStats {
-            writes,
-            reads,
-            bytes_written,
-            bytes_read,
-            peak_snapshots,
-            peak_bytes,
-            ..
-        } = self.store.stats();
-        [
-            ("writes", writes),
-            ("reads", reads),
-            ("bytes_written", bytes_written),
-            ("bytes_read", bytes_read),
-            ("peak_snapshots", peak_snapshots),
-            ("peak_bytes", peak_bytes),
-            ("raw_bytes_written", self.raw_bytes_written),
-        ]
-        .into_iter()
-        .collect()
+        let mut stats = stats_dict(&self.store.stats());
+        stats.insert("raw_bytes_written", self.raw_bytes_written);
+        stats
     }
 
     fn __contains__(&self, step: u64) -> bool {

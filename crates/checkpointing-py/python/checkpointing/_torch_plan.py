@@ -12,7 +12,8 @@ heterogeneous chains", arXiv:1911.13214 (rotor).
 Bytes are those of the tensors' storages, each counted once: a tape's are
 the storages autograd saves for the step's backward (found with
 ``torch.autograd.graph.saved_tensors_hooks``) together with the step's
-input and output states, minus the parameters' (always resident).
+input state, minus the parameters' (always resident); its output is the
+next step's input, counted there.
 """
 
 import time
@@ -30,7 +31,8 @@ class StepProfile:
 
     ``state_bytes``: the state's tensors. ``tape_bytes``: what a step run
     with autograd keeps until its backward (saved activations, its input
-    and output states). ``forward_seconds``: the step without autograd;
+    state; its output is the next step's input). ``forward_seconds``: the
+    step without autograd;
     ``taped_seconds``: with autograd; ``backward_seconds``: its backward
     (best of the rounds measured)."""
 
@@ -64,18 +66,30 @@ class SavedTensors:
 
     def __init__(self):
         self.tensors = []
+        self._hooks = None
 
     def __enter__(self):
+        # The hook holds the list, not this object: no reference cycle, so
+        # the saved tensors go as soon as the owner drops this context (a
+        # cycle would keep every step's activations until the cyclic
+        # garbage collector runs).
+        tensors = self.tensors
+
         def pack(t):
-            self.tensors.append(t)
+            tensors.append(t)
             return t
 
-        self._hooks = torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t)
+        self._hooks = torch.autograd.graph.saved_tensors_hooks(pack, _unpack)
         self._hooks.__enter__()
         return self
 
     def __exit__(self, *exc):
-        return self._hooks.__exit__(*exc)
+        hooks, self._hooks = self._hooks, None
+        return hooks.__exit__(*exc)
+
+
+def _unpack(t):
+    return t
 
 
 def _sync(leaves):
@@ -107,7 +121,9 @@ def profile_call(call, leaves, params, rounds=3):
         _sync(out)
         t2 = time.perf_counter()
         if tape_bytes is None:
-            tape_bytes = storage_bytes(saved.tensors + inputs + list(out), exclude=params)
+            # The output is the next step's input (in its tape, a checkpoint
+            # or the live state): counted there, not here.
+            tape_bytes = storage_bytes(saved.tensors + inputs, exclude=params)
         seeds = [(o, torch.ones_like(o)) for o in out if o.requires_grad]
         wrt = [t for t in inputs if t.requires_grad] + [p for p in params if p.requires_grad]
         if seeds and wrt:

@@ -182,7 +182,10 @@ class _Run:
         for entry in self.storage[_S.RAM].values():
             for held in [entry["ics"], *entry["deps"].values()]:
                 if isinstance(held, _Held) and held.leaves is not None:
-                    _storages(held.leaves, storages)
+                    if held.storages is None:  # a held state does not change: measured once
+                        held.storages = {}
+                        _storages(held.leaves, held.storages)
+                    storages.update(held.storages)
         for data in self.deps.values():
             if isinstance(data, _Tape):
                 storages.update(data.storages)
@@ -275,8 +278,14 @@ class _Run:
             for k, g in zip(wrt_x, grads[: len(wrt_x)]):
                 new_lam[k] = g
             for k, g in zip(wrt_p, grads[len(wrt_x) :]):
-                if g is not None:
-                    gparams[k] = g if gparams[k] is None else gparams[k] + g
+                if g is None:
+                    continue
+                if gparams[k] is None:
+                    # Our own accumulator (a returned gradient may alias a
+                    # seed), then summed into in place: no new tensor a step.
+                    gparams[k] = g.clone()
+                else:
+                    gparams[k].add_(g)
         self.stats.adjoint_steps += 1
         return new_lam
 

@@ -29,6 +29,9 @@ class _Held:
     def __init__(self, leaves, step):
         self.leaves, self.step = list(leaves), step
         self.versions = [t._version for t in self.leaves]
+        #: The leaves' storages (key -> bytes), filled by the run's
+        #: accounting the first time it counts this state.
+        self.storages = None
 
     def restore(self):
         for t, v in zip(self.leaves, self.versions):

@@ -269,7 +269,7 @@ def _memory_schedule(step, leaves, spec, n, params, budget):
 def profile_step(step, x, i=0, *, params=None, rounds=3):
     """Measures ``step(i, x)``: a :class:`StepProfile` with the state's
     bytes, the bytes its autograd tape keeps (saved activations, its input
-    and output, parameters left out), and its times without autograd, with
+    state, parameters left out), and its times without autograd, with
     autograd and for its backward (best of ``rounds``). What ``memory=``
     plans with.
 

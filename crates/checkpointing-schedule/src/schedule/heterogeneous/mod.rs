@@ -488,13 +488,7 @@ impl HeterogeneousRevolve {
         budget: u64,
         mut granularity: u64,
     ) -> Result<Self, ScheduleError> {
-        let tapes = chain.tape.iter().flatten();
-        let exact = chain
-            .bytes
-            .iter()
-            .chain(tapes)
-            .fold(0, |g, &b| gcd(g, b))
-            .max(1);
+        let exact = Self::exact_granularity(chain);
         loop {
             let result = Self::build(
                 chain,
@@ -524,17 +518,23 @@ impl HeterogeneousRevolve {
         }
     }
 
-    /// The memory unit [`HeterogeneousRevolve::new`] counts in: the sizes'
-    /// greatest common divisor, coarsened to `⌈budget / DEFAULT_UNITS⌉`
-    /// bytes when the budget holds more than [`Self::DEFAULT_UNITS`] of them.
-    fn default_granularity(chain: &HeterogeneousChain, budget: u64) -> u64 {
+    /// The unit in which every state and tape size is a whole number: the
+    /// sizes' greatest common divisor (at least 1).
+    fn exact_granularity(chain: &HeterogeneousChain) -> u64 {
         let tapes = chain.tape.iter().flatten();
-        let exact = chain
+        chain
             .bytes
             .iter()
             .chain(tapes)
             .fold(0, |g, &b| gcd(g, b))
-            .max(1);
+            .max(1)
+    }
+
+    /// The memory unit [`HeterogeneousRevolve::new`] counts in: the sizes'
+    /// greatest common divisor, coarsened to `⌈budget / DEFAULT_UNITS⌉`
+    /// bytes when the budget holds more than [`Self::DEFAULT_UNITS`] of them.
+    fn default_granularity(chain: &HeterogeneousChain, budget: u64) -> u64 {
+        let exact = Self::exact_granularity(chain);
         if budget / exact > Self::DEFAULT_UNITS {
             exact.max(budget.div_ceil(Self::DEFAULT_UNITS))
         } else {
