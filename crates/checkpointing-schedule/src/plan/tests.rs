@@ -605,3 +605,62 @@ fn the_local_search_beats_the_grid() {
         best.spec
     );
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// The planner never picks a schedule whose replayed cost is above
+    /// another candidate's on the same input: each replayed candidate's
+    /// schedule is replayed again here, independently of the planner, its
+    /// cost must be the one the planner ranked, and the time the model
+    /// gives that cost must be the least of all candidates'.
+    #[test]
+    fn the_pick_is_never_costlier_than_another_candidate_when_replayed(
+        steps in 2u64..300,
+        ram_states in 3u64..40,
+        disk_states in proptest::option::of(1u64..80),
+        forward in 0.001f64..10.0,
+        adjoint in 0.0f64..10.0,
+        write in 0.0f64..5.0,
+        read in 0.0f64..5.0,
+    ) {
+        let state = MB;
+        let mut input = PlanInput::new(Some(steps), Bytes(state), Bytes(ram_states * state));
+        input.forward_seconds = forward;
+        input.adjoint_seconds = adjoint;
+        if let Some(d) = disk_states {
+            input = input.with_level(StorageLevel::Disk, LevelBudget::new(Bytes(d * state), write, read));
+        }
+        let Ok(plan) = plan(&input) else {
+            return Ok(()); // nothing fits: checked by peaks_never_exceed_the_budgets
+        };
+        let seconds = |cost: &Cost| {
+            let traffic: f64 = input
+                .levels
+                .iter()
+                .filter_map(|(level, budget)| budget.map(|b| (level, b)))
+                .map(|(level, b)| {
+                    let c = &cost.levels[level];
+                    c.writes as f64 * b.write_seconds + c.reads as f64 * b.read_seconds
+                })
+                .sum();
+            forward * cost.forward_steps as f64 + adjoint * cost.adjoint_steps as f64 + traffic
+        };
+        let replayed = |c: &Candidate| {
+            c.spec
+                .replay()
+                .run(c.spec.build_for_steps().unwrap())
+                .unwrap_or_else(|e| panic!("{:?}: {e}", c.spec))
+        };
+        prop_assert!(plan.best.replayed, "{:?}", plan.best.spec);
+        let best_cost = replayed(&plan.best);
+        prop_assert_eq!(&best_cost, &plan.best.cost);
+        let best = seconds(&best_cost);
+        for c in plan.alternatives.iter().filter(|c| c.replayed) {
+            let cost = replayed(c);
+            prop_assert_eq!(&cost, &c.cost, "{:?}", c.spec);
+            let other = seconds(&cost);
+            prop_assert!(best <= other * (1.0 + 1e-12) + 1e-12, "{:?} ({best} s) above {:?} ({other} s)", plan.best.spec, c.spec);
+        }
+    }
+}
