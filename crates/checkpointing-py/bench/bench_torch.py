@@ -23,7 +23,10 @@ Variants:
   forward operations it runs, in steps; where it cannot run, its row says
   "did not run" and stderr why;
 - ours, ``memory=`` at (a) the peak memory ``checkpoint_sequential``
-  reaches (measured first, in its own process) and (b) half of it:
+  reaches (measured first, in its own process) and (b) half of it, each
+  less what ours holds beyond its budget (the parameters' gradient
+  accumulator, one step's backward temporaries: measured once, as its
+  peak RSS less the bytes its loop counted):
   ``checkpointed_loop(step, x0, n, memory=...)`` for the loops and
   ``checkpointing.torch.checkpoint_sequential(model, k, x, memory=...)``
   for the transformer, which measure the steps and plan with the
@@ -410,6 +413,15 @@ def peak_memory(problem, quick, variant, memory, device, threads):
     return status_kib("VmHWM") * 1024 - base
 
 
+def calibrate(problem, quick, budget, device, threads):
+    """Ours at ``budget``: [peak RSS above baseline, peak bytes the loop
+    counted (``LoopStats.peak_bytes``)], in this (fresh) process."""
+    import checkpointing.torch as ours
+
+    rss = peak_memory(problem, quick, "ours", budget, device, threads)
+    return [rss, ours.last_stats.peak_bytes]
+
+
 def _subprocess(args, device):
     env = None if device != "cpu" else dict(os.environ, MALLOC_MMAP_THRESHOLD_=str(64 * 1024))
     out = subprocess.run([sys.executable, __file__, *map(str, args)], capture_output=True, text=True, env=env)
@@ -433,7 +445,15 @@ def bench(problem, quick, device, threads, rounds):
 
     measure("checkpoint_sequential")
     seq_peak = memory["checkpoint_sequential/0"]
-    budgets = {"a": int(seq_peak), "b": int(seq_peak // 2)}
+    # What ours holds beyond what memory= counts (the parameters' gradient
+    # accumulator, one step's backward temporaries), measured once at
+    # checkpoint_sequential's peak and taken off both budgets, so that (a)
+    # compares at the peak RSS checkpoint_sequential reaches.
+    rss, held = _subprocess(["--calibrate", *common, int(seq_peak)], device)
+    beyond = max(0, rss - held)
+    budgets = {"a": int(seq_peak - beyond), "b": int(seq_peak // 2 - beyond)}
+    print(f"   {problem}: ours holds {beyond / 2**20:.1f} MiB beyond its memory= budget; budgets "
+          f"(a) {budgets['a'] / 2**20:.1f} MiB, (b) {budgets['b'] / 2**20:.1f} MiB", file=sys.stderr)
     variants = [
         ("plain autograd", 0, "plain autograd"),
         ("checkpoint every step", 0, "`checkpoint` on every step"),
@@ -490,6 +510,10 @@ if __name__ == "__main__":
         problem, quick, device, threads, variants, rounds = sys.argv[i + 1 : i + 7]
         variants = [tuple(v) for v in json.loads(variants)]
         print(json.dumps(time_variants(problem, bool(int(quick)), variants, device, int(threads), int(rounds))))
+    elif "--calibrate" in sys.argv:
+        i = sys.argv.index("--calibrate")
+        problem, quick, device, threads, budget = sys.argv[i + 1 : i + 6]
+        print(json.dumps(calibrate(problem, bool(int(quick)), int(budget), device, int(threads))))
     elif "--memory" in sys.argv:
         i = sys.argv.index("--memory")
         problem, quick, device, threads, variant, budget = sys.argv[i + 1 : i + 7]
