@@ -46,13 +46,19 @@ class StepProfile:
 def storage_bytes(tensors, exclude=()):
     """The bytes of the distinct storages of ``tensors``, leaving out those
     of ``exclude`` (e.g. the parameters)."""
-    skip = {_key(t) for t in exclude}
-    seen = {}
-    for t in tensors:
-        key = _key(t)
-        if key not in skip:
-            seen[key] = t.untyped_storage().nbytes()
+    seen = add_storages(tensors, {})
+    for t in exclude:
+        seen.pop(_key(t), None)
     return sum(seen.values())
+
+
+def add_storages(tensors, into):
+    """Adds the storages of ``tensors`` (``None`` skipped) to the dict
+    ``into`` (key -> bytes), each storage once; returns ``into``."""
+    for t in tensors:
+        if t is not None:
+            into[_key(t)] = t.untyped_storage().nbytes()
+    return into
 
 
 def _key(t):

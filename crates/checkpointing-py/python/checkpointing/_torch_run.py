@@ -17,7 +17,7 @@ from torch.utils import _pytree as pytree
 import checkpointing as _cp
 from checkpointing._native import SnapshotError
 
-from ._torch_plan import SavedTensors, _key
+from ._torch_plan import SavedTensors, _key, add_storages
 from ._torch_storage import _Files, _Held, _HostCopy
 
 _S = _cp.StorageType
@@ -30,21 +30,12 @@ def _differentiable(t):
 class _Tape:
     """The activations of one step, taped with autograd: its (leaf) inputs,
     its outputs, and the storages its autograd graph keeps (``storages``:
-    key -> bytes, the saved tensors, inputs and outputs, parameters left
-    out)."""
+    key -> bytes, the saved tensors, inputs and outputs)."""
 
     __slots__ = ("inputs", "outputs", "storages")
 
     def __init__(self, inputs, outputs, storages):
         self.inputs, self.outputs, self.storages = inputs, outputs, storages
-
-
-def _storages(tensors, into):
-    """Adds the storages of ``tensors`` to the dict ``into`` (key ->
-    bytes)."""
-    for t in tensors:
-        if t is not None:
-            into[_key(t)] = t.untyped_storage().nbytes()
 
 
 class _Run:
@@ -105,11 +96,9 @@ class _Run:
         with torch.enable_grad(), SavedTensors() as saved:
             outputs = self._call(i, inputs)
         self.stats.taped_steps += 1
-        storages = {}
-        _storages(saved.tensors + inputs + outputs, storages)
-        for key in self.param_keys:
-            storages.pop(key, None)
-        return _Tape(inputs, outputs, storages)
+        # The parameters' storages are left out where the bytes are summed
+        # (_held_bytes).
+        return _Tape(inputs, outputs, add_storages(saved.tensors + inputs + outputs, {}))
 
     def _stopped(self, i):
         if self.stop is None:
@@ -184,15 +173,15 @@ class _Run:
                 if isinstance(held, _Held) and held.leaves is not None:
                     if held.storages is None:  # a held state does not change: measured once
                         held.storages = {}
-                        _storages(held.leaves, held.storages)
+                        add_storages(held.leaves, held.storages)
                     storages.update(held.storages)
         for data in self.deps.values():
             if isinstance(data, _Tape):
                 storages.update(data.storages)
             else:
-                _storages(data, storages)
-        _storages(self.live or [], storages)
-        _storages(self.lam, storages)
+                add_storages(data, storages)
+        add_storages(self.live or [], storages)
+        add_storages(self.lam, storages)
         for key in self.param_keys:
             storages.pop(key, None)
         return sum(storages.values())

@@ -484,15 +484,7 @@ pub(super) fn predict(input: &PlanInput, spec: ScheduleSpec, costed: Costed) -> 
             .saturating_add(overhead),
         None => cost.levels[level].peak.saturating_mul(state),
     });
-    let traffic: f64 = input
-        .levels
-        .iter()
-        .filter_map(|(level, budget)| budget.map(|b| (level, b)))
-        .map(|(level, b)| {
-            let c = &cost.levels[level];
-            c.writes as f64 * b.write_seconds + c.reads as f64 * b.read_seconds
-        })
-        .sum();
+    let traffic = traffic_seconds(input, &cost);
     let steps = match &exact {
         Some(e) => e.forward + e.adjoint,
         None => {
@@ -507,6 +499,20 @@ pub(super) fn predict(input: &PlanInput, spec: ScheduleSpec, costed: Costed) -> 
         predicted_seconds: steps + traffic,
         peak_bytes,
     }
+}
+
+/// Seconds `cost`'s transfers take on `input`'s levels: writes and reads
+/// times each level's write and read seconds.
+pub(super) fn traffic_seconds(input: &PlanInput, cost: &Cost) -> f64 {
+    input
+        .levels
+        .iter()
+        .filter_map(|(level, budget)| budget.map(|b| (level, b)))
+        .map(|(level, b)| {
+            let c = &cost.levels[level];
+            c.writes as f64 * b.write_seconds + c.reads as f64 * b.read_seconds
+        })
+        .sum()
 }
 
 /// Whether every level's peak fits its capacity (a level with no budget:

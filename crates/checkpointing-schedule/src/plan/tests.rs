@@ -635,16 +635,9 @@ proptest! {
             return Ok(()); // nothing fits: checked by peaks_never_exceed_the_budgets
         };
         let seconds = |cost: &Cost| {
-            let traffic: f64 = input
-                .levels
-                .iter()
-                .filter_map(|(level, budget)| budget.map(|b| (level, b)))
-                .map(|(level, b)| {
-                    let c = &cost.levels[level];
-                    c.writes as f64 * b.write_seconds + c.reads as f64 * b.read_seconds
-                })
-                .sum();
-            forward * cost.forward_steps as f64 + adjoint * cost.adjoint_steps as f64 + traffic
+            forward * cost.forward_steps as f64
+                + adjoint * cost.adjoint_steps as f64
+                + candidates::traffic_seconds(&input, cost)
         };
         let replayed = |c: &Candidate| {
             c.spec
