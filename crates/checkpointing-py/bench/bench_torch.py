@@ -22,6 +22,9 @@ Variants:
   CPU with its CUDA calls stubbed out; its step evaluations are the
   forward operations it runs, in steps; where it cannot run, its row says
   "did not run" and stderr why;
+- on a GPU, ours at (b) with ``host_memory=`` (room for all ``n``
+  states in pinned host memory): segment boundaries spilled to the host
+  on a side stream, each segment within the device budget;
 - ours, ``memory=`` at (a) the peak memory ``checkpoint_sequential``
   reaches (measured first, in its own process) and (b) half of it, each
   less what ours holds beyond its budget (the parameters' gradient
@@ -158,9 +161,12 @@ def _run(torch, variant, memory, step, params, u0, n, model):
         return torch_sequential(functions, min(k, n), u0, use_reentrant=False)
     if variant == "rockmate":
         return _rockmate(torch, step, params, u0, n, memory)(u0)
+    # "ours + host": the device budget, and every segment boundary may be
+    # spilled to pinned host memory (n states).
+    host = n * u0.numel() * u0.element_size() if variant == "ours + host" else None
     if model is not None:  # ours, on the layers (whose calls count)
-        return ours.checkpoint_sequential(model, k, u0, use_reentrant=False, memory=int(memory))
-    return ours.checkpointed_loop(step, u0, n, memory=int(memory), params=params)
+        return ours.checkpoint_sequential(model, k, u0, use_reentrant=False, memory=int(memory), host_memory=host)
+    return ours.checkpointed_loop(step, u0, n, memory=int(memory), params=params, host_memory=host)
 
 
 def _rockmate(torch, step, params, u0, n, memory):
@@ -462,6 +468,8 @@ def bench(problem, quick, device, threads, rounds):
         ("ours", budgets["a"], "ours, `memory=` (a): `checkpoint_sequential`'s peak"),
         ("ours", budgets["b"], "ours, `memory=` (b): half of it"),
     ]
+    if device != "cpu":  # on CPU the host level is the same memory
+        variants.append(("ours + host", budgets["b"], "ours, (b) + `host_memory=` (n states, pinned)"))
     for variant, budget, _ in variants:
         if f"{variant}/{budget}" not in memory:
             measure(variant, budget)

@@ -13,8 +13,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import checkpointing as cp  # noqa: E402
+from checkpointing._torch_plan import modelled_seconds, spill_schedule  # noqa: E402
 from checkpointing.torch import (  # noqa: E402
     LoopStats,
+    StepProfile,
     checkpoint_sequential,
     checkpointed_loop,
     profile_step,
@@ -120,6 +122,116 @@ def test_memory_too_small_or_misused_is_a_clear_error(gru):
         checkpointed_loop(step, x0, 10, memory="lots")
 
 
+# --- host_memory: segment boundaries spilled to the host -----------------------
+
+
+@pytest.mark.parametrize("n, states, spills", [(40, 12, 3), (40, 16, 9), (97, 20, 30), (60, 500, 4)])
+def test_host_memory_gives_plain_autograds_gradient_within_both_budgets(gru, n, states, spills):
+    step, x0, params = gru
+    ref = plain(step, x0, n, params)
+    state = x0.numel() * 8
+    memory = states * state
+    got, stats = run(step, x0, n, params, memory=memory, host_memory=spills * state)
+    assert_close(got, ref)
+    assert stats.adjoint_steps == n
+    assert stats.peak_bytes <= memory, (stats.peak_bytes, memory)
+    assert stats.peak_disk <= spills
+    if states == 500:  # every tape fits the device: nothing to gain by spilling
+        assert stats.peak_disk == 0 and stats.step_evaluations == n
+
+
+def test_spilling_recomputes_less_than_the_device_alone(gru):
+    step, x0, params = gru
+    n, state = 80, x0.numel() * 8
+    memory = 8 * state + profile_step(step, x0).tape_bytes
+    _, alone = run(step, x0, n, params, memory=memory)
+    _, spilled = run(step, x0, n, params, memory=memory, host_memory=n * state)
+    assert "spilled to the host" in spilled.schedule and spilled.peak_disk > 0
+    assert spilled.step_evaluations < alone.step_evaluations
+    assert spilled.peak_bytes <= memory
+
+
+def unit_profiles(n, state, tape):
+    # Untaped and taped forwards cost 1, a backward 0: a schedule's modelled
+    # time is its number of step evaluations.
+    return [StepProfile(state, tape, 1.0, 1.0, 0.0)] * n
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 33, 64])
+@pytest.mark.parametrize("budget_states, spills", [(3, 0), (3, 1), (4, 5), (6, 2), (9, 100)])
+def test_segmented_schedules_run_and_their_modelled_time_is_what_the_loop_evaluates(n, budget_states, spills):
+    # Every segmentation spill_schedule may pick is a valid schedule: the
+    # executor follows it to plain autograd's gradient, and it evaluates as
+    # many steps as the cost model says.
+    state, tape = 8 * 16, 3 * 8 * 16
+    profiles = unit_profiles(n, state, tape)
+    w = torch.tensor(0.7, dtype=torch.float64, requires_grad=True)
+
+    def step(i, x):
+        return torch.sin(w * x + 0.01 * i)
+
+    x0 = torch.linspace(0, 1, 16, dtype=torch.float64, requires_grad=True)
+    ref = plain(step, x0, n, [w])
+    sched = spill_schedule(profiles, budget_states * state + tape, spills)
+    got, stats = run(step, x0, n, [w], schedule=sched)
+    assert_close(got, ref)
+    assert stats.peak_disk <= spills
+    assert stats.step_evaluations == round(modelled_seconds(sched.actions, profiles))
+
+
+def test_host_memory_misused_is_a_clear_error(gru):
+    step, x0, params = gru
+    with pytest.raises(TypeError, match="give memory= too"):
+        checkpointed_loop(step, x0, 10, schedule=lambda n: cp.Revolve(n, 2), host_memory="1MiB")
+    with pytest.raises(ValueError, match='disk="host"'):
+        checkpointed_loop(step, x0, 10, memory="1MiB", host_memory="1MiB", disk="files")
+    with pytest.raises(cp.PlanError, match="host_memory"):
+        checkpointed_loop(step, x0, 10, memory="1MiB", host_memory="plenty")
+    with pytest.raises(TypeError, match="give memory= too"):
+        checkpoint_sequential(uneven_model(), 2, x0, host_memory="1MiB")
+
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+
+
+@cuda
+def test_on_a_gpu_memory_bounds_the_device_and_spills_go_to_pinned_host_memory(monkeypatch):
+    import checkpointing._torch_storage as storage
+
+    pinned = []
+    made = storage._HostCopy.__init__
+
+    def record(self, leaves, step, streams):
+        made(self, leaves, step, streams)
+        pinned.extend(t.is_pinned() for t in self.host)
+
+    monkeypatch.setattr(storage._HostCopy, "__init__", record)
+    step = Recurrent(width=256).cuda()
+    params = list(step.parameters())
+    x0 = torch.randn(64, 256, dtype=torch.float64, device="cuda", requires_grad=True)
+    n, state = 120, x0.numel() * 8
+    ref = plain(step, x0, n, params)
+    tape = profile_step(step, x0).tape_bytes
+    memory = 6 * state + 2 * tape
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    got, stats = run(step, x0, n, params, memory=memory, host_memory=n * state)
+    torch.cuda.synchronize()
+    device_peak = torch.cuda.max_memory_allocated() - base
+    assert_close(got, ref)
+    assert all(g.is_cuda for g in got)
+    assert stats.peak_disk > 0 and pinned and all(pinned)
+    assert stats.peak_bytes <= memory
+    # On the device: the budget, plus what memory= does not count (the
+    # parameters' gradients, in our accumulator and in .grad; one step's
+    # backward temporaries; the returned state and x0's gradient), far
+    # below plain autograd's n tapes.
+    beyond = 2 * sum(p.numel() * 8 for p in params) + 2 * tape + 2 * state
+    assert device_peak <= memory + beyond, (device_peak, memory, beyond)
+    assert device_peak < n * tape / 4
+
+
 # --- checkpoint_sequential ----------------------------------------------------
 
 
@@ -127,8 +239,9 @@ def test_the_signature_is_pytorchs_plus_memory():
     ours = inspect.signature(checkpoint_sequential)
     theirs = inspect.signature(torch.utils.checkpoint.checkpoint_sequential)
     params = list(ours.parameters.values())
-    assert [p for p in params if p.name != "memory"] == list(theirs.parameters.values())
-    assert ours.parameters["memory"].kind is inspect.Parameter.KEYWORD_ONLY
+    ours_only = {"memory", "host_memory"}
+    assert [p for p in params if p.name not in ours_only] == list(theirs.parameters.values())
+    assert all(ours.parameters[name].kind is inspect.Parameter.KEYWORD_ONLY for name in ours_only)
 
 
 def test_without_memory_it_is_pytorchs():

@@ -73,7 +73,16 @@ from checkpointing._native import SnapshotCorruptedError, SnapshotError
 
 import weakref
 
-from ._torch_plan import ReplayedSchedule, StepProfile, flat_call, parse_bytes, profile_call, tape_schedule
+from ._torch_plan import (
+    ReplayedSchedule,
+    StepProfile,
+    flat_call,
+    host_transfer_seconds,
+    parse_bytes,
+    profile_call,
+    spill_schedule,
+    tape_schedule,
+)
 from ._torch_run import _differentiable, _Run
 
 __all__ = [
@@ -143,7 +152,7 @@ last_stats = LoopStats()
 
 @torch.compiler.disable
 def checkpointed_loop(step, x0, n, *, schedule=None, memory=None, params=None, disk="host", stats=None,
-                      compress=None):
+                      compress=None, host_memory=None):
     """Runs ``x_{i+1} = step(i, x_i)`` from ``x0`` and returns the final
     state, attached to autograd so that its gradient with respect to ``x0``
     and ``params`` follows ``schedule``.
@@ -162,7 +171,15 @@ def checkpointed_loop(step, x0, n, *, schedule=None, memory=None, params=None, d
     (:func:`profile_step`: its state's bytes, its tape's, its times) and
     the loop follows the tape-aware ``HeterogeneousRevolve`` for that
     budget, which keeps whole steps' activations from the forward where
-    they fit instead of recomputing them. ``params``: the
+    they fit instead of recomputing them. ``host_memory`` (with
+    ``memory=``): a second budget, in host memory, for states spilled out
+    of ``memory`` (on a GPU, ``memory`` is the device's and the spilled
+    states go to pinned host memory, copied on a side stream): the loop is
+    cut into segments whose first states are spilled and each segment
+    follows its own tape-aware schedule within ``memory``, when the
+    modelled time is less (``LoopStats.peak_disk`` counts the spilled
+    states; on CPU they are held by reference, so it only saves time where
+    recomputation costs more than a segment boundary). ``params``: the
     tensors ``step`` uses that need gradients (default: ``step.parameters()``
     when ``step`` is an ``nn.Module`` or a bound method of one, else none).
     ``disk``: where ``StorageType.DISK`` snapshots go: ``"host"`` (host
@@ -208,6 +225,12 @@ def checkpointed_loop(step, x0, n, *, schedule=None, memory=None, params=None, d
         params = list(params)
     if not all(isinstance(p, torch.Tensor) for p in params):
         raise TypeError("params must be tensors")
+    if host_memory is not None:
+        if memory is None:
+            raise TypeError("host_memory= is the spill level of memory=: give memory= too")
+        if disk != "host":
+            raise ValueError('host_memory= spills to host memory: it needs disk="host" (the default)')
+        host_memory = parse_bytes("host_memory", host_memory)
     if memory is not None:
         if schedule is not None:
             raise TypeError("give schedule= or memory=, not both")
@@ -225,7 +248,7 @@ def checkpointed_loop(step, x0, n, *, schedule=None, memory=None, params=None, d
     if not torch.is_grad_enabled() or not any(t.requires_grad for t in leaves + params):
         return _plain_loop(step, x0, n, stats)
     if memory is not None:
-        sched = _memory_schedule(step, leaves, spec, n, params, memory)
+        sched = _memory_schedule(step, leaves, spec, n, params, memory, host_memory)
     else:
         reusable = isinstance(schedule, (_cp.Schedule, ReplayedSchedule))
         sched = schedule if reusable else schedule(n if isinstance(n, int) else None)
@@ -241,14 +264,15 @@ def checkpointed_loop(step, x0, n, *, schedule=None, memory=None, params=None, d
 _LOOP_PLANS = weakref.WeakKeyDictionary()
 
 
-def _memory_schedule(step, leaves, spec, n, params, budget):
+def _memory_schedule(step, leaves, spec, n, params, budget, host_budget=None):
     """The tape-aware schedule of ``n`` steps like step 0 (measured on
     ``x0``) within ``budget`` bytes: the budget less the live state and the
-    adjoint (one state each) goes to checkpoints and tapes. Cached per step
-    function, number of steps, budget, parameters and the shapes, dtypes and
-    devices of ``x0``'s tensors."""
+    adjoint (one state each) goes to checkpoints and tapes; with
+    ``host_budget``, :func:`spill_schedule` may spill segment boundaries
+    to the host. Cached per step function, number of steps, budgets,
+    parameters and the shapes, dtypes and devices of ``x0``'s tensors."""
     owner = getattr(step, "__self__", step)
-    key = (getattr(step, "__func__", None), n, budget, str(spec), tuple(id(p) for p in params),
+    key = (getattr(step, "__func__", None), n, budget, host_budget, str(spec), tuple(id(p) for p in params),
            tuple((t.shape, t.dtype, t.device) for t in leaves))
     try:
         cache = _LOOP_PLANS.setdefault(owner, {})
@@ -262,8 +286,19 @@ def _memory_schedule(step, leaves, spec, n, params, budget):
                 f"memory={budget} bytes does not hold the live state and the adjoint "
                 f"({2 * profile.state_bytes} bytes)"
             )
-        cache[key] = ReplayedSchedule(tape_schedule([profile] * n, for_schedule))
+        cache[key] = _budget_schedule([profile] * n, for_schedule, host_budget, profile.state_bytes, leaves)
     return cache[key]
+
+
+def _budget_schedule(profiles, budget, host_budget, state_bytes, leaves):
+    """The schedule of ``memory=`` (and ``host_memory=``) for a chain of
+    measured steps: the tape-aware ``HeterogeneousRevolve`` within
+    ``budget``, or with ``host_budget`` the :func:`spill_schedule` that
+    may spill up to ``host_budget // state_bytes`` states."""
+    if host_budget is None:
+        return ReplayedSchedule(tape_schedule(profiles, budget))
+    spills = host_budget // max(1, state_bytes)
+    return spill_schedule(profiles, budget, spills, host_transfer_seconds(leaves))
 
 
 def profile_step(step, x, i=0, *, params=None, rounds=3):
@@ -293,7 +328,8 @@ def profile_step(step, x, i=0, *, params=None, rounds=3):
 _SEQUENTIAL_PLANS = weakref.WeakKeyDictionary()
 
 
-def checkpoint_sequential(functions, segments, input, use_reentrant=None, *, memory=None, **kwargs):
+def checkpoint_sequential(functions, segments, input, use_reentrant=None, *, memory=None, host_memory=None,
+                          **kwargs):
     """``torch.utils.checkpoint.checkpoint_sequential`` with its signature
     and, without ``memory``, its behaviour (it is called). With ``memory``
     (a byte budget, ``"400MiB"`` or an ``int``), ``segments`` is not used:
@@ -304,6 +340,8 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, *, mem
     ``HeterogeneousRevolve`` for those measurements: the least time within
     the budget (:attr:`LoopStats.peak_bytes`), keeping the tapes of layers
     whose activations fit and recomputing the others from stored inputs.
+    ``host_memory``: as :func:`checkpointed_loop`'s, a budget for layer
+    inputs spilled to (pinned) host memory.
 
     Layers must give the same result when re-run: dropout (and other random
     layers) in training mode is refused with ``memory=`` (PyTorch's own
@@ -322,6 +360,8 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, *, mem
     True
     """
     if memory is None:
+        if host_memory is not None:
+            raise TypeError("host_memory= is the spill level of memory=: give memory= too")
         return torch.utils.checkpoint.checkpoint_sequential(
             functions, segments, input, use_reentrant=use_reentrant, **kwargs
         )
@@ -349,7 +389,7 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, *, mem
         return layers[i](x)
 
     leaves = pytree.tree_flatten(input)[0]
-    key = (tuple((t.shape, t.dtype, t.device) for t in leaves), memory, len(layers))
+    key = (tuple((t.shape, t.dtype, t.device) for t in leaves), memory, host_memory, len(layers))
     cache = _SEQUENTIAL_PLANS.setdefault(functions, {}) if isinstance(functions, torch.nn.Module) else {}
     if key not in cache:
         cache[key] = dict(zip(("profiles", "state_bytes"), _sequential_profiles(step, input, len(layers), params)))
@@ -358,7 +398,8 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, *, mem
     if budget <= 0:
         raise ValueError(f"memory={memory!r} does not hold the input and its gradient ({2 * state_bytes} bytes)")
     if "schedule" not in cache[key]:
-        cache[key]["schedule"] = ReplayedSchedule(tape_schedule(profiles, budget))
+        host_budget = None if host_memory is None else parse_bytes("host_memory", host_memory)
+        cache[key]["schedule"] = _budget_schedule(profiles, budget, host_budget, state_bytes, leaves)
     return checkpointed_loop(step, input, len(layers), schedule=cache[key]["schedule"], params=params)
 
 
