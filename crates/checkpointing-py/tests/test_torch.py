@@ -25,6 +25,16 @@ from checkpointing.torch import (  # noqa: E402
     checkpointed_loop,
 )
 
+
+@pytest.fixture(autouse=True)
+def recount_the_bytes_held(monkeypatch):
+    """Every run here checks its running byte count (``peak_bytes``)
+    against a recount over every holder, at each step."""
+    from checkpointing._torch_run import _Run
+
+    monkeypatch.setattr(_Run, "check_ledger", True)
+
+
 RTOL = 1e-12
 N = 24
 

@@ -38,6 +38,39 @@ class _Tape:
         self.inputs, self.outputs, self.storages = inputs, outputs, storages
 
 
+class _Ledger:
+    """The bytes a run holds, each storage once: a reference count per
+    storage (key -> bytes, as :func:`add_storages` gives them) and their
+    running total, so that the peak is read in constant time after each
+    step instead of summed over every holder. ``exclude``: keys never
+    counted (the parameters')."""
+
+    def __init__(self, exclude):
+        self.exclude = exclude
+        self.refs, self.sizes, self.total = {}, {}, 0
+
+    def add(self, storages):
+        for key, nbytes in storages.items():
+            if key in self.exclude:
+                continue
+            count = self.refs.get(key, 0)
+            if count == 0:
+                self.sizes[key] = nbytes
+                self.total += nbytes
+            self.refs[key] = count + 1
+
+    def remove(self, storages):
+        for key in storages:
+            if key in self.exclude:
+                continue
+            count = self.refs[key] - 1
+            if count == 0:
+                del self.refs[key]
+                self.total -= self.sizes.pop(key)
+            else:
+                self.refs[key] = count
+
+
 class _Run:
     """One execution of a schedule: its storage and working data, from the
     forward to the backward. It fills ``stats`` and calls ``publish(stats)``
@@ -56,10 +89,13 @@ class _Run:
         self.stop_cache = (None, False)
         self.stats, self.publish = stats, publish
         self.storage = {_S.RAM: {}, _S.DISK: {}}
-        self.deps = {}
-        self.lam = []
+        self.deps, self.dep_storages = {}, {}
+        self.lam, self.lam_storages = [], {}
         self.param_keys = {_key(p) for p in params}
-        self.live, self.n = None, 0
+        self.ledger = _Ledger(self.param_keys)
+        self.live, self.live_storages, self.n = None, {}, 0
+        #: States (restart states and adjoint inputs) held in RAM and DISK.
+        self.stored = 0
         self.streams = {}
         if disk == "host":
             if compress is not None:
@@ -119,13 +155,52 @@ class _Run:
         else:
             held = _HostCopy(leaves, i, self.streams)
             self.stats.disk_writes += 1
+        if level == _S.RAM:
+            held.storages = add_storages(held.leaves, {})
+            self.ledger.add(held.storages)
+        self.stored += 1
         entry = self.storage[level].setdefault(n, {"ics": None, "deps": {}})
         if kind == "ics":
             if entry["ics"] is not None:
-                entry["ics"].release()
+                self._release(entry["ics"])
             entry["ics"] = held
         else:
+            if i in entry["deps"]:
+                self._release(entry["deps"][i])
             entry["deps"][i] = held
+
+    def _release(self, held):
+        """Drops a stored state."""
+        if isinstance(held, _Held) and held.storages is not None:
+            self.ledger.remove(held.storages)
+            held.storages = None
+        held.release()
+        self.stored -= 1
+
+    def _set_live(self, leaves):
+        new = add_storages(leaves, {})
+        self.ledger.add(new)
+        self.ledger.remove(self.live_storages)
+        self.live, self.live_storages = leaves, new
+
+    def _set_lam(self, lam):
+        new = add_storages(lam, {})
+        self.ledger.add(new)
+        self.ledger.remove(self.lam_storages)
+        self.lam, self.lam_storages = lam, new
+
+    def _set_dep(self, i, data):
+        """Holds ``data`` (a :class:`_Tape`, or a step's input state) in
+        ``WORK`` for the adjoint of step ``i``."""
+        if i in self.deps:
+            self._pop_dep(i)
+        storages = data.storages if isinstance(data, _Tape) else add_storages(data, {})
+        self.ledger.add(storages)
+        self.deps[i], self.dep_storages[i] = data, storages
+
+    def _pop_dep(self, i):
+        self.ledger.remove(self.dep_storages.pop(i))
+        return self.deps.pop(i)
 
     def _restore(self, level, held):
         if level == _S.DISK and self.files is None:
@@ -139,9 +214,10 @@ class _Run:
         entry = level[a.n] if keep else level.pop(a.n)
         if a.to_storage == _S.WORK:
             if entry["ics"] is not None:
-                self.live, self.n = self._restore(a.from_storage, entry["ics"]), a.n
+                self._set_live(self._restore(a.from_storage, entry["ics"]))
+                self.n = a.n
             for i, held in entry["deps"].items():
-                self.deps[i] = self._restore(a.from_storage, held)
+                self._set_dep(i, self._restore(a.from_storage, held))
         elif a.to_storage in (_S.RAM, _S.DISK):
             if entry["ics"] is not None:
                 self._store(a.to_storage, a.n, "ics", a.n, self._restore(a.from_storage, entry["ics"]))
@@ -149,32 +225,42 @@ class _Run:
                 self._store(a.to_storage, a.n, "deps", i, self._restore(a.from_storage, held))
         if not keep:
             if entry["ics"] is not None:
-                entry["ics"].release()
+                self._release(entry["ics"])
             for held in entry["deps"].values():
-                held.release()
+                self._release(held)
+
+    #: Tests set this to check the running byte count against a recount
+    #: over every holder at each step.
+    check_ledger = False
 
     def _account(self, extra=None):
+        """Updates the peak counters; ``extra``: the storages of a tape
+        being differentiated, held only now."""
         s = self.stats
         ram, disk = self.storage[_S.RAM], self.storage[_S.DISK]
         s.peak_ram = max(s.peak_ram, len(ram))
         s.peak_disk = max(s.peak_disk, len(disk))
         s.peak_work = max(s.peak_work, len(self.deps))
-        held = sum((e["ics"] is not None) + len(e["deps"]) for lv in (ram, disk) for e in lv.values())
-        s.peak_states = max(s.peak_states, held + len(self.deps) + 1)
-        s.peak_bytes = max(s.peak_bytes, self._held_bytes(extra))
+        s.peak_states = max(s.peak_states, self.stored + len(self.deps) + 1)
+        if extra:
+            self.ledger.add(extra)
+        if self.check_ledger:
+            held = sum((e["ics"] is not None) + len(e["deps"]) for lv in (ram, disk) for e in lv.values())
+            assert held == self.stored, (held, self.stored)
+            assert self.ledger.total == self._recount(extra), (self.ledger.total, self._recount(extra))
+        s.peak_bytes = max(s.peak_bytes, self.ledger.total)
+        if extra:
+            self.ledger.remove(extra)
 
-    def _held_bytes(self, extra):
+    def _recount(self, extra):
         """The bytes held now in the RAM level, in WORK (tapes and adjoint
-        data), the live state, the adjoint and ``extra`` (a tape being
-        differentiated): each storage once, the parameters left out."""
+        data), the live state, the adjoint and ``extra``, summed afresh
+        over every holder: what the ledger's running total must equal."""
         storages = dict(extra or {})
         for entry in self.storage[_S.RAM].values():
             for held in [entry["ics"], *entry["deps"].values()]:
                 if isinstance(held, _Held) and held.leaves is not None:
-                    if held.storages is None:  # a held state does not change: measured once
-                        held.storages = {}
-                        add_storages(held.leaves, held.storages)
-                    storages.update(held.storages)
+                    add_storages(held.leaves, storages)
         for data in self.deps.values():
             if isinstance(data, _Tape):
                 storages.update(data.storages)
@@ -199,12 +285,12 @@ class _Run:
                 break
             if a.write_adj_deps and a.storage == _S.WORK:
                 tape = self._tape(i, self.live)
-                self.deps[i] = tape
-                self.live = [t.detach() for t in tape.outputs]
+                self._set_dep(i, tape)
+                self._set_live([t.detach() for t in tape.outputs])
             else:
                 if a.write_adj_deps:
                     self._store(a.storage, a.n0, "deps", i, self.live)
-                self.live = self._run_step(i, self.live)
+                self._set_live(self._run_step(i, self.live))
             i += 1
             self._account()
         self.n = i
@@ -214,7 +300,7 @@ class _Run:
 
     def forward(self, x0):
         t0 = time.perf_counter()
-        self.live = list(x0)
+        self._set_live(list(x0))
         self.x0_meta = [(t.shape, t.dtype, t.device) for t in x0]
         if self.stop is not None and self._stopped(0):
             raise ValueError("the stop function is true at step 0: the loop has no step")
@@ -244,7 +330,7 @@ class _Run:
     def _adjoint(self, i, lam, gparams, clear):
         if i not in self.deps:
             raise RuntimeError(f"schedule asks for the adjoint of step {i}, whose data is not held")
-        data = self.deps.pop(i) if clear else self.deps[i]
+        data = self._pop_dep(i) if clear else self.deps[i]
         tape = data if isinstance(data, _Tape) else self._tape(i, data)
         self._account(extra=tape.storages)
         outs, seeds = [], []
@@ -281,7 +367,7 @@ class _Run:
     def backward(self, grads, needs_x, needs_p):
         t0 = time.perf_counter()
         lam = [g if _differentiable(t) else None for g, t in zip(grads, self.live)]
-        self.lam = lam
+        self._set_lam(lam)
         gparams = [None] * len(self.params)
         try:
             for a in self.actions:
@@ -289,7 +375,8 @@ class _Run:
                     if a.n1 > self.total or a.n0 < 0:
                         raise RuntimeError(f"unexpected {a!r} for a loop of {self.total} steps")
                     for i in range(a.n1 - 1, a.n0 - 1, -1):
-                        lam = self.lam = self._adjoint(i, lam, gparams, a.clear_adj_deps)
+                        lam = self._adjoint(i, lam, gparams, a.clear_adj_deps)
+                        self._set_lam(lam)
                         self._account()
                 elif isinstance(a, _cp.Forward):
                     self._advance(a, forward_phase=False)
@@ -328,12 +415,13 @@ class _Run:
         for level in self.storage.values():
             for entry in level.values():
                 if entry["ics"] is not None:
-                    entry["ics"].release()
+                    self._release(entry["ics"])
                 for held in entry["deps"].values():
-                    held.release()
+                    self._release(held)
             level.clear()
-        self.deps.clear()
-        self.lam = []
+        for i in list(self.deps):
+            self._pop_dep(i)
+        self._set_lam([])
         if self.files is not None:
             try:
                 self.files.check()

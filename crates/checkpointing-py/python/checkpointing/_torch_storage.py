@@ -29,8 +29,8 @@ class _Held:
     def __init__(self, leaves, step):
         self.leaves, self.step = list(leaves), step
         self.versions = [t._version for t in self.leaves]
-        #: The leaves' storages (key -> bytes), filled by the run's
-        #: accounting the first time it counts this state.
+        #: The leaves' storages (key -> bytes), counted by the run while it
+        #: holds this state in RAM.
         self.storages = None
 
     def restore(self):
