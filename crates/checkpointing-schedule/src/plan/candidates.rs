@@ -217,15 +217,17 @@ pub(super) fn fitting_candidate(input: &PlanInput, spec: ScheduleSpec) -> Option
     fits(input, &candidate).then_some(candidate)
 }
 
-/// Rounds of [`refine`]'s hill climb per family.
-const REFINE_ROUNDS: usize = 6;
+/// Rounds of [`refine`]'s hill climb per family (at most; it stops when no
+/// neighbour is faster). Enough to walk from a halved grid point to the
+/// budget's full count in steps of an eighth and then by ones.
+const REFINE_ROUNDS: usize = 64;
 
 /// A local search around each family's best candidate, so that no family
 /// loses by the grid of [`configurations`] (halved snapshot counts,
 /// periods from a formula): from the family's fastest, every integer
 /// parameter is moved by ±1 and by ±⅛ of its value ([`neighbours`]); a
-/// faster neighbour that fits becomes the new centre, up to
-/// [`REFINE_ROUNDS`] times. Each improvement joins the candidates (the
+/// faster neighbour that fits becomes the new centre, until none is (at
+/// most [`REFINE_ROUNDS`] times). Each improvement joins the candidates (the
 /// slower neighbours do not, so the alternatives stay the families' grid
 /// and their best), so the plan's pick is the fastest of the grid and the
 /// search. Table-based schedules, and families costed by closed forms
