@@ -3,7 +3,7 @@
 
 use checkpointing::{Step, StorageLevel};
 use checkpointing_schedule::plan::{
-    self, Bytes, Candidate, LevelBudget, LevelTimes, Plan, PlanInput, StepProfile,
+    self, Bytes, Candidate, Costing, LevelBudget, LevelTimes, Plan, PlanInput, StepProfile,
     DEFAULT_DISK_BYTES_PER_SECOND,
 };
 use checkpointing_schedule::schedule::{PerStep, ScheduleError};
@@ -435,6 +435,19 @@ fn print_text(input: &PlanInput, plan: &Plan, top: usize) {
     println!("  command:   {}", spec_command_line(&best.spec));
     println!("  predicted: {}", prediction(input, best));
     println!("  peak:      {}", peaks(input, best));
+    if !plan.not_costed.is_empty() {
+        println!(
+            "not costed within the plan's work (each might be faster: its lower bound is below the pick's):"
+        );
+        for n in plan.not_costed.iter().take(top) {
+            println!(
+                "  {} {} (at least {:.3} s)",
+                n.spec.name(),
+                summary(&n.spec),
+                n.lower_seconds
+            );
+        }
+    }
     let fitting = plan.alternatives.len();
     if fitting == 0 {
         println!("no alternatives fit");
@@ -459,8 +472,15 @@ fn print_text(input: &PlanInput, plan: &Plan, top: usize) {
         .unwrap_or(0)
         .max("parameters".len());
     let mut header = format!(
-        "{:>4} {:<22} {:<width$} {:>14} {:>12} {:>11} {:>11}",
-        "rank", "schedule", "parameters", "predicted s", "forward", "peak RAM", "peak disk"
+        "{:>4} {:<22} {:<width$} {:>14} {:>12} {:>11} {:>11} {}",
+        "rank",
+        "schedule",
+        "parameters",
+        "predicted s",
+        "forward",
+        "peak RAM",
+        "peak disk",
+        "costed"
     );
     if device {
         header += &format!(" {:>11}", "peak device");
@@ -468,7 +488,7 @@ fn print_text(input: &PlanInput, plan: &Plan, top: usize) {
     println!("{header}");
     for (rank, c) in shown.iter().enumerate() {
         let mut row = format!(
-            "{:>4} {:<22} {:<width$} {:>14.3} {:>12} {:>11} {:>11}",
+            "{:>4} {:<22} {:<width$} {:>14.3} {:>12} {:>11} {:>11} {}",
             rank + 2,
             c.spec.name(),
             summary(&c.spec),
@@ -476,6 +496,7 @@ fn print_text(input: &PlanInput, plan: &Plan, top: usize) {
             c.cost.forward_steps,
             bytes(c.peak_bytes[StorageLevel::Ram]),
             bytes(c.peak_bytes[StorageLevel::Disk]),
+            c.costing.label(),
         );
         if device {
             row += &format!(" {:>11}", bytes(c.peak_bytes[StorageLevel::Device]));
@@ -508,10 +529,12 @@ fn prediction(input: &PlanInput, c: &Candidate) -> String {
         c.predicted_seconds,
         c.cost.forward_steps,
         c.cost.adjoint_steps,
-        if c.replayed {
-            ""
-        } else {
-            "; closed form, not replayed"
+        match c.costing {
+            Costing::Replayed => String::new(),
+            Costing::Periodic => "; extrapolated from replays of whole periods".into(),
+            Costing::ClosedForm => "; closed form, not replayed".into(),
+            Costing::Estimated { lower_seconds } =>
+                format!("; estimated, an upper bound: the optimum is at least {lower_seconds:.3} s"),
         }
     )
 }
