@@ -124,6 +124,17 @@ pub(crate) struct PlanArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
     format: PlanFormat,
+    /// Run the pick and the next alternatives on the demo problem (the
+    /// heat equation, with its own step and disk times, measured first)
+    /// and print each one's predicted time against the measured one.
+    #[arg(long)]
+    verify: bool,
+    /// Alternatives run by --verify besides the pick.
+    #[arg(long, default_value_t = 2, requires = "verify")]
+    verify_alternatives: usize,
+    /// Cells of the demo's state for --verify (8 bytes each).
+    #[arg(long, default_value_t = 1000, requires = "verify")]
+    verify_cells: usize,
 }
 
 /// How `checkpointing plan` prints.
@@ -339,9 +350,33 @@ impl PlanArgs {
 pub(crate) fn run(args: &PlanArgs) -> Result<(), Failure> {
     let input = args.input()?;
     let plan = plan_with_progress(&input).map_err(|e| Failure(e.to_string(), 2))?;
+    let verified = if args.verify {
+        let times = crate::verify::calibrate(args.verify_cells, plan.steps)?;
+        let rows =
+            crate::verify::verify(&plan, args.verify_alternatives, args.verify_cells, times)?;
+        Some((times, rows))
+    } else {
+        None
+    };
     match args.format {
-        PlanFormat::Json => println!("{}", report(&input, &plan)),
-        PlanFormat::Text => print_text(&input, &plan, args.top),
+        PlanFormat::Json => {
+            let mut out = report(&input, &plan);
+            if let Some((_, rows)) = &verified {
+                out["verify"] = rows
+                    .iter()
+                    .map(|r| {
+                        json!({"spec": r.spec, "predicted_seconds": r.predicted, "measured_seconds": r.measured})
+                    })
+                    .collect();
+            }
+            println!("{out}");
+        }
+        PlanFormat::Text => {
+            print_text(&input, &plan, args.top);
+            if let Some((times, rows)) = &verified {
+                crate::verify::print(times, args.verify_cells, rows);
+            }
+        }
     }
     Ok(())
 }
