@@ -85,6 +85,12 @@ pub(crate) struct PlanArgs {
     /// Disk latency per snapshot, seconds, with --disk-bandwidth.
     #[arg(long, default_value_t = 0.0)]
     disk_latency_seconds: f64,
+    /// Standard deviation of one disk write's seconds (flushed writes vary:
+    /// measure them, e.g. with --verify's probe); the plan adds
+    /// sd × √writes to each candidate's time, so that schedules writing
+    /// less are preferred when writes are erratic [default: 0].
+    #[arg(long, value_name = "SECONDS")]
+    disk_write_sd_seconds: Option<f64>,
     /// Device (GPU) memory budget for snapshots, e.g. 20GB (no device if
     /// left out); hierarchical-revolve is then planned over DEVICE, RAM and
     /// DISK.
@@ -339,9 +345,20 @@ impl PlanArgs {
             input = input.with_profile(profile);
         }
         for flags in self.levels() {
-            if let Some(budget) = flags.budget(mean_state)? {
+            if let Some(mut budget) = flags.budget(mean_state)? {
+                if flags.level == StorageLevel::Disk {
+                    if let Some(sd) = self.disk_write_sd_seconds {
+                        budget = budget.with_write_sd(sd);
+                    }
+                }
                 input = input.with_level(flags.level, budget);
             }
+        }
+        if self.disk_write_sd_seconds.is_some() && self.disk.is_none() {
+            return Err(Failure(
+                "--disk-write-sd-seconds given without --disk".into(),
+                2,
+            ));
         }
         Ok(input.with_compression_ratio(ratio))
     }

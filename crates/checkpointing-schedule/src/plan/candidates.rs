@@ -217,16 +217,34 @@ pub(super) fn fitting(
     let mut work = Work::plan();
     let mut uncosted = Vec::new();
     let mut candidates: Vec<Candidate> = Vec::new();
+    // The fastest exactly costed so far: a configuration whose lower bound
+    // is above it cannot win, and gets no replay (only a closed form or a
+    // periodic extrapolation, if it has one).
+    let mut fastest = f64::INFINITY;
     for (done, (lower, spec)) in configurations.into_iter().enumerate() {
         observe(PlanProgress {
             done,
             total,
             costing: &spec,
         });
-        match cost_of(&spec, input, &mut work) {
+        let outcome = if lower > fastest {
+            let mut none = Work {
+                left: 0,
+                periodic: work.periodic,
+            };
+            let outcome = cost_of(&spec, input, &mut none);
+            work.periodic = none.periodic;
+            outcome
+        } else {
+            cost_of(&spec, input, &mut work)
+        };
+        match outcome {
             Ok(costed) => {
                 let candidate = predict(input, spec, costed);
                 if fits(input, &candidate) {
+                    if candidate.costing.is_exact() {
+                        fastest = fastest.min(candidate.predicted_seconds);
+                    }
                     candidates.push(candidate);
                 }
             }
@@ -251,16 +269,22 @@ pub(super) fn fitting(
 
 /// A lower bound of `spec`'s predicted time on `input`: every step's
 /// adjoint, and its forward steps (the closed form's count where it has
-/// one, exact; else each step once), with no traffic. On a profile, the
-/// steps' own times once each.
+/// one, exact; for OnlineR2 with `s` snapshots beyond its closed form's
+/// range, the least any schedule with `s` snapshots advances, Revolve's
+/// count (Griewank & Walther 2000: binomial checkpointing is optimal);
+/// else each step once), with no traffic. On a profile, the steps' own
+/// times once each.
 pub(super) fn lower_seconds(input: &PlanInput, spec: &ScheduleSpec) -> f64 {
     let n = spec.steps() as f64;
     if let Some(p) = &input.profile {
         return p.forward_seconds.iter().sum::<f64>() + p.adjoint_seconds.iter().sum::<f64>();
     }
-    let forward = spec
-        .closed_form_steps()
-        .map_or(n, |c| c.forward_steps as f64);
+    let binomial = |s: u64| crate::schedule::binomial_forward_steps_wide(spec.steps(), s);
+    let forward = match (spec.closed_form_steps(), spec) {
+        (Some(c), _) => c.forward_steps as f64,
+        (None, ScheduleSpec::OnlineR2(p)) => binomial(p.snapshots).map_or(n, |f| f as f64),
+        _ => n,
+    };
     input.forward_seconds * forward + input.adjoint_seconds * n
 }
 
@@ -458,7 +482,7 @@ struct ChainSeconds {
 /// with a closed form are costed from it and others are skipped.
 ///
 /// [`plan`]: super::plan
-pub(super) const PLAN_REPLAY_WORK: u128 = 10_000_000;
+pub(super) const PLAN_REPLAY_WORK: u128 = 6_000_000;
 
 /// The replay work a plan has left ([`PLAN_REPLAY_WORK`]).
 #[derive(Debug, Clone, Copy)]
@@ -705,7 +729,9 @@ pub(super) fn predict(input: &PlanInput, spec: ScheduleSpec, costed: Costed) -> 
 }
 
 /// Seconds `cost`'s transfers take on `input`'s levels: writes and reads
-/// times each level's write and read seconds.
+/// times each level's write and read seconds (the probe's means), plus one
+/// standard deviation of the writes' total, `√writes · write_sd_seconds`
+/// ([`LevelBudget::write_sd_seconds`](super::LevelBudget::write_sd_seconds)).
 pub(super) fn traffic_seconds(input: &PlanInput, cost: &Cost) -> f64 {
     input
         .levels
@@ -713,7 +739,9 @@ pub(super) fn traffic_seconds(input: &PlanInput, cost: &Cost) -> f64 {
         .filter_map(|(level, budget)| budget.map(|b| (level, b)))
         .map(|(level, b)| {
             let c = &cost.levels[level];
-            c.writes as f64 * b.write_seconds + c.reads as f64 * b.read_seconds
+            c.writes as f64 * b.write_seconds
+                + c.reads as f64 * b.read_seconds
+                + (c.writes as f64).sqrt() * b.write_sd_seconds
         })
         .sum()
 }

@@ -12,8 +12,13 @@
 //!
 //! ```text
 //! time = forward_seconds · forward_steps + adjoint_seconds · adjoint_steps
-//!      + Σ_levels (write_seconds · writes + read_seconds · reads)
+//!      + Σ_levels (write_seconds · writes + read_seconds · reads
+//!                  + write_sd_seconds · √writes)
 //! ```
+//!
+//! (the last term, zero unless a level's writes vary, is one standard
+//! deviation of the writes' total time: see
+//! [`LevelBudget::write_sd_seconds`]).
 //!
 //! Configurations that differ only in parameters that change nothing
 //! predicted (the same schedule, predicted time to a relative 10⁻⁹ and peak
@@ -414,6 +419,7 @@ impl PlanInput {
             if let Some(b) = budget {
                 time("write seconds", b.write_seconds)?;
                 time("read seconds", b.read_seconds)?;
+                time("write seconds' standard deviation", b.write_sd_seconds)?;
             }
         }
         if self.levels[StorageLevel::Ram].is_none() {

@@ -767,3 +767,42 @@ proptest! {
         }
     }
 }
+
+/// A disk whose writes vary adds `sd · √writes` to every candidate that
+/// writes to it, and nothing to one that does not: predictions with and
+/// without the spread differ by exactly that term.
+#[test]
+fn write_spread_adds_one_standard_deviation_of_the_writes() {
+    let state = MB;
+    let base = PlanInput::new(Some(400), Bytes(state), Bytes(8 * state));
+    let disk = LevelBudget::new(Bytes(100 * state), 0.3, 0.1);
+    let steady = plan(&base.clone().with_level(StorageLevel::Disk, disk)).unwrap();
+    let spread = base.with_level(StorageLevel::Disk, disk.with_write_sd(0.7));
+    for c in all(&steady) {
+        let Some(again) = candidates::fitting_candidate(
+            &spread,
+            c.spec.clone(),
+            &mut candidates::Work::unlimited(),
+        ) else {
+            continue;
+        };
+        let writes = c.cost.levels[StorageLevel::Disk].writes as f64;
+        let expected = c.predicted_seconds + 0.7 * writes.sqrt();
+        assert!(
+            (again.predicted_seconds - expected).abs() <= 1e-9 * expected,
+            "{:?}",
+            c.spec
+        );
+    }
+    assert!(
+        LevelBudget::new(Bytes(1), 0.0, 0.0)
+            .with_write_sd(-1.0)
+            .write_sd_seconds
+            < 0.0
+    );
+    let bad = PlanInput::new(Some(10), Bytes(1), Bytes(8)).with_level(
+        StorageLevel::Disk,
+        LevelBudget::new(Bytes(10), 0.1, 0.1).with_write_sd(f64::NAN),
+    );
+    assert!(matches!(plan(&bad), Err(PlanError::InvalidSeconds { .. })));
+}
