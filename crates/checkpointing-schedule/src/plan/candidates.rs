@@ -218,8 +218,9 @@ pub(super) fn fitting(
     let mut uncosted = Vec::new();
     let mut candidates: Vec<Candidate> = Vec::new();
     // The fastest exactly costed so far: a configuration whose lower bound
-    // is above it cannot win, and gets no replay (only a closed form or a
-    // periodic extrapolation, if it has one).
+    // is above it cannot win, and gets no costly replay (only a closed form
+    // or a periodic extrapolation, if it has one); a cheap one is still
+    // replayed, to list it among the alternatives.
     let mut fastest = f64::INFINITY;
     for (done, (lower, spec)) in configurations.into_iter().enumerate() {
         observe(PlanProgress {
@@ -227,7 +228,7 @@ pub(super) fn fitting(
             total,
             costing: &spec,
         });
-        let outcome = if lower > fastest {
+        let outcome = if lower > fastest && replay_work(&spec) > CHEAP_REPLAY {
             let mut none = Work {
                 left: 0,
                 periodic: work.periodic,
@@ -537,6 +538,21 @@ impl Work {
         }
         taken
     }
+}
+
+/// Replay work below which a configuration that cannot win is still
+/// replayed (for the alternatives' list).
+const CHEAP_REPLAY: u128 = 100_000;
+
+/// The replay work of `spec`: its steps (the closed form's forward and
+/// adjoint steps, else 4 per step) times [`replay_weight`].
+fn replay_work(spec: &ScheduleSpec) -> u128 {
+    let steps = spec
+        .closed_form_steps()
+        .map_or(4 * spec.steps() as u128, |c| {
+            c.forward_steps + c.adjoint_steps as u128
+        });
+    steps * replay_weight(spec)
 }
 
 /// Replay work per step of `spec`'s replay: online-r2 decides each step by
