@@ -585,8 +585,7 @@ fn prediction(input: &PlanInput, c: &Candidate) -> String {
             Costing::Replayed => String::new(),
             Costing::Periodic => "; extrapolated from replays of whole periods".into(),
             Costing::ClosedForm => "; closed form, not replayed".into(),
-            Costing::Estimated { lower_seconds } =>
-                format!("; estimated, an upper bound: the optimum is at least {lower_seconds:.3} s"),
+            _ => format!("; {}", c.costing.label()),
         }
     )
 }

@@ -457,10 +457,14 @@ pub struct Candidate {
 /// use checkpointing_schedule::plan::{plan, Bytes, Costing, PlanInput};
 /// let plan = plan(&PlanInput::new(Some(100), Bytes(1), Bytes(12))).unwrap();
 /// assert_eq!(plan.best.costing, Costing::Replayed);
-/// assert!(!Costing::Estimated { lower_seconds: 1.0 }.is_exact());
+/// assert!(!Costing::ClosedForm.is_exact());
 /// ```
+///
+/// (Non-exhaustive: estimates within proven bounds, for the table-based
+/// families beyond [`TABLE_STEP_LIMIT`], are a planned variant.)
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "method")]
+#[non_exhaustive]
 pub enum Costing {
     /// Every action replayed ([`ScheduleSpec::cost`]).
     Replayed,
@@ -473,14 +477,6 @@ pub enum Costing {
     /// Step counts from the family's closed form, peaks and traffic from
     /// its parameters (see the module docs' *Bounded work*).
     ClosedForm,
-    /// Too large to cost exactly within a plan's time: the predicted time
-    /// is an upper bound (the cost of a schedule within the family's
-    /// model), and the family's optimum is proven to cost at least
-    /// `lower_seconds` (see the family's estimate for the inequality).
-    Estimated {
-        /// A lower bound of the predicted time, seconds.
-        lower_seconds: f64,
-    },
 }
 
 impl Costing {
@@ -490,14 +486,12 @@ impl Costing {
         matches!(self, Costing::Replayed | Costing::Periodic)
     }
 
-    /// A short word for tables: `replayed`, `periodic`, `closed form`,
-    /// `≥ X s` for an estimate.
-    pub fn label(&self) -> String {
+    /// A short word for tables: `replayed`, `periodic`, `closed form`.
+    pub fn label(&self) -> &'static str {
         match self {
-            Costing::Replayed => "replayed".into(),
-            Costing::Periodic => "periodic".into(),
-            Costing::ClosedForm => "closed form".into(),
-            Costing::Estimated { lower_seconds } => format!("est. >= {lower_seconds:.1} s"),
+            Costing::Replayed => "replayed",
+            Costing::Periodic => "periodic",
+            Costing::ClosedForm => "closed form",
         }
     }
 }
