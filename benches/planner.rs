@@ -1,5 +1,7 @@
-//! The planner against measurement: for the heat equation and Burgers, at
-//! three budgets (tight RAM, roomier RAM, tight RAM plus disk), measure the
+//! The planner against measurement: for the heat equation and Burgers at
+//! 10³ steps, three budgets each (tight RAM, roomier RAM, tight RAM plus
+//! disk), and the heat equation at 10⁴ and 10⁵ steps, three budgets each
+//! (RAM, and RAM plus disk twice): twelve budgets. Measure the
 //! problem and the stores with `Executor::measure`, plan, then run the
 //! planner's pick and the alternatives it ranked, timing each gradient.
 //! Per budget a table (schedule, predicted s, measured s, error %, time as
@@ -20,8 +22,13 @@
 //! so that the machine's noise hits all schedules alike; every gradient is
 //! checked bitwise against store-all's.
 //!
-//! Sizes: `PLANNER_BENCH_HEAT=cells,steps` (default 20000,1000) and
-//! `PLANNER_BENCH_BURGERS=cells,steps` (default 10000,1000); disk
+//! Each budget prints its plan time; the end, a table of plan time,
+//! pick / fastest and predictions within 20% per budget.
+//!
+//! Sizes: `PLANNER_BENCH_HEAT=cells,steps` (default 20000,1000),
+//! `PLANNER_BENCH_BURGERS=cells,steps` (default 10000,1000),
+//! `PLANNER_BENCH_HEAT_1E4` (default 1000,10000) and
+//! `PLANNER_BENCH_HEAT_1E5` (default 100,100000); disk
 //! snapshots go to a temporary directory under `$TMPDIR`.
 //!
 //! Run: `cargo bench -p checkpointing-benches --bench planner`
@@ -37,8 +44,12 @@ use checkpointing::{
 use checkpointing_examples::burgers::Burgers;
 use checkpointing_examples::heat::HeatEquation;
 
-/// Schedules run per budget besides the best of each other family.
+/// Schedules run per budget besides the best of each other family (at
+/// 10³ and 10⁴ steps).
 const TOP: usize = 12;
+
+/// The same at 10⁵ steps.
+const TOP_LARGE: usize = 4;
 
 /// Candidates predicted this many times slower than the pick are listed,
 /// not run (Revolve with one snapshot: minutes).
@@ -124,6 +135,9 @@ struct Case {
     name: &'static str,
     ram_states: u64,
     disk_states: Option<u64>,
+    /// Schedules run besides the best of each other family (fewer at
+    /// 10⁵ steps, where each run takes seconds).
+    top: usize,
 }
 
 /// An executor for `case`: RAM in memory, disk in a fresh temporary
@@ -236,16 +250,16 @@ fn label(spec: &ScheduleSpec) -> String {
     text
 }
 
-/// The candidates to run: the first `TOP`, then the best of every other
+/// The candidates to run: the first `top`, then the best of every other
 /// family.
-fn chosen(all: &[Candidate]) -> Vec<&Candidate> {
+fn chosen(all: &[Candidate], top: usize) -> Vec<&Candidate> {
     let limit = all[0].predicted_seconds * SLOWER;
     let all: Vec<&Candidate> = all
         .iter()
         .filter(|c| c.predicted_seconds <= limit)
         .collect();
-    let mut picked: Vec<&Candidate> = all.iter().copied().take(TOP).collect();
-    for &candidate in all.iter().skip(TOP) {
+    let mut picked: Vec<&Candidate> = all.iter().copied().take(top).collect();
+    for &candidate in all.iter().skip(top) {
         if !picked
             .iter()
             .any(|c| c.spec.name() == candidate.spec.name())
@@ -258,6 +272,8 @@ fn chosen(all: &[Candidate]) -> Vec<&Candidate> {
 
 /// Summary figures of one budget.
 struct Summary {
+    label: String,
+    plan_seconds: f64,
     ratio: f64,
     within: usize,
     rows: usize,
@@ -277,11 +293,14 @@ fn bench_case<P: Subject>(case: &Case, cells: usize, steps: Step) -> Summary {
     let m: Measurements = executor(case)
         .measure(&problem, &budget, &start_state, terminal)
         .unwrap();
-    let plan = plan(&m.plan_input(&budget)).unwrap();
+    let input = m.plan_input(&budget);
+    let planning = Instant::now();
+    let plan = plan(&input).unwrap();
+    let plan_seconds = planning.elapsed().as_secs_f64();
     let all: Vec<Candidate> = std::iter::once(plan.best.clone())
         .chain(plan.alternatives.iter().cloned())
         .collect();
-    let runs = chosen(&all);
+    let runs = chosen(&all, case.top);
     let store_all: ScheduleSpec = SingleMemoryParams { steps }.into();
     let peer_fits = runs.iter().any(|c| c.spec == store_all);
 
@@ -320,11 +339,14 @@ fn bench_case<P: Subject>(case: &Case, cells: usize, steps: Step) -> Summary {
         ram.move_read_seconds * 1e6,
     );
     println!(
-        "  planner: {} RAM + {} disk snapshots, {} candidates fit; running {} (top {TOP} and the best of each other family, none predicted over {SLOWER}× the pick){}",
+        "  planner: {} RAM + {} disk snapshots, {} candidates fit ({} not costed), planned in {:.3} s; running {} (top {} and the best of each other family, none predicted over {SLOWER}× the pick){}",
         plan.snapshots[StorageLevel::Ram],
         plan.snapshots[StorageLevel::Disk],
         all.len(),
+        plan.not_costed.len(),
+        plan_seconds,
         runs.len(),
+        case.top,
         if peer_fits { "" } else { " and store-all as the peer" },
     );
 
@@ -409,6 +431,8 @@ fn bench_case<P: Subject>(case: &Case, cells: usize, steps: Step) -> Summary {
         100.0 * within as f64 / runs.len() as f64
     );
     Summary {
+        label: format!("{} {cells}×{steps} {}", P::name(), case.name),
+        plan_seconds,
         ratio,
         within,
         rows: runs.len(),
@@ -422,23 +446,19 @@ fn main() {
     }
     let heat = sizes("PLANNER_BENCH_HEAT", (20_000, 1_000));
     let burgers = sizes("PLANNER_BENCH_BURGERS", (10_000, 1_000));
+    let heat_1e4 = sizes("PLANNER_BENCH_HEAT_1E4", (1_000, 10_000));
+    let heat_1e5 = sizes("PLANNER_BENCH_HEAT_1E5", (100, 100_000));
+    let case = |name, ram_states, disk_states, top| Case {
+        name,
+        ram_states,
+        disk_states,
+        top,
+    };
     let cases = |steps: Step| {
         [
-            Case {
-                name: "tight RAM",
-                ram_states: 8,
-                disk_states: None,
-            },
-            Case {
-                name: "roomier RAM",
-                ram_states: (steps / 10).max(12),
-                disk_states: None,
-            },
-            Case {
-                name: "tight RAM + disk",
-                ram_states: 8,
-                disk_states: Some(steps / 4),
-            },
+            case("tight RAM", 8, None, TOP),
+            case("roomier RAM", (steps / 10).max(12), None, TOP),
+            case("tight RAM + disk", 8, Some(steps / 4), TOP),
         ]
     };
     println!(
@@ -447,11 +467,27 @@ fn main() {
         load()
     );
     let mut summaries = Vec::new();
-    for case in cases(heat.1) {
-        summaries.push(bench_case::<HeatEquation>(&case, heat.0, heat.1));
+    for c in cases(heat.1) {
+        summaries.push(bench_case::<HeatEquation>(&c, heat.0, heat.1));
     }
-    for case in cases(burgers.1) {
-        summaries.push(bench_case::<Burgers>(&case, burgers.0, burgers.1));
+    for c in cases(burgers.1) {
+        summaries.push(bench_case::<Burgers>(&c, burgers.0, burgers.1));
+    }
+    let n4 = heat_1e4.1;
+    for c in [
+        case("tight RAM", 16, None, TOP),
+        case("tight RAM + disk", 16, Some(n4 / 4), TOP),
+        case("roomier RAM + disk", 100, Some(n4 / 4), TOP),
+    ] {
+        summaries.push(bench_case::<HeatEquation>(&c, heat_1e4.0, heat_1e4.1));
+    }
+    let n5 = heat_1e5.1;
+    for c in [
+        case("RAM", 400, None, TOP_LARGE),
+        case("RAM + disk", 200, Some(n5 / 10), TOP_LARGE),
+        case("tight RAM + disk", 50, Some(n5 / 10), TOP_LARGE),
+    ] {
+        summaries.push(bench_case::<HeatEquation>(&c, heat_1e5.0, heat_1e5.1));
     }
     let picks_ok = summaries.iter().filter(|s| s.ratio <= 1.10).count();
     let (within, rows) = summaries
@@ -459,8 +495,19 @@ fn main() {
         .fold((0, 0), |(w, r), s| (w + s.within, r + s.rows));
     println!("\nload average at the end {}", load());
     println!(
-        "overall: pick within 10% of the fastest in {picks_ok}/{} budgets; predictions within 20%: {within}/{rows} ({:.0}%)",
+        "\n{:<44} {:>9} {:>13} {:>14}",
+        "budget", "plan s", "pick/fastest", "within 20%"
+    );
+    for s in &summaries {
+        println!(
+            "{:<44} {:>9.3} {:>13.3} {:>9}/{:<4}",
+            s.label, s.plan_seconds, s.ratio, s.within, s.rows
+        );
+    }
+    println!(
+        "overall: pick within 10% of the fastest in {picks_ok}/{} budgets; predictions within 20%: {within}/{rows} ({:.0}%); longest plan {:.3} s",
         summaries.len(),
-        100.0 * within as f64 / rows as f64
+        100.0 * within as f64 / rows as f64,
+        summaries.iter().map(|s| s.plan_seconds).fold(0.0, f64::max)
     );
 }

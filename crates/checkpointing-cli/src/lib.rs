@@ -24,6 +24,7 @@ mod demo;
 mod plan;
 mod plot;
 mod schedule;
+mod verify;
 
 pub use args::{spec_args, spec_command_line};
 

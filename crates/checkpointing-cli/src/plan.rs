@@ -3,7 +3,7 @@
 
 use checkpointing::{Step, StorageLevel};
 use checkpointing_schedule::plan::{
-    self, Bytes, Candidate, LevelBudget, LevelTimes, Plan, PlanInput, StepProfile,
+    self, Bytes, Candidate, Costing, LevelBudget, LevelTimes, Plan, PlanInput, StepProfile,
     DEFAULT_DISK_BYTES_PER_SECOND,
 };
 use checkpointing_schedule::schedule::{PerStep, ScheduleError};
@@ -85,6 +85,12 @@ pub(crate) struct PlanArgs {
     /// Disk latency per snapshot, seconds, with --disk-bandwidth.
     #[arg(long, default_value_t = 0.0)]
     disk_latency_seconds: f64,
+    /// Standard deviation of one disk write's seconds (flushed writes vary:
+    /// measure them, e.g. with --verify's probe); the plan adds
+    /// sd × √writes to each candidate's time, so that schedules writing
+    /// less are preferred when writes are erratic [default: 0].
+    #[arg(long, value_name = "SECONDS")]
+    disk_write_sd_seconds: Option<f64>,
     /// Device (GPU) memory budget for snapshots, e.g. 20GB (no device if
     /// left out); hierarchical-revolve is then planned over DEVICE, RAM and
     /// DISK.
@@ -124,6 +130,17 @@ pub(crate) struct PlanArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
     format: PlanFormat,
+    /// Run the pick and the next alternatives on the demo problem (the
+    /// heat equation, with its own step and disk times, measured first)
+    /// and print each one's predicted time against the measured one.
+    #[arg(long)]
+    verify: bool,
+    /// Alternatives run by --verify besides the pick.
+    #[arg(long, default_value_t = 2, requires = "verify")]
+    verify_alternatives: usize,
+    /// Cells of the demo's state for --verify (8 bytes each).
+    #[arg(long, default_value_t = 1000, requires = "verify")]
+    verify_cells: usize,
 }
 
 /// How `checkpointing plan` prints.
@@ -328,9 +345,20 @@ impl PlanArgs {
             input = input.with_profile(profile);
         }
         for flags in self.levels() {
-            if let Some(budget) = flags.budget(mean_state)? {
+            if let Some(mut budget) = flags.budget(mean_state)? {
+                if flags.level == StorageLevel::Disk {
+                    if let Some(sd) = self.disk_write_sd_seconds {
+                        budget = budget.with_write_sd(sd);
+                    }
+                }
                 input = input.with_level(flags.level, budget);
             }
+        }
+        if self.disk_write_sd_seconds.is_some() && self.disk.is_none() {
+            return Err(Failure(
+                "--disk-write-sd-seconds given without --disk".into(),
+                2,
+            ));
         }
         Ok(input.with_compression_ratio(ratio))
     }
@@ -339,9 +367,33 @@ impl PlanArgs {
 pub(crate) fn run(args: &PlanArgs) -> Result<(), Failure> {
     let input = args.input()?;
     let plan = plan_with_progress(&input).map_err(|e| Failure(e.to_string(), 2))?;
+    let verified = if args.verify {
+        let times = crate::verify::calibrate(args.verify_cells, plan.steps)?;
+        let rows =
+            crate::verify::verify(&plan, args.verify_alternatives, args.verify_cells, times)?;
+        Some((times, rows))
+    } else {
+        None
+    };
     match args.format {
-        PlanFormat::Json => println!("{}", report(&input, &plan)),
-        PlanFormat::Text => print_text(&input, &plan, args.top),
+        PlanFormat::Json => {
+            let mut out = report(&input, &plan);
+            if let Some((_, rows)) = &verified {
+                out["verify"] = rows
+                    .iter()
+                    .map(|r| {
+                        json!({"spec": r.spec, "predicted_seconds": r.predicted, "measured_seconds": r.measured})
+                    })
+                    .collect();
+            }
+            println!("{out}");
+        }
+        PlanFormat::Text => {
+            print_text(&input, &plan, args.top);
+            if let Some((times, rows)) = &verified {
+                crate::verify::print(times, args.verify_cells, rows);
+            }
+        }
     }
     Ok(())
 }
@@ -435,6 +487,19 @@ fn print_text(input: &PlanInput, plan: &Plan, top: usize) {
     println!("  command:   {}", spec_command_line(&best.spec));
     println!("  predicted: {}", prediction(input, best));
     println!("  peak:      {}", peaks(input, best));
+    if !plan.not_costed.is_empty() {
+        println!(
+            "not costed within the plan's work (each might be faster: its lower bound is below the pick's):"
+        );
+        for n in plan.not_costed.iter().take(top) {
+            println!(
+                "  {} {} (at least {:.3} s)",
+                n.spec.name(),
+                summary(&n.spec),
+                n.lower_seconds
+            );
+        }
+    }
     let fitting = plan.alternatives.len();
     if fitting == 0 {
         println!("no alternatives fit");
@@ -459,8 +524,15 @@ fn print_text(input: &PlanInput, plan: &Plan, top: usize) {
         .unwrap_or(0)
         .max("parameters".len());
     let mut header = format!(
-        "{:>4} {:<22} {:<width$} {:>14} {:>12} {:>11} {:>11}",
-        "rank", "schedule", "parameters", "predicted s", "forward", "peak RAM", "peak disk"
+        "{:>4} {:<22} {:<width$} {:>14} {:>12} {:>11} {:>11} {}",
+        "rank",
+        "schedule",
+        "parameters",
+        "predicted s",
+        "forward",
+        "peak RAM",
+        "peak disk",
+        "costed"
     );
     if device {
         header += &format!(" {:>11}", "peak device");
@@ -468,7 +540,7 @@ fn print_text(input: &PlanInput, plan: &Plan, top: usize) {
     println!("{header}");
     for (rank, c) in shown.iter().enumerate() {
         let mut row = format!(
-            "{:>4} {:<22} {:<width$} {:>14.3} {:>12} {:>11} {:>11}",
+            "{:>4} {:<22} {:<width$} {:>14.3} {:>12} {:>11} {:>11} {}",
             rank + 2,
             c.spec.name(),
             summary(&c.spec),
@@ -476,6 +548,7 @@ fn print_text(input: &PlanInput, plan: &Plan, top: usize) {
             c.cost.forward_steps,
             bytes(c.peak_bytes[StorageLevel::Ram]),
             bytes(c.peak_bytes[StorageLevel::Disk]),
+            c.costing.label(),
         );
         if device {
             row += &format!(" {:>11}", bytes(c.peak_bytes[StorageLevel::Device]));
@@ -508,10 +581,11 @@ fn prediction(input: &PlanInput, c: &Candidate) -> String {
         c.predicted_seconds,
         c.cost.forward_steps,
         c.cost.adjoint_steps,
-        if c.replayed {
-            ""
-        } else {
-            "; closed form, not replayed"
+        match c.costing {
+            Costing::Replayed => String::new(),
+            Costing::Periodic => "; extrapolated from replays of whole periods".into(),
+            Costing::ClosedForm => "; closed form, not replayed".into(),
+            _ => format!("; {}", c.costing.label()),
         }
     )
 }

@@ -2,9 +2,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::profile::{Accountant, StepProfile};
+use super::periodic;
+use super::profile::Accountant;
 use super::{
-    Candidate, PlanInput, PlanProgress, HETEROGENEOUS_WORK_LIMIT, MAX_CANDIDATES,
+    Candidate, Costing, PlanInput, PlanProgress, HETEROGENEOUS_WORK_LIMIT, MAX_CANDIDATES,
     RAM_OVERHEAD_STATES, REPLAY_STEP_LIMIT, TABLE_STEP_LIMIT,
 };
 use crate::action::{Step, StorageLevel};
@@ -89,8 +90,13 @@ pub(super) fn configurations(input: &PlanInput, snapshots: &PerLevel<u64>) -> Ve
                         continue;
                     }
                     // Tables are costly to build; with RAM free of cost,
-                    // fewer RAM snapshots never make them faster.
-                    if spec.is_table_based() && (steps > TABLE_STEP_LIMIT || ram != full_ram) {
+                    // fewer RAM snapshots never make them faster. Periodic
+                    // Disk-Revolve's table is one period's: it is
+                    // considered at every size where that is small.
+                    if spec.is_table_based()
+                        && (ram != full_ram
+                            || (steps > TABLE_STEP_LIMIT && !small_period_table(&spec)))
+                    {
                         continue;
                     }
                     let key = serde_json::to_string(&spec).expect("specs serialize");
@@ -103,6 +109,18 @@ pub(super) fn configurations(input: &PlanInput, snapshots: &PerLevel<u64>) -> Ve
     }
     specs.truncate(MAX_CANDIDATES);
     specs
+}
+
+/// Whether `spec` is Periodic Disk-Revolve whose table (`snapshots ·
+/// period²` updates for one period) is within what a table-based schedule
+/// takes at [`TABLE_STEP_LIMIT`] steps with the same snapshots.
+fn small_period_table(spec: &ScheduleSpec) -> bool {
+    match spec {
+        ScheduleSpec::PeriodicDiskRevolve(_) => {
+            periodic::period(spec).is_some_and(|p| p <= TABLE_STEP_LIMIT)
+        }
+        _ => false,
+    }
 }
 
 /// heterogeneous-revolve on the profile's chain, with RAM less the live
@@ -178,26 +196,64 @@ fn device(input: &PlanInput, snapshots: &PerLevel<u64>) -> Vec<ScheduleSpec> {
 /// around each family's best ([`refine`]), near-duplicates collapsed
 /// ([`collapse`]), fastest first (ties: less RAM, then by name, then the
 /// smaller parameters).
+///
+/// Configurations are costed in the order of a lower bound of their time
+/// ([`lower_seconds`]), so that the plan's replay work ([`Work`]) goes
+/// to those that may win first. A configuration left uncosted when the
+/// work is spent (no closed form whose traffic is exact) is returned in the
+/// second list with its lower bound, if that is below the pick's time (it
+/// might have been faster); others cannot beat the pick.
 pub(super) fn fitting(
     input: &PlanInput,
     snapshots: &PerLevel<u64>,
     mut observe: impl FnMut(PlanProgress<'_>),
-) -> Vec<Candidate> {
-    let configurations = configurations(input, snapshots);
-    let total = configurations.len();
-    let candidates: Vec<Candidate> = configurations
+) -> (Vec<Candidate>, Vec<(f64, ScheduleSpec)>) {
+    let mut configurations: Vec<(f64, ScheduleSpec)> = configurations(input, snapshots)
         .into_iter()
-        .enumerate()
-        .filter_map(|(done, spec)| {
-            observe(PlanProgress {
-                done,
-                total,
-                costing: &spec,
-            });
-            fitting_candidate(input, spec)
-        })
+        .map(|spec| (lower_seconds(input, &spec), spec))
         .collect();
-    let mut candidates = collapse(refine(input, candidates));
+    configurations.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total = configurations.len();
+    let mut work = Work::plan();
+    let mut uncosted = Vec::new();
+    let mut candidates: Vec<Candidate> = Vec::new();
+    // The fastest exactly costed so far: a configuration whose lower bound
+    // is above it cannot win, and gets no costly replay (only a closed form
+    // or a periodic extrapolation, if it has one); a cheap one is still
+    // replayed, to list it among the alternatives.
+    let mut fastest = f64::INFINITY;
+    for (done, (lower, spec)) in configurations.into_iter().enumerate() {
+        observe(PlanProgress {
+            done,
+            total,
+            costing: &spec,
+        });
+        let outcome = if lower > fastest && replay_work(&spec) > CHEAP_REPLAY {
+            let mut none = Work {
+                left: 0,
+                periodic: work.periodic,
+            };
+            let outcome = cost_of(&spec, input, &mut none);
+            work.periodic = none.periodic;
+            outcome
+        } else {
+            cost_of(&spec, input, &mut work)
+        };
+        match outcome {
+            Ok(costed) => {
+                let candidate = predict(input, spec, costed);
+                if fits(input, &candidate) {
+                    if candidate.costing.is_exact() {
+                        fastest = fastest.min(candidate.predicted_seconds);
+                    }
+                    candidates.push(candidate);
+                }
+            }
+            Err(Uncosted::OverWork) => uncosted.push((lower, spec)),
+            Err(Uncosted::Invalid) => {}
+        }
+    }
+    let mut candidates = collapse(refine(input, candidates, &mut Work::refine()));
     candidates.sort_by(|a, b| {
         a.predicted_seconds
             .total_cmp(&b.predicted_seconds)
@@ -205,34 +261,70 @@ pub(super) fn fitting(
             .then(a.spec.name().cmp(b.spec.name()))
             .then_with(|| parameter_size(&a.spec).cmp(&parameter_size(&b.spec)))
     });
-    candidates
+    let pick = candidates
+        .first()
+        .map_or(f64::INFINITY, |c| c.predicted_seconds);
+    uncosted.retain(|(lower, _)| *lower < pick);
+    (candidates, uncosted)
+}
+
+/// A lower bound of `spec`'s predicted time on `input`: every step's
+/// adjoint, and its forward steps (the closed form's count where it has
+/// one, exact; for OnlineR2 with `s` snapshots beyond its closed form's
+/// range, the least any schedule with `s` snapshots advances, Revolve's
+/// count (Griewank & Walther 2000: binomial checkpointing is optimal);
+/// else each step once), with no traffic. On a profile, the steps' own
+/// times once each.
+pub(super) fn lower_seconds(input: &PlanInput, spec: &ScheduleSpec) -> f64 {
+    let n = spec.steps() as f64;
+    if let Some(p) = &input.profile {
+        return p.forward_seconds.iter().sum::<f64>() + p.adjoint_seconds.iter().sum::<f64>();
+    }
+    let binomial = |s: u64| crate::schedule::binomial_forward_steps_wide(spec.steps(), s);
+    let forward = match (spec.closed_form_steps(), spec) {
+        (Some(c), _) => c.forward_steps as f64,
+        (None, ScheduleSpec::OnlineR2(p)) => binomial(p.snapshots).map_or(n, |f| f as f64),
+        _ => n,
+    };
+    input.forward_seconds * forward + input.adjoint_seconds * n
 }
 
 /// `spec` costed and predicted, if it fits `input`. (Whether the input
 /// admits the schedule, an online one for unknown steps, is
 /// [`configurations`]' filter; [`refine`]'s neighbours keep their family.)
-pub(super) fn fitting_candidate(input: &PlanInput, spec: ScheduleSpec) -> Option<Candidate> {
-    let costed = cost_of(&spec, input.profile.as_ref())?;
+pub(super) fn fitting_candidate(
+    input: &PlanInput,
+    spec: ScheduleSpec,
+    work: &mut Work,
+) -> Option<Candidate> {
+    let costed = cost_of(&spec, input, work).ok()?;
     let candidate = predict(input, spec, costed);
     fits(input, &candidate).then_some(candidate)
 }
 
-/// Rounds of [`refine`]'s hill climb per family.
-const REFINE_ROUNDS: usize = 6;
+/// Rounds of [`refine`]'s hill climb per family (at most; it stops when no
+/// neighbour is faster). Enough to walk from a halved grid point to the
+/// budget's full count in steps of an eighth and then by ones.
+const REFINE_ROUNDS: usize = 64;
 
 /// A local search around each family's best candidate, so that no family
 /// loses by the grid of [`configurations`] (halved snapshot counts,
 /// periods from a formula): from the family's fastest, every integer
 /// parameter is moved by ±1 and by ±⅛ of its value ([`neighbours`]); a
-/// faster neighbour that fits becomes the new centre, up to
-/// [`REFINE_ROUNDS`] times. Each improvement joins the candidates (the
-/// slower neighbours do not, so the alternatives stay the families' grid
-/// and their best), so the plan's pick is the fastest of the grid and the
-/// search. Table-based schedules, and families costed by closed forms
-/// (beyond replay sizes), are left at their grid.
-pub(super) fn refine(input: &PlanInput, mut candidates: Vec<Candidate>) -> Vec<Candidate> {
+/// faster neighbour that fits becomes the new centre, until none is (at
+/// most [`REFINE_ROUNDS`] times). Where the climb ends joins the
+/// candidates (the neighbours it passed do not, so the alternatives stay
+/// the families' grid and their best), so the plan's pick is the fastest of the grid and the
+/// search. Table-based schedules, and families costed by closed forms or
+/// estimates (beyond replay sizes), are left at their grid.
+pub(super) fn refine(
+    input: &PlanInput,
+    mut candidates: Vec<Candidate>,
+    work: &mut Work,
+) -> Vec<Candidate> {
     let key = |spec: &ScheduleSpec| serde_json::to_string(spec).expect("specs serialize");
     let mut seen: HashSet<String> = candidates.iter().map(|c| key(&c.spec)).collect();
+    let seen_before = seen.clone();
     let mut families: Vec<&'static str> = Vec::new();
     for candidate in &candidates {
         if !families.contains(&candidate.spec.name()) && !candidate.spec.is_table_based() {
@@ -248,10 +340,11 @@ pub(super) fn refine(input: &PlanInput, mut candidates: Vec<Candidate>) -> Vec<C
         else {
             continue;
         };
-        // Beyond replay sizes a family is costed by its closed form, and
-        // configuring a neighbour may itself take long (tables): the grid
-        // stands there.
-        if !centre.replayed {
+        // Beyond replay sizes a family is costed by its closed form or an
+        // estimate, and configuring a neighbour may itself take long
+        // (tables): the grid stands there. Replayed and periodic costs are
+        // exact and cheap.
+        if !centre.costing.is_exact() {
             continue;
         }
         for _ in 0..REFINE_ROUNDS {
@@ -260,7 +353,11 @@ pub(super) fn refine(input: &PlanInput, mut candidates: Vec<Candidate>) -> Vec<C
                 if !seen.insert(key(&spec)) {
                     continue;
                 }
-                let Some(candidate) = fitting_candidate(input, spec) else {
+                // Only exact costs compare (a closed form's traffic is a
+                // bound): a neighbour past the plan's work is not taken.
+                let Some(candidate) =
+                    fitting_candidate(input, spec, work).filter(|c| c.costing.is_exact())
+                else {
                     continue;
                 };
                 let best = better.as_ref().unwrap_or(&centre);
@@ -269,12 +366,12 @@ pub(super) fn refine(input: &PlanInput, mut candidates: Vec<Candidate>) -> Vec<C
                 }
             }
             match better {
-                Some(found) => {
-                    candidates.push(found.clone());
-                    centre = found;
-                }
+                Some(found) => centre = found,
                 None => break,
             }
+        }
+        if !seen_before.contains(&key(&centre.spec)) {
+            candidates.push(centre);
         }
     }
     candidates
@@ -370,7 +467,7 @@ pub(super) fn parameter_size(spec: &ScheduleSpec) -> (u128, String) {
 /// and bytes on the chain.
 pub(super) struct Costed {
     cost: Cost,
-    replayed: bool,
+    costing: Costing,
     exact: Option<ChainSeconds>,
 }
 
@@ -381,16 +478,123 @@ struct ChainSeconds {
     peak: PerLevel<u64>,
 }
 
+/// Replay work (steps, weighted by [`replay_weight`]) one [`plan`] spends
+/// in all: about a second in a release build. Once it is spent, schedules
+/// with a closed form are costed from it and others are skipped.
+///
+/// [`plan`]: super::plan
+pub(super) const PLAN_REPLAY_WORK: u128 = 6_000_000;
+
+/// The replay work a plan has left ([`PLAN_REPLAY_WORK`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Work {
+    left: u128,
+    periodic: u128,
+}
+
+impl Work {
+    /// A plan's budget for costing its configurations.
+    pub(super) fn plan() -> Self {
+        Self {
+            left: PLAN_REPLAY_WORK,
+            periodic: PLAN_REPLAY_WORK,
+        }
+    }
+
+    /// A plan's budget for [`refine`] (half of [`Work::plan`]'s, so that
+    /// costing the grid never starves the search).
+    pub(super) fn refine() -> Self {
+        Self {
+            left: PLAN_REPLAY_WORK / 2,
+            periodic: PLAN_REPLAY_WORK / 2,
+        }
+    }
+
+    /// No budget beyond [`REPLAY_STEP_LIMIT`] per replay (for tests that
+    /// compare configurations one by one).
+    #[cfg(test)]
+    pub(super) fn unlimited() -> Self {
+        Self {
+            left: u128::MAX,
+            periodic: u128::MAX,
+        }
+    }
+
+    /// Takes `work` if that much is left.
+    fn take(&mut self, work: u128) -> bool {
+        let taken = work <= self.left;
+        if taken {
+            self.left -= work;
+        }
+        taken
+    }
+
+    /// Takes `work` for a periodic extrapolation (a budget of its own: they
+    /// are short, and exact).
+    fn take_periodic(&mut self, work: u128) -> bool {
+        let taken = work <= self.periodic;
+        if taken {
+            self.periodic -= work;
+        }
+        taken
+    }
+}
+
+/// Replay work below which a configuration that cannot win is still
+/// replayed (for the alternatives' list).
+const CHEAP_REPLAY: u128 = 100_000;
+
+/// The replay work of `spec`: its steps (the closed form's forward and
+/// adjoint steps, else 4 per step) times [`replay_weight`].
+fn replay_work(spec: &ScheduleSpec) -> u128 {
+    let steps = spec
+        .closed_form_steps()
+        .map_or(4 * spec.steps() as u128, |c| {
+            c.forward_steps + c.adjoint_steps as u128
+        });
+    steps * replay_weight(spec)
+}
+
+/// Replay work per step of `spec`'s replay: online-r2 decides each step by
+/// costing its segments (about ten times a table schedule's time per
+/// step); 1 for the others.
+fn replay_weight(spec: &ScheduleSpec) -> u128 {
+    match spec {
+        ScheduleSpec::OnlineR2(_) => 10,
+        _ => 1,
+    }
+}
+
 /// The replayed cost of `spec` (with `profile`, its seconds and bytes on
-/// the chain, counted in the same pass), or beyond
-/// [`REPLAY_STEP_LIMIT`] steps its closed form's estimate; `None` for
-/// invalid parameters or a replay too long with no closed form.
-fn cost_of(spec: &ScheduleSpec, profile: Option<&StepProfile>) -> Option<Costed> {
+/// the chain, counted in the same pass), or, for a schedule of identical
+/// periods, its extrapolation from a few ([`periodic::extrapolated`],
+/// exact), or beyond [`REPLAY_STEP_LIMIT`] steps or the plan's `work` its
+/// closed form's estimate; `None` for invalid parameters or a replay too
+/// long with no closed form.
+fn cost_of(spec: &ScheduleSpec, input: &PlanInput, work: &mut Work) -> Result<Costed, Uncosted> {
+    let profile = input.profile.as_ref();
     let closed = spec.closed_form_steps();
     let estimate = closed.map_or(4 * spec.steps() as u128, |c| {
         c.forward_steps + c.adjoint_steps as u128
     });
-    if estimate <= REPLAY_STEP_LIMIT {
+    // A schedule of identical periods: a few periods replayed stand for
+    // the rest (exact; on uniform steps only, a profile's differ).
+    if profile.is_none() && estimate > EXTRAPOLATE_ABOVE {
+        if let Some(p) = periodic::period(spec) {
+            // Three replays of up to 5 periods each.
+            let periods = 4 * 15 * u128::from(p) * replay_weight(spec);
+            if work.take_periodic(periods.min(estimate)) {
+                if let Some(cost) = periodic::extrapolated(spec) {
+                    return Ok(Costed {
+                        cost,
+                        costing: Costing::Periodic,
+                        exact: None,
+                    });
+                }
+            }
+        }
+    }
+    if estimate <= REPLAY_STEP_LIMIT && work.take(estimate * replay_weight(spec)) {
         let mut accountant = profile.map(Accountant::new);
         let cost = spec
             .cost_observed(|action| {
@@ -398,25 +602,63 @@ fn cost_of(spec: &ScheduleSpec, profile: Option<&StepProfile>) -> Option<Costed>
                     a.observe(action);
                 }
             })
-            .ok()?;
+            .map_err(|_| Uncosted::Invalid)?;
         let exact = accountant.map(|a| ChainSeconds {
             forward: a.forward,
             adjoint: a.adjoint,
             peak: a.peak,
         });
-        return Some(Costed {
+        return Ok(Costed {
             cost,
-            replayed: true,
+            costing: Costing::Replayed,
             exact,
         });
     }
-    spec.build().ok()?;
-    estimated(spec, &closed?).map(|cost| Costed {
-        cost,
-        replayed: false,
-        exact: None,
-    })
+    let closed = closed.ok_or(Uncosted::OverWork)?;
+    if !closed_form_traffic_is_exact(input, spec) {
+        return Err(Uncosted::OverWork);
+    }
+    spec.build().map_err(|_| Uncosted::Invalid)?;
+    estimated(spec, &closed)
+        .map(|cost| Costed {
+            cost,
+            costing: Costing::ClosedForm,
+            exact: None,
+        })
+        .ok_or(Uncosted::OverWork)
 }
+
+/// Why [`cost_of`] has no cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Uncosted {
+    /// Invalid parameters, or a replay that fails.
+    Invalid,
+    /// Beyond the replay limits, with no closed form that tells its
+    /// traffic.
+    OverWork,
+}
+
+/// Whether [`estimated`]'s traffic is the schedule's own: not for
+/// Multistage with disk snapshots (its disk traffic is many times its
+/// disk snapshots: 18,920 writes for 390 disk snapshots at 20,000
+/// steps), nor for the binomial schedules where RAM's writes take time
+/// (their RAM traffic has no closed form here).
+fn closed_form_traffic_is_exact(input: &PlanInput, spec: &ScheduleSpec) -> bool {
+    let ram_costs = input.levels[StorageLevel::Ram]
+        .is_some_and(|b| b.write_seconds > 0.0 || b.read_seconds > 0.0);
+    match spec {
+        ScheduleSpec::Multistage(p) => p.snapshots_on_disk == 0 && !ram_costs,
+        ScheduleSpec::Revolve(_) | ScheduleSpec::OnlineR2(_) | ScheduleSpec::Periodic(_) => {
+            !ram_costs
+        }
+        _ => true,
+    }
+}
+
+/// Replay work (forward and adjoint steps, estimated) beyond which a
+/// periodic schedule is costed from a few of its periods
+/// ([`periodic::extrapolated`]) rather than replayed whole.
+const EXTRAPOLATE_ABOVE: u128 = 10_000;
 
 /// A [`Cost`] from a closed form's step counts, with the peaks and traffic
 /// the parameters bound: Revolve and OnlineR2 hold at most their snapshots
@@ -467,7 +709,7 @@ fn saturate(n: u128) -> Step {
 pub(super) fn predict(input: &PlanInput, spec: ScheduleSpec, costed: Costed) -> Candidate {
     let Costed {
         cost,
-        replayed,
+        costing,
         exact,
     } = costed;
     let state = input.state_bytes.0;
@@ -495,14 +737,17 @@ pub(super) fn predict(input: &PlanInput, spec: ScheduleSpec, costed: Costed) -> 
     Candidate {
         spec,
         cost,
-        replayed,
+        replayed: costing == Costing::Replayed,
+        costing,
         predicted_seconds: steps + traffic,
         peak_bytes,
     }
 }
 
 /// Seconds `cost`'s transfers take on `input`'s levels: writes and reads
-/// times each level's write and read seconds.
+/// times each level's write and read seconds (the probe's means), plus one
+/// standard deviation of the writes' total, `√writes · write_sd_seconds`
+/// ([`LevelBudget::write_sd_seconds`](super::LevelBudget::write_sd_seconds)).
 pub(super) fn traffic_seconds(input: &PlanInput, cost: &Cost) -> f64 {
     input
         .levels
@@ -510,7 +755,9 @@ pub(super) fn traffic_seconds(input: &PlanInput, cost: &Cost) -> f64 {
         .filter_map(|(level, budget)| budget.map(|b| (level, b)))
         .map(|(level, b)| {
             let c = &cost.levels[level];
-            c.writes as f64 * b.write_seconds + c.reads as f64 * b.read_seconds
+            c.writes as f64 * b.write_seconds
+                + c.reads as f64 * b.read_seconds
+                + (c.writes as f64).sqrt() * b.write_sd_seconds
         })
         .sum()
 }

@@ -25,6 +25,20 @@ pub struct LevelBudget {
     pub write_seconds: f64,
     /// Seconds to read one snapshot.
     pub read_seconds: f64,
+    /// The standard deviation of one write's seconds (0: writes take
+    /// `write_seconds` each). A flushed write (`fsync`) varies from write
+    /// to write, by more than its mean on a shared disk; the planner adds
+    /// one standard deviation of the writes' total time,
+    /// `write_sd_seconds · √writes` (independent writes), to a candidate's
+    /// predicted time, so that of two schedules with the same mean the one
+    /// that writes less is preferred. Set it with
+    /// [`LevelBudget::with_write_sd`].
+    #[serde(skip_serializing_if = "is_zero")]
+    pub write_sd_seconds: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl LevelBudget {
@@ -35,7 +49,25 @@ impl LevelBudget {
             capacity,
             write_seconds,
             read_seconds,
+            write_sd_seconds: 0.0,
         }
+    }
+
+    /// This budget with writes whose seconds have standard deviation
+    /// `sd` (see [`LevelBudget::write_sd_seconds`]).
+    ///
+    /// ```
+    /// use checkpointing_schedule::plan::{plan, Bytes, LevelBudget, PlanInput};
+    /// use checkpointing_schedule::StorageLevel;
+    /// let disk = LevelBudget::new(Bytes(100), 0.5, 0.5);
+    /// let input = |disk| PlanInput::new(Some(200), Bytes(1), Bytes(6)).with_level(StorageLevel::Disk, disk);
+    /// let steady = plan(&input(disk)).unwrap().best.predicted_seconds;
+    /// let spread = plan(&input(disk.with_write_sd(0.5))).unwrap().best.predicted_seconds;
+    /// assert!(spread >= steady);
+    /// ```
+    pub fn with_write_sd(mut self, sd: f64) -> Self {
+        self.write_sd_seconds = sd;
+        self
     }
 
     /// A level whose writes and reads cost nothing (RAM, in the default

@@ -12,8 +12,13 @@
 //!
 //! ```text
 //! time = forward_seconds · forward_steps + adjoint_seconds · adjoint_steps
-//!      + Σ_levels (write_seconds · writes + read_seconds · reads)
+//!      + Σ_levels (write_seconds · writes + read_seconds · reads
+//!                  + write_sd_seconds · √writes)
 //! ```
+//!
+//! (the last term, zero unless a level's writes vary, is one standard
+//! deviation of the writes' total time: see
+//! [`LevelBudget::write_sd_seconds`]).
 //!
 //! Configurations that differ only in parameters that change nothing
 //! predicted (the same schedule, predicted time to a relative 10⁻⁹ and peak
@@ -113,6 +118,7 @@
 mod bytes;
 mod candidates;
 mod level;
+mod periodic;
 mod profile;
 #[cfg(test)]
 mod tests;
@@ -413,6 +419,7 @@ impl PlanInput {
             if let Some(b) = budget {
                 time("write seconds", b.write_seconds)?;
                 time("read seconds", b.read_seconds)?;
+                time("write seconds' standard deviation", b.write_sd_seconds)?;
             }
         }
         if self.levels[StorageLevel::Ram].is_none() {
@@ -431,13 +438,62 @@ pub struct Candidate {
     /// step counts with peaks from the parameters; counts above `u64` are
     /// saturated).
     pub cost: Cost,
-    /// Whether `cost` comes from a replay.
+    /// Whether `cost` comes from a replay of every action.
     pub replayed: bool,
+    /// How `cost` was obtained: replayed, extrapolated over identical
+    /// periods (exact), from a closed form, or estimated within bounds.
+    pub costing: Costing,
     /// The predicted gradient time, seconds.
     pub predicted_seconds: f64,
     /// Peak bytes per level (RAM including its overhead, see the module
     /// docs).
     pub peak_bytes: PerLevel<u64>,
+}
+
+/// How a [`Candidate`]'s cost was obtained (`checkpointing plan --top`
+/// shows it in its `costed` column).
+///
+/// ```
+/// use checkpointing_schedule::plan::{plan, Bytes, Costing, PlanInput};
+/// let plan = plan(&PlanInput::new(Some(100), Bytes(1), Bytes(12))).unwrap();
+/// assert_eq!(plan.best.costing, Costing::Replayed);
+/// assert!(!Costing::ClosedForm.is_exact());
+/// ```
+///
+/// (Non-exhaustive: estimates within proven bounds, for the table-based
+/// families beyond [`TABLE_STEP_LIMIT`], are a planned variant.)
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "method")]
+#[non_exhaustive]
+pub enum Costing {
+    /// Every action replayed ([`ScheduleSpec::cost`]).
+    Replayed,
+    /// A schedule that repeats a period (two-level, Periodic, Periodic
+    /// Disk-Revolve), replayed at 2, 3 and 4 periods and extrapolated to
+    /// its step count: every count of its replay is affine in the number
+    /// of identical periods (checked at the three sizes), so the cost is
+    /// the replay's.
+    Periodic,
+    /// Step counts from the family's closed form, peaks and traffic from
+    /// its parameters (see the module docs' *Bounded work*).
+    ClosedForm,
+}
+
+impl Costing {
+    /// Whether the predicted time is the model's exact time for this
+    /// schedule (replayed or extrapolated over identical periods).
+    pub fn is_exact(&self) -> bool {
+        matches!(self, Costing::Replayed | Costing::Periodic)
+    }
+
+    /// A short word for tables: `replayed`, `periodic`, `closed form`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Costing::Replayed => "replayed",
+            Costing::Periodic => "periodic",
+            Costing::ClosedForm => "closed form",
+        }
+    }
 }
 
 /// [`plan`]'s answer: the fastest candidate that fits, and the others that
@@ -452,6 +508,28 @@ pub struct Plan {
     pub best: Candidate,
     /// The other candidates that fit, by predicted time.
     pub alternatives: Vec<Candidate>,
+    /// Configurations left uncosted when the plan's replay work was spent
+    /// (with no closed form that tells their traffic) whose lower bound is
+    /// below the pick's time: they might have been faster. Empty where
+    /// every configuration was costed or cannot win.
+    pub not_costed: Vec<NotCosted>,
+}
+
+/// A configuration [`plan`] did not cost within its work (see
+/// [`Plan::not_costed`]), with a lower bound of its time: its closed form's
+/// forward steps (or each step once) and adjoint steps, without traffic.
+///
+/// ```
+/// use checkpointing_schedule::plan::{plan, Bytes, PlanInput};
+/// let plan = plan(&PlanInput::new(Some(1000), Bytes(1), Bytes(12))).unwrap();
+/// assert!(plan.not_costed.is_empty());
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NotCosted {
+    /// The configuration.
+    pub spec: ScheduleSpec,
+    /// A lower bound of its predicted time, seconds.
+    pub lower_seconds: f64,
 }
 
 /// Why [`plan`] has no answer.
@@ -575,7 +653,7 @@ pub fn plan_observed(
     let overhead = input.uncompressed_overhead();
     let input = input.stored()?.effective()?;
     let snapshots = input.snapshots()?;
-    let mut fitting = candidates::fitting(&input, &snapshots, observe);
+    let (mut fitting, uncosted) = candidates::fitting(&input, &snapshots, observe);
     if fitting.is_empty() {
         return Err(nothing_fits(&input));
     }
@@ -592,6 +670,13 @@ pub fn plan_observed(
         snapshots,
         best,
         alternatives: fitting,
+        not_costed: uncosted
+            .into_iter()
+            .map(|(lower_seconds, spec)| NotCosted {
+                spec,
+                lower_seconds,
+            })
+            .collect(),
     })
 }
 
@@ -624,7 +709,11 @@ fn nothing_fits(input: &PlanInput) -> PlanError {
         let Ok(snapshots) = larger.snapshots() else {
             break;
         };
-        if !candidates::fitting(&larger, &snapshots, |_| {}).is_empty() || bytes == u64::MAX {
+        if !candidates::fitting(&larger, &snapshots, |_| {})
+            .0
+            .is_empty()
+            || bytes == u64::MAX
+        {
             smallest = Some(Bytes(bytes));
             break;
         }

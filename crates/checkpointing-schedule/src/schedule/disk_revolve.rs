@@ -248,8 +248,37 @@ impl PeriodicDiskRevolve {
     /// [`ScheduleError::InvalidParameter`] for `uf = 0` (the period is
     /// undefined; the reference divides by zero).
     pub fn new(max_n: Step, snapshots_in_ram: u64, costs: Costs) -> Result<Self, ScheduleError> {
-        let (cursor, costs) = checked("PeriodicDiskRevolve", max_n, snapshots_in_ram, costs)?;
-        let Costs { uf, ub, wd, rd } = costs;
+        let (cursor, checked_costs) =
+            checked("PeriodicDiskRevolve", max_n, snapshots_in_ram, costs)?;
+        let Costs { uf, ub, .. } = checked_costs;
+        let cm = snapshots_in_ram;
+        let mx = Self::period_for(max_n, cm, costs)?;
+        let splits = Splits::new(mx + 1, cm, uf, ub)?;
+        let program = PeriodicProgram {
+            l: max_n - 1,
+            cm,
+            mx,
+            splits,
+        };
+        Ok(Self(SequenceSchedule::new(cursor, program)))
+    }
+
+    /// The period [`PeriodicDiskRevolve::new`] takes for these parameters
+    /// ([`period`](Self::period)), without building its Revolve table
+    /// (`O(snapshots · period²)`): a planner's check of that table's size.
+    ///
+    /// ```
+    /// use checkpointing_schedule::PeriodicDiskRevolve;
+    /// let costs = Default::default();
+    /// assert_eq!(PeriodicDiskRevolve::period_for(100, 2, costs).unwrap(), 6);
+    /// ```
+    pub fn period_for(
+        max_n: Step,
+        snapshots_in_ram: u64,
+        costs: Costs,
+    ) -> Result<Step, ScheduleError> {
+        let (_, costs) = checked("PeriodicDiskRevolve", max_n, snapshots_in_ram, costs)?;
+        let Costs { uf, wd, rd, .. } = costs;
         if uf == 0.0 {
             return Err(ScheduleError::InvalidParameter {
                 name: "uf",
@@ -291,14 +320,7 @@ impl PeriodicDiskRevolve {
                 reason: format!("period {mx} for costs wd = {wd}, rd = {rd}, uf = {uf}"),
             });
         }
-        let splits = Splits::new(mx + 1, cm, uf, ub)?;
-        let program = PeriodicProgram {
-            l: max_n - 1,
-            cm,
-            mx,
-            splits,
-        };
-        Ok(Self(SequenceSchedule::new(cursor, program)))
+        Ok(mx)
     }
 
     /// The number of steps between disk checkpoints: `β(s, t)` as above,
