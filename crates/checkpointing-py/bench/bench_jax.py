@@ -40,7 +40,18 @@ with Revolve. Besides time and memory: the step evaluations of one
 value-and-gradient (forward, recomputations and the one in each step's VJP),
 counted by a host callback in a separate run.
 
-Run: python bench/bench_jax.py [--quick] [--json]
+Third part, compile time (``--compile-only`` runs it alone): the lower and
+compile of ``jax.jit(jax.grad(loss))`` through a scan of ``n`` steps of a
+Lorenz-96 RK4 step (100 variables, float64) with Revolve(n, s), for n =
+10^4, 10^5, 10^6, against ``lax.scan(jax.checkpoint(step))`` compiled in
+the same run (ratio: the target is at most 2x at every n), each in a fresh
+process: seconds, the process's peak RSS above its start (MiB) and the
+length of the lowered program's text. ``checkpointed_scan`` generates
+Revolve's actions in the program (constant size); the "records" rows are
+the record path that it used before (the schedule's actions baked in as
+constants), for n <= 10^5 (10^6 takes ~20 s and 1.3 GB).
+
+Run: python bench/bench_jax.py [--quick] [--json] [--online-only | --compile-only]
 """
 
 import gc
@@ -358,7 +369,110 @@ def online_table(cells, final_time, snapshots, results):
     return "\n".join(lines)
 
 
+COMPILE = [(10**4, 20), (10**5, 20), (10**6, 30)]
+COMPILE_QUICK = [(10**3, 20), (10**4, 20)]
+COMPILE_NAMES = ["lax.scan(jax.checkpoint(step))", "checkpointed_scan Revolve", "checkpointed_scan Revolve, records"]
+
+
+def lorenz96_rk4(h=0.01, forcing=8.0):
+    """One RK4 step of Lorenz-96, ``step(x, _) -> (x, None)``."""
+    import jax.numpy as jnp
+
+    def rhs(x):
+        return (jnp.roll(x, -1) - jnp.roll(x, 2)) * jnp.roll(x, 1) - x + forcing
+
+    def step(x, _):
+        k1 = rhs(x)
+        k2 = rhs(x + h / 2 * k1)
+        k3 = rhs(x + h / 2 * k2)
+        k4 = rhs(x + h * k3)
+        return x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4), None
+
+    return step
+
+
+def compile_variant(name, steps, snapshots, variables=100):
+    import jax
+    import jax.numpy as jnp
+
+    import checkpointing
+    from checkpointing import _jax_compiled, _jax_program
+    from checkpointing.jax import checkpointed_scan, last_stats
+
+    jax.config.update("jax_enable_x64", True)
+    step = lorenz96_rk4()
+    x0 = jnp.sin(jnp.arange(float(variables)))
+
+    def loss(x):
+        if name == "lax.scan(jax.checkpoint(step))":
+            y = jax.lax.scan(jax.checkpoint(step), x, None, length=steps)[0]
+        elif name == "checkpointed_scan Revolve":
+            y = checkpointed_scan(step, x, steps, schedule=lambda n: checkpointing.Revolve(n, snapshots))[0]
+            assert last_stats["program"] == "generated"
+        else:  # the record path, as checkpointed_scan ran Revolve before
+            fn, consts = jax.closure_convert(step, x, None)
+            plan = _jax_program.Plan(checkpointing.Revolve(steps, snapshots), steps)
+            y = _jax_compiled.Compiled(fn, plan)(x, None, consts)[0]
+        return jnp.sum(y**2)
+
+    jax.jit(lambda x: x + 1).lower(x0).compile()  # JAX's own start-up, not counted
+    gc.collect()
+    base = status_kib("VmRSS")
+    reset_peak()
+    start = time.perf_counter()
+    lowered = jax.jit(jax.grad(loss)).lower(x0)
+    lowered.compile()
+    seconds = time.perf_counter() - start
+    peak_mib = (status_kib("VmHWM") - base) / 1024
+    return {"seconds": seconds, "peak_mib": peak_mib, "chars": len(lowered.as_text())}
+
+
+def run_compile(cases):
+    rows = []
+    for steps, snapshots in cases:
+        names = COMPILE_NAMES if steps <= 10**5 else COMPILE_NAMES[:2]
+        results = _in_subprocesses("--compile-variant", names, steps, snapshots)
+        rows.append((steps, snapshots, results))
+    return rows
+
+
+def compile_table(rows):
+    lines = [
+        "compile time: jax.jit(jax.grad(loss)).lower(x).compile() through n steps of a Lorenz-96 RK4 step "
+        "(100 variables, float64), Revolve(n, s), each in a fresh process",
+        "",
+        "| n | s | variant | compile s | peak RSS MiB | lowered chars | compile / lax.scan(jax.checkpoint) |",
+        "| ---: | ---: | --- | ---: | ---: | ---: | ---: |",
+    ]
+    met = []
+    for steps, snapshots, results in rows:
+        ref = results[COMPILE_NAMES[0]]
+        for name, r in results.items():
+            if "error" in r:
+                lines.append(f"| {steps} | {snapshots} | {name} | failed: {r['error']} | | | |")
+                continue
+            ratio = r["seconds"] / ref["seconds"] if "error" not in ref else float("nan")
+            lines.append(
+                f"| {steps} | {snapshots} | {name} | {r['seconds']:.2f} | {r['peak_mib']:.0f} | {r['chars']} "
+                f"| {ratio:.2f}× |"
+            )
+            if name == COMPILE_NAMES[1]:
+                met.append(ratio <= 2.0)
+    lines.append("")
+    lines.append(
+        "target (checkpointed_scan's compile time ≤ 2× lax.scan(jax.checkpoint(step))'s at every n): "
+        + ("met" if met and all(met) else "not met")
+    )
+    return "\n".join(lines)
+
+
 def main():
+    if "--compile-only" in sys.argv:
+        rows = run_compile(COMPILE_QUICK if "--quick" in sys.argv else COMPILE)
+        print(compile_table(rows), flush=True)
+        if "--json" in sys.argv:
+            print(json.dumps([{"steps": n, "snapshots": s, "results": r} for n, s, r in rows]))
+        return
     sizes = QUICK if "--quick" in sys.argv else SIZES
     everything = []
     for cells, steps, snapshots in [] if "--online-only" in sys.argv else sizes:
@@ -370,6 +484,11 @@ def main():
     results = run_online(cells, final_time, snapshots)
     print(online_table(cells, final_time, snapshots, results), flush=True)
     everything.append({"online": True, "cells": cells, "final_time": final_time, "snapshots": snapshots, "results": results})
+    if "--online-only" not in sys.argv:
+        rows = run_compile(COMPILE_QUICK if "--quick" in sys.argv else COMPILE)
+        print()
+        print(compile_table(rows), flush=True)
+        everything.append({"compile": [{"steps": n, "snapshots": s, "results": r} for n, s, r in rows]})
     if "--json" in sys.argv:
         print(json.dumps(everything))
 
@@ -379,6 +498,10 @@ if __name__ == "__main__":
         i = sys.argv.index("--online-variant")
         name, cells, final_time, snapshots = sys.argv[i + 1], int(sys.argv[i + 2]), float(sys.argv[i + 3]), int(sys.argv[i + 4])
         print(json.dumps(online_variant(name, cells, final_time, snapshots)))
+    elif "--compile-variant" in sys.argv:
+        i = sys.argv.index("--compile-variant")
+        name, steps, snapshots = sys.argv[i + 1], int(sys.argv[i + 2]), int(sys.argv[i + 3])
+        print(json.dumps(compile_variant(name, steps, snapshots)))
     elif "--variant" in sys.argv:
         i = sys.argv.index("--variant")
         name, cells, steps, snapshots = sys.argv[i + 1], *map(int, sys.argv[i + 2 : i + 5])
