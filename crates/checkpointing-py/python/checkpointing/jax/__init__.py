@@ -12,7 +12,9 @@ policy. ``checkpointed_scan`` follows any schedule of this package, two ways:
   interprets, advancing the carry with the step function, storing and
   restoring snapshots in a preallocated buffer (``dynamic_update_index`` /
   ``dynamic_index``) and applying ``jax.vjp`` of one step for each adjoint
-  step. No host callback: it works inside ``jax.jit``, under ``jax.vmap``,
+  step (``Revolve(n, s)``, default trajectory: the program computes
+  Revolve's actions itself instead, in constant size whatever ``n``).
+  No host callback: it works inside ``jax.jit``, under ``jax.vmap``,
   ``jax.grad`` of jitted functions, on any backend. The compiled program
   holds the schedule's snapshots (one buffer of carries, reused slot by slot)
   plus the live carry, its adjoint and one step's VJP workspace. Snapshots
@@ -74,7 +76,11 @@ halves of the gradient), ``schedule_forward_steps`` (the schedule's own
 count: the steps that only produce a ``Reverse``'s dependencies are not run,
 the step's VJP recomputes them), ``adjoint_steps``, ``slots`` (carries in
 the device buffer and in the DISK buffer), ``peak_stored``, ``records``
-(forward and backward program lengths) and ``disk_memory_kind``."""
+(forward and backward program lengths; ``None`` for a generated program)
+``disk_memory_kind`` and ``program``: ``"generated"`` for ``Revolve(n, s)``
+with its default trajectory, whose actions the program computes itself
+(its size does not grow with ``n``, see :mod:`checkpointing._jax_revolve`),
+``"records"`` for every other schedule (its actions baked in as records)."""
 
 
 def checkpointed_scan(step, init, xs_or_length, *, schedule, mode="compiled", disk_memory_kind="auto", compress=None):
