@@ -150,8 +150,8 @@ def forward_steps(length, s):
     program's control in Python (``O(n log n)``: for tests and small
     ``n``).
 
-    >>> forward_steps(20, 3)
-    45
+    >>> forward_steps(20, 3)  # optimal_steps_binomial(20, 3) - 20 + 1
+    46
     """
     steps, stack = 0, [0]
 
@@ -159,7 +159,7 @@ def forward_steps(length, s):
         nonlocal steps
         while top - stack[-1] >= 3 and len(stack) < s:
             k = last_split(top - stack[-1], s - len(stack) + 1)
-            steps += stack[-1] + k - live if live == stack[-1] else k
+            steps += k  # from the checkpoint (restored unless the live carry is there)
             live = stack[-1] + k
             stack.append(live)
         return live
