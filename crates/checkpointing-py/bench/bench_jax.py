@@ -40,7 +40,34 @@ with Revolve. Besides time and memory: the step evaluations of one
 value-and-gradient (forward, recomputations and the one in each step's VJP),
 counted by a host callback in a separate run.
 
-Run: python bench/bench_jax.py [--quick] [--json]
+Third part, compile time (``--compile-only`` runs it alone): the lower and
+compile of ``jax.jit(jax.grad(loss))`` through a scan of ``n`` steps of a
+Lorenz-96 RK4 step (100 variables, float64) with Revolve(n, s), for n =
+10^4, 10^5, 10^6, against ``lax.scan(jax.checkpoint(step))`` compiled in
+the same run (ratio: the target is at most 2x at every n), each in a fresh
+process: seconds, the process's peak RSS above its start (MiB) and the
+length of the lowered program's text. ``checkpointed_scan`` generates
+Revolve's actions in the program (constant size); the "records" rows are
+the record path that it used before (the schedule's actions baked in as
+constants), for n <= 10^5 (10^6 takes ~20 s and 1.3 GB).
+
+Fourth part, Enzyme-JAX as a peer (``--enzyme-only``, in the venv of
+``scripts/bench-venv-enzyme.sh``, whose jax is pinned to the test venv's;
+``ENZYME_PYTHON`` names its interpreter, default ``.venv-enzyme/bin/python``
+at the repository root): the nonlinear diffusion above, 100,000 cells and
+1,000 steps, s = 10. Enzyme-JAX reverses a StableHLO while loop with its
+own checkpointing when the loop is tagged: the ``stablehlo.while`` of the
+lowered ``lax.scan`` gets ``enzyme.enable_checkpointing = true``,
+``enzyme.checkpoint_period = s : i64`` and, for binomial checkpointing,
+``enzyme.binomial_checkpointing`` (s snapshots; without it, a checkpoint
+every s steps), and the text is called with ``enzyme_ad.jax.hlo_call(...,
+passes="lower-enzymexla-math")`` inside ``jax.jit(jax.value_and_grad(...))``.
+Against ``lax.scan``, ``lax.scan(jax.checkpoint(step))`` and
+``checkpointed_scan`` with Revolve(n, s), run by the same interpreter in the
+same run; ratios against Enzyme's binomial checkpointing. Enzyme's path
+needs ``jax.jit`` and has no ``jax.vmap``.
+
+Run: python bench/bench_jax.py [--quick] [--json] [--online-only | --compile-only | --enzyme-only]
 """
 
 import gc
@@ -162,13 +189,14 @@ def variant(name, cells, steps, snapshots):
     }
 
 
-def _in_subprocesses(flag, names, *args):
+def _in_subprocesses(flag, names, *args, executable=None):
     """Each variant of ``names`` run as ``this script flag name args...`` in
-    a fresh process: its JSON result line, or ``{"error": ...}``."""
+    a fresh process (of ``executable``, default this interpreter): its JSON
+    result line, or ``{"error": ...}``."""
     results = {}
     for name in names:
         out = subprocess.run(
-            [sys.executable, __file__, flag, name, *map(str, args)],
+            [executable or sys.executable, __file__, flag, name, *map(str, args)],
             capture_output=True,
             text=True,
         )
@@ -358,7 +386,252 @@ def online_table(cells, final_time, snapshots, results):
     return "\n".join(lines)
 
 
+ENZYME = (100_000, 1_000, 10)
+ENZYME_QUICK = (10_000, 200, 10)
+ENZYME_NAMES = [
+    "lax.scan",
+    "lax.scan(jax.checkpoint(step))",
+    "checkpointed_scan compiled",
+    "Enzyme-JAX binomial",
+    "Enzyme-JAX periodic",
+]
+ENZYME_REFERENCE = "Enzyme-JAX binomial"
+
+
+def enzyme_variant(name, cells, steps, snapshots):
+    """One row of the Enzyme-JAX comparison: ``variant``'s problem, with
+    Enzyme's rows through ``enzyme_ad.jax.hlo_call`` on the tagged while
+    loop of the lowered ``lax.scan``."""
+    import re
+
+    import jax
+    import jax.numpy as jnp
+
+    import checkpointing
+    from checkpointing.jax import checkpointed_scan
+
+    jax.config.update("jax_enable_x64", True)
+    x0 = jnp.sin(jnp.linspace(0.0, 20.0, cells))
+    kappa = jnp.asarray(0.2)
+
+    def step(carry, _):
+        u, k = carry
+        lap = jnp.roll(u, 1) - 2.0 * u + jnp.roll(u, -1)
+        return (u + k * lap - 0.01 * u**3, k), None
+
+    def plain(u, k):
+        return jax.lax.scan(step, (u, k), None, length=steps)[0][0]
+
+    if name.startswith("Enzyme-JAX"):
+        from enzyme_ad.jax import hlo_call
+
+        attributes = f"enzyme.checkpoint_period = {snapshots} : i64, enzyme.enable_checkpointing = true"
+        if name == "Enzyme-JAX binomial":
+            attributes = "enzyme.binomial_checkpointing, " + attributes
+        text = jax.jit(plain).lower(x0, kappa).as_text()
+
+        def tag(match):
+            line = match.group(0)
+            if " attributes {" in line:
+                return line.replace(" attributes {", " attributes {" + attributes + ", ", 1)
+            return line + " attributes {" + attributes + "}"
+
+        if len(re.findall(r"stablehlo\.while\(", text)) != 1:
+            raise RuntimeError("expected one stablehlo.while in the lowered scan")
+        source = re.sub(r"stablehlo\.while\(.*", tag, text, count=1)
+
+        def scan(u, k):
+            out = hlo_call(u, k, source=source, passes="lower-enzymexla-math")
+            return out[0] if isinstance(out, (tuple, list)) else out
+    elif name == "lax.scan":
+        scan = plain
+    elif name == "lax.scan(jax.checkpoint(step))":
+        def scan(u, k):
+            return jax.lax.scan(jax.checkpoint(step), (u, k), None, length=steps)[0][0]
+    else:
+        def scan(u, k):
+            schedule = lambda n: checkpointing.Revolve(n, snapshots)  # noqa: E731
+            return checkpointed_scan(step, (u, k), steps, schedule=schedule)[0][0]
+
+    grad = jax.jit(jax.value_and_grad(lambda u, k: jnp.sum(scan(u, k) ** 2), argnums=(0, 1)))
+    compiled_mib = grad.lower(x0, kappa).compile().memory_analysis().temp_size_in_bytes / 2**20
+    jax.block_until_ready(grad(x0, kappa))
+    seconds, cpu, peak_mib, (value, (g0, gk)) = _timed(grad, x0, kappa)
+    return {
+        "seconds": min(seconds),
+        "cpu_seconds": min(cpu),
+        "compiled_mib": compiled_mib,
+        "peak_mib": peak_mib,
+        "value": float(value),
+        "grad_k": float(gk),
+        "grad_norm": float(jnp.linalg.norm(g0)),
+        "device": jax.devices()[0].platform,
+        "jax": jax.__version__,
+    }
+
+
+def _enzyme_python():
+    import os
+    from pathlib import Path
+
+    default = Path(__file__).resolve().parents[3] / ".venv-enzyme" / "bin" / "python"
+    python = os.environ.get("ENZYME_PYTHON", str(default))
+    if not Path(python).exists():
+        raise SystemExit(
+            f"bench_jax.py --enzyme-only: no interpreter at {python}; run scripts/bench-venv-enzyme.sh "
+            "or set ENZYME_PYTHON"
+        )
+    return python
+
+
+def run_enzyme(cells, steps, snapshots):
+    results = _in_subprocesses("--enzyme-variant", ENZYME_NAMES, cells, steps, snapshots, executable=_enzyme_python())
+    truth = results["lax.scan"]
+    for name, r in results.items():
+        if "error" not in r and "error" not in truth:
+            assert math.isclose(r["grad_k"], truth["grad_k"], rel_tol=1e-9), (name, r, truth)
+            assert math.isclose(r["grad_norm"], truth["grad_norm"], rel_tol=1e-9), (name, r, truth)
+    return results
+
+
+def enzyme_table(cells, steps, snapshots, results):
+    carry_mib = cells * 8 / 2**20
+    ref = results[ENZYME_REFERENCE]
+    info = next((r for r in results.values() if "device" in r), {})
+    lines = [
+        f"Enzyme-JAX: {cells} cells ({carry_mib:.2f} MiB a carry), {steps} steps, s = {snapshots} "
+        f"(Revolve(n, s); Enzyme binomial with s snapshots; Enzyme periodic: a checkpoint every s steps), "
+        f"float64, {info.get('device', '?')}, jax {info.get('jax', '?')}, best of {REPEATS}",
+        "",
+        "| variant | value-and-grad s | CPU s | compiled temp MiB (carries) | peak RSS MiB | time / Enzyme binomial | compiled memory / Enzyme binomial |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name in ENZYME_NAMES:
+        r = results[name]
+        if "error" in r:
+            lines.append(f"| {name} | failed: {r['error']} | | | | | |")
+            continue
+        ok = "error" not in ref
+        time_ratio = f"{r['seconds'] / ref['seconds']:.2f}×" if ok else "n/a"
+        memory_ratio = f"{r['compiled_mib'] / ref['compiled_mib']:.2f}×" if ok and ref["compiled_mib"] else "n/a"
+        lines.append(
+            f"| {name} | {r['seconds']:.3f} | {r['cpu_seconds']:.3f} | {r['compiled_mib']:.1f} "
+            f"({r['compiled_mib'] / carry_mib:.1f}) | {r['peak_mib']:.0f} | {time_ratio} | {memory_ratio} |"
+        )
+    return "\n".join(lines)
+
+
+COMPILE = [(10**4, 20), (10**5, 20), (10**6, 30)]
+COMPILE_QUICK = [(10**3, 20), (10**4, 20)]
+COMPILE_NAMES = ["lax.scan(jax.checkpoint(step))", "checkpointed_scan Revolve", "checkpointed_scan Revolve, records"]
+
+
+def lorenz96_rk4(h=0.01, forcing=8.0):
+    """One RK4 step of Lorenz-96, ``step(x, _) -> (x, None)``."""
+    import jax.numpy as jnp
+
+    def rhs(x):
+        return (jnp.roll(x, -1) - jnp.roll(x, 2)) * jnp.roll(x, 1) - x + forcing
+
+    def step(x, _):
+        k1 = rhs(x)
+        k2 = rhs(x + h / 2 * k1)
+        k3 = rhs(x + h / 2 * k2)
+        k4 = rhs(x + h * k3)
+        return x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4), None
+
+    return step
+
+
+def compile_variant(name, steps, snapshots, variables=100):
+    import jax
+    import jax.numpy as jnp
+
+    import checkpointing
+    from checkpointing import _jax_compiled, _jax_program
+    from checkpointing.jax import checkpointed_scan, last_stats
+
+    jax.config.update("jax_enable_x64", True)
+    step = lorenz96_rk4()
+    x0 = jnp.sin(jnp.arange(float(variables)))
+
+    def loss(x):
+        if name == "lax.scan(jax.checkpoint(step))":
+            y = jax.lax.scan(jax.checkpoint(step), x, None, length=steps)[0]
+        elif name == "checkpointed_scan Revolve":
+            y = checkpointed_scan(step, x, steps, schedule=lambda n: checkpointing.Revolve(n, snapshots))[0]
+            assert last_stats["program"] == "generated"
+        else:  # the record path, as checkpointed_scan ran Revolve before
+            fn, consts = jax.closure_convert(step, x, None)
+            plan = _jax_program.Plan(checkpointing.Revolve(steps, snapshots), steps)
+            y = _jax_compiled.Compiled(fn, plan)(x, None, consts)[0]
+        return jnp.sum(y**2)
+
+    jax.jit(lambda x: x + 1).lower(x0).compile()  # JAX's own start-up, not counted
+    gc.collect()
+    base = status_kib("VmRSS")
+    reset_peak()
+    start = time.perf_counter()
+    lowered = jax.jit(jax.grad(loss)).lower(x0)
+    lowered.compile()
+    seconds = time.perf_counter() - start
+    peak_mib = (status_kib("VmHWM") - base) / 1024
+    return {"seconds": seconds, "peak_mib": peak_mib, "chars": len(lowered.as_text())}
+
+
+def run_compile(cases):
+    rows = []
+    for steps, snapshots in cases:
+        names = COMPILE_NAMES if steps <= 10**5 else COMPILE_NAMES[:2]
+        results = _in_subprocesses("--compile-variant", names, steps, snapshots)
+        rows.append((steps, snapshots, results))
+    return rows
+
+
+def compile_table(rows):
+    lines = [
+        "compile time: jax.jit(jax.grad(loss)).lower(x).compile() through n steps of a Lorenz-96 RK4 step "
+        "(100 variables, float64), Revolve(n, s), each in a fresh process",
+        "",
+        "| n | s | variant | compile s | peak RSS MiB | lowered chars | compile / lax.scan(jax.checkpoint) |",
+        "| ---: | ---: | --- | ---: | ---: | ---: | ---: |",
+    ]
+    met = []
+    for steps, snapshots, results in rows:
+        ref = results[COMPILE_NAMES[0]]
+        for name, r in results.items():
+            if "error" in r:
+                lines.append(f"| {steps} | {snapshots} | {name} | failed: {r['error']} | | | |")
+                continue
+            ratio = r["seconds"] / ref["seconds"] if "error" not in ref else float("nan")
+            lines.append(
+                f"| {steps} | {snapshots} | {name} | {r['seconds']:.2f} | {r['peak_mib']:.0f} | {r['chars']} "
+                f"| {ratio:.2f}× |"
+            )
+            if name == COMPILE_NAMES[1]:
+                met.append(ratio <= 2.0)
+    lines.append("")
+    lines.append(
+        "target (checkpointed_scan's compile time ≤ 2× lax.scan(jax.checkpoint(step))'s at every n): "
+        + ("met" if met and all(met) else "not met")
+    )
+    return "\n".join(lines)
+
+
 def main():
+    if "--enzyme-only" in sys.argv:
+        cells, steps, snapshots = ENZYME_QUICK if "--quick" in sys.argv else ENZYME
+        results = run_enzyme(cells, steps, snapshots)
+        print(enzyme_table(cells, steps, snapshots, results), flush=True)
+        if "--json" in sys.argv:
+            print(json.dumps({"cells": cells, "steps": steps, "snapshots": snapshots, "results": results}))
+        return
+    if "--compile-only" in sys.argv:
+        rows = run_compile(COMPILE_QUICK if "--quick" in sys.argv else COMPILE)
+        print(compile_table(rows), flush=True)
+        if "--json" in sys.argv:
+            print(json.dumps([{"steps": n, "snapshots": s, "results": r} for n, s, r in rows]))
+        return
     sizes = QUICK if "--quick" in sys.argv else SIZES
     everything = []
     for cells, steps, snapshots in [] if "--online-only" in sys.argv else sizes:
@@ -370,6 +643,11 @@ def main():
     results = run_online(cells, final_time, snapshots)
     print(online_table(cells, final_time, snapshots, results), flush=True)
     everything.append({"online": True, "cells": cells, "final_time": final_time, "snapshots": snapshots, "results": results})
+    if "--online-only" not in sys.argv:
+        rows = run_compile(COMPILE_QUICK if "--quick" in sys.argv else COMPILE)
+        print()
+        print(compile_table(rows), flush=True)
+        everything.append({"compile": [{"steps": n, "snapshots": s, "results": r} for n, s, r in rows]})
     if "--json" in sys.argv:
         print(json.dumps(everything))
 
@@ -379,6 +657,14 @@ if __name__ == "__main__":
         i = sys.argv.index("--online-variant")
         name, cells, final_time, snapshots = sys.argv[i + 1], int(sys.argv[i + 2]), float(sys.argv[i + 3]), int(sys.argv[i + 4])
         print(json.dumps(online_variant(name, cells, final_time, snapshots)))
+    elif "--enzyme-variant" in sys.argv:
+        i = sys.argv.index("--enzyme-variant")
+        name, cells, steps, snapshots = sys.argv[i + 1], *map(int, sys.argv[i + 2 : i + 5])
+        print(json.dumps(enzyme_variant(name, cells, steps, snapshots)))
+    elif "--compile-variant" in sys.argv:
+        i = sys.argv.index("--compile-variant")
+        name, steps, snapshots = sys.argv[i + 1], int(sys.argv[i + 2]), int(sys.argv[i + 3])
+        print(json.dumps(compile_variant(name, steps, snapshots)))
     elif "--variant" in sys.argv:
         i = sys.argv.index("--variant")
         name, cells, steps, snapshots = sys.argv[i + 1], *map(int, sys.argv[i + 2 : i + 5])

@@ -110,10 +110,14 @@ class Plan:
     ['save', 'advance', 'save']
     """
 
-    def __init__(self, schedule, length):
+    def __init__(self, schedule, length, prefix=None):
+        """``prefix``: the columns of the actions already read from
+        ``schedule`` (``_jax_revolve.identify``), which come first."""
         if schedule.max_n is not None and schedule.max_n != length:
             raise ValueError(f"the schedule is for {schedule.max_n} steps, the scan has {length}")
         columns = _arrays.action_arrays(schedule, steps=None if schedule.max_n is not None else length)
+        if prefix is not None:
+            columns = {key: np.concatenate([prefix[key], columns[key]]) for key in columns}
         self.length = length
         self.slots_of = (_Slots(), _Slots())
         self.store = {RAM: {}, DISK: {}}

@@ -12,7 +12,9 @@ policy. ``checkpointed_scan`` follows any schedule of this package, two ways:
   interprets, advancing the carry with the step function, storing and
   restoring snapshots in a preallocated buffer (``dynamic_update_index`` /
   ``dynamic_index``) and applying ``jax.vjp`` of one step for each adjoint
-  step. No host callback: it works inside ``jax.jit``, under ``jax.vmap``,
+  step (``Revolve(n, s)``, default trajectory: the program computes
+  Revolve's actions itself instead, in constant size whatever ``n``).
+  No host callback: it works inside ``jax.jit``, under ``jax.vmap``,
   ``jax.grad`` of jitted functions, on any backend. The compiled program
   holds the schedule's snapshots (one buffer of carries, reused slot by slot)
   plus the live carry, its adjoint and one step's VJP workspace. Snapshots
@@ -59,6 +61,7 @@ import checkpointing as _cp
 from .. import _jax_compiled
 from .. import codecs
 from .. import _jax_online as _online
+from .. import _jax_revolve
 from .. import _jax_program as _program
 
 __all__ = ["checkpointed_scan", "checkpointed_while_loop", "last_stats"]
@@ -73,7 +76,11 @@ halves of the gradient), ``schedule_forward_steps`` (the schedule's own
 count: the steps that only produce a ``Reverse``'s dependencies are not run,
 the step's VJP recomputes them), ``adjoint_steps``, ``slots`` (carries in
 the device buffer and in the DISK buffer), ``peak_stored``, ``records``
-(forward and backward program lengths) and ``disk_memory_kind``."""
+(forward and backward program lengths; ``None`` for a generated program)
+``disk_memory_kind`` and ``program``: ``"generated"`` for ``Revolve(n, s)``
+with its default trajectory, whose actions the program computes itself
+(its size does not grow with ``n``, see :mod:`checkpointing._jax_revolve`),
+``"records"`` for every other schedule (its actions baked in as records)."""
 
 
 def checkpointed_scan(step, init, xs_or_length, *, schedule, mode="compiled", disk_memory_kind="auto", compress=None):
@@ -135,10 +142,25 @@ def checkpointed_scan(step, init, xs_or_length, *, schedule, mode="compiled", di
             factory = _Compressing(factory, compress)
         return _scan(fn, factory, length, init, xs, *consts)
     plan = _plan(schedule, length)
+    if isinstance(plan, _Generated):
+        last_stats.clear()
+        last_stats.update(
+            mode="compiled",
+            program="generated",
+            forward_steps=_cp.optimal_steps_binomial(length, plan.s) - length + 1,
+            schedule_forward_steps=_cp.optimal_steps_binomial(length, plan.s),
+            adjoint_steps=length,
+            slots=(plan.s, 0),
+            peak_stored=plan.s,
+            records=None,
+            disk_memory_kind="device",
+        )
+        return _jax_revolve.Generated(fn, length, plan.s)(init, xs, consts)
     kind = _disk_kind(disk_memory_kind, plan)
     last_stats.clear()
     last_stats.update(
         mode="compiled",
+        program="records",
         forward_steps=plan.forward_steps,
         schedule_forward_steps=plan.schedule_forward_steps,
         adjoint_steps=plan.adjoint_steps,
@@ -230,19 +252,36 @@ def _while_loop(cond_fun, body_fun, init_val, checkpoints, max_steps, buffers, _
 _plans = {}
 
 
+class _Generated:
+    """The plan of a ``Revolve(n, s)`` that the program generates itself
+    (:mod:`checkpointing._jax_revolve`): its snapshot count."""
+
+    def __init__(self, s, length):
+        self.s, self.length = s, length
+
+
+def _planned(schedule, length):
+    """A fresh schedule's plan: :class:`_Generated` for Revolve with its
+    default trajectory, else its records."""
+    s, prefix = _jax_revolve.identify(schedule, length)
+    if s is not None:
+        return _Generated(s, length)
+    return _program.Plan(schedule, length, prefix=prefix)
+
+
 def _plan(schedule, length):
     """The compiled plan of a schedule factory's schedule, or of a schedule
     object (planned once, its plan kept for later traces: tracing a function
     again, e.g. for ``jax.grad`` after ``jax.jit``, consumes no schedule)."""
     if callable(schedule):
-        return _program.Plan(schedule(length), length)
+        return _planned(schedule(length), length)
     key = id(schedule)
     if key in _plans and _plans[key][0] is schedule:
         plan = _plans[key][1]
         if plan.length != length:
             raise ValueError(f"the schedule is for {plan.length} steps, the scan has {length}")
         return plan
-    plan = _program.Plan(schedule, length)
+    plan = _planned(schedule, length)
     if len(_plans) >= _COMPILED_KEPT:
         _plans.pop(next(iter(_plans)))
     _plans[key] = (schedule, plan)
