@@ -127,6 +127,30 @@ def _timed(grad, *args):
     return seconds, cpu, peak_mib, result
 
 
+def _measured(grad, u0, kappa, compiled_mib, **extra):
+    """A row: ``grad(u0, kappa)`` (a value and the gradients with respect
+    to both) compiled by a first call, then timed (:func:`_timed`): its
+    least wall and CPU seconds, ``compiled_mib``, its peak RSS, the value
+    and the gradient's figures the bench checks, the platform, and
+    ``extra``."""
+    import jax
+    import jax.numpy as jnp
+
+    jax.block_until_ready(grad(u0, kappa))
+    seconds, cpu, peak_mib, (value, (g0, gk)) = _timed(grad, u0, kappa)
+    return {
+        "seconds": min(seconds),
+        "cpu_seconds": min(cpu),
+        "compiled_mib": compiled_mib,
+        "peak_mib": peak_mib,
+        "value": float(value),
+        "grad_k": float(gk),
+        "grad_norm": float(jnp.linalg.norm(g0)),
+        "device": jax.devices()[0].platform,
+        **extra,
+    }
+
+
 def variant(name, cells, steps, snapshots):
     import jax
     import jax.numpy as jnp
@@ -175,18 +199,7 @@ def variant(name, cells, steps, snapshots):
         grad = jax.jit(grad)
         stats = grad.lower(x0, kappa).compile().memory_analysis()
         compiled_mib = stats.temp_size_in_bytes / 2**20
-    jax.block_until_ready(grad(x0, kappa))  # compiles
-    seconds, cpu, peak_mib, (value, (g0, gk)) = _timed(grad, x0, kappa)
-    return {
-        "seconds": min(seconds),
-        "cpu_seconds": min(cpu),
-        "compiled_mib": compiled_mib,
-        "peak_mib": peak_mib,
-        "value": float(value),
-        "grad_k": float(gk),
-        "grad_norm": float(jnp.linalg.norm(g0)),
-        "device": jax.devices()[0].platform,
-    }
+    return _measured(grad, x0, kappa, compiled_mib)
 
 
 def _in_subprocesses(flag, names, *args, executable=None):
@@ -325,25 +338,13 @@ def online_variant(name, cells, final_time, snapshots):
 
     grad = jax.jit(jax.value_and_grad(loss, argnums=(0, 1)))
     compiled_mib = grad.lower(u0, kappa).compile().memory_analysis().temp_size_in_bytes / 2**20
-    jax.block_until_ready(grad(u0, kappa))
-    seconds, cpu, peak_mib, (value, (g0, gk)) = _timed(grad, u0, kappa)
+    row = _measured(grad, u0, kappa, compiled_mib, steps=steps)
     calls = []
     counted = jax.jit(jax.value_and_grad(lambda u, k: loss(u, k, lambda: calls.append(1)), argnums=(0, 1)))
     jax.block_until_ready(counted(u0, kappa))
     calls.clear()
     jax.block_until_ready(counted(u0, kappa))
-    return {
-        "seconds": min(seconds),
-        "cpu_seconds": min(cpu),
-        "compiled_mib": compiled_mib,
-        "peak_mib": peak_mib,
-        "steps": steps,
-        "evaluations": len(calls),
-        "value": float(value),
-        "grad_k": float(gk),
-        "grad_norm": float(jnp.linalg.norm(g0)),
-        "device": jax.devices()[0].platform,
-    }
+    return dict(row, evaluations=len(calls))
 
 
 def run_online(cells, final_time, snapshots):
@@ -455,19 +456,7 @@ def enzyme_variant(name, cells, steps, snapshots):
 
     grad = jax.jit(jax.value_and_grad(lambda u, k: jnp.sum(scan(u, k) ** 2), argnums=(0, 1)))
     compiled_mib = grad.lower(x0, kappa).compile().memory_analysis().temp_size_in_bytes / 2**20
-    jax.block_until_ready(grad(x0, kappa))
-    seconds, cpu, peak_mib, (value, (g0, gk)) = _timed(grad, x0, kappa)
-    return {
-        "seconds": min(seconds),
-        "cpu_seconds": min(cpu),
-        "compiled_mib": compiled_mib,
-        "peak_mib": peak_mib,
-        "value": float(value),
-        "grad_k": float(gk),
-        "grad_norm": float(jnp.linalg.norm(g0)),
-        "device": jax.devices()[0].platform,
-        "jax": jax.__version__,
-    }
+    return _measured(grad, x0, kappa, compiled_mib, jax=jax.__version__)
 
 
 def _enzyme_python():

@@ -52,6 +52,25 @@ def _set(tree, i, value):
     return jax.tree_util.tree_map(lambda a, v: lax.dynamic_update_index_in_dim(a, v.astype(a.dtype), i, 0), tree, value)
 
 
+def adjoint_step(fn, xs, ct_ys, consts):
+    """The adjoint of one step of ``fn(carry, x, *consts) -> (carry, y)``:
+    ``differentiate(carry, i, ct, ct_xs, ct_consts)`` runs the VJP of step
+    ``i`` from its input ``carry`` with the carry's cotangent ``ct`` (and
+    ``ct_ys[i]``), and returns the input carry's cotangent, ``ct_xs`` with
+    row ``i`` set and ``ct_consts`` accumulated."""
+
+    def differentiate(carry, i, ct, ct_xs, ct_consts):
+        x = None if xs is None else _index(xs, i)
+        ct_y = None if ct_ys is None else _index(ct_ys, i)
+        _, pullback = jax.vjp(fn, carry, x, *consts)
+        ct, ct_x, *ct_c = pullback((ct, ct_y))
+        if xs is not None:
+            ct_xs = _set(ct_xs, i, ct_x)
+        return ct, ct_xs, _add(ct_consts, tuple(ct_c))
+
+    return differentiate
+
+
 def _add(a, b):
     return jax.tree_util.tree_map(jnp.add, a, b)
 
@@ -197,14 +216,7 @@ class Compiled:
         ct_xs = None if xs is None else jax.tree_util.tree_map(jnp.zeros_like, xs)
         ct_consts = jax.tree_util.tree_map(jnp.zeros_like, consts)
 
-        def differentiate(carry, i, ct, ct_xs, ct_consts):
-            x = None if xs is None else _index(xs, i)
-            ct_y = None if ct_ys is None else _index(ct_ys, i)
-            _, pullback = jax.vjp(self.fn, carry, x, *consts)
-            ct, ct_x, *ct_c = pullback((ct, ct_y))
-            if xs is not None:
-                ct_xs = _set(ct_xs, i, ct_x)
-            return ct, ct_xs, _add(ct_consts, tuple(ct_c))
+        differentiate = adjoint_step(self.fn, xs, ct_ys, consts)
 
         def adjoint(live, buffers, rec, adjoints):
             i = rec[V_STEP]

@@ -42,7 +42,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from . import _arrays
-from ._jax_compiled import _add, _index, _set
+from ._jax_compiled import _index, _set, adjoint_step
 
 
 def _int():
@@ -275,14 +275,7 @@ class Generated:
         ct_xs = None if xs is None else jax.tree_util.tree_map(jnp.zeros_like, xs)
         ct_consts = jax.tree_util.tree_map(jnp.zeros_like, consts)
 
-        def differentiate(carry, i, ct, ct_xs, ct_consts):
-            x = None if xs is None else _index(xs, i)
-            ct_y = None if ct_ys is None else _index(ct_ys, i)
-            _, pullback = jax.vjp(self.fn, carry, x, *consts)
-            ct, ct_x, *ct_c = pullback((ct, ct_y))
-            if xs is not None:
-                ct_xs = _set(ct_xs, i, ct_x)
-            return ct, ct_xs, _add(ct_consts, tuple(ct_c))
+        differentiate = adjoint_step(self.fn, xs, ct_ys, consts)
 
         def body(state):
             top, control, adjoints = state
