@@ -151,6 +151,25 @@ def _measured(grad, u0, kappa, compiled_mib, **extra):
     }
 
 
+def _diffusion(cells):
+    """The nonlinear diffusion the gradient benches differentiate (float64,
+    enabled here): its initial field of ``cells`` cells, its parameter, and
+    one step ``((u, k), _) -> ((u', k), None)``. The parameter rides in
+    the carry, so that one step function serves every call and no variant
+    recompiles it between calls."""
+    import jax
+    import jax.numpy as jnp
+
+    jax.config.update("jax_enable_x64", True)
+
+    def step(carry, _):
+        u, k = carry
+        lap = jnp.roll(u, 1) - 2.0 * u + jnp.roll(u, -1)
+        return (u + k * lap - 0.01 * u**3, k), None
+
+    return jnp.sin(jnp.linspace(0.0, 20.0, cells)), jnp.asarray(0.2), step
+
+
 def variant(name, cells, steps, snapshots):
     import jax
     import jax.numpy as jnp
@@ -158,16 +177,7 @@ def variant(name, cells, steps, snapshots):
     import checkpointing
     from checkpointing.jax import checkpointed_scan
 
-    jax.config.update("jax_enable_x64", True)
-    x0 = jnp.sin(jnp.linspace(0.0, 20.0, cells))
-    kappa = jnp.asarray(0.2)
-
-    # One step function for every call (the parameter rides in the carry),
-    # so that no variant recompiles it between calls.
-    def step(carry, _):
-        u, k = carry
-        lap = jnp.roll(u, 1) - 2.0 * u + jnp.roll(u, -1)
-        return (u + k * lap - 0.01 * u**3, k), None
+    x0, kappa, step = _diffusion(cells)
 
     def scan(u):
         if name == "lax.scan":
@@ -411,14 +421,7 @@ def enzyme_variant(name, cells, steps, snapshots):
     import checkpointing
     from checkpointing.jax import checkpointed_scan
 
-    jax.config.update("jax_enable_x64", True)
-    x0 = jnp.sin(jnp.linspace(0.0, 20.0, cells))
-    kappa = jnp.asarray(0.2)
-
-    def step(carry, _):
-        u, k = carry
-        lap = jnp.roll(u, 1) - 2.0 * u + jnp.roll(u, -1)
-        return (u + k * lap - 0.01 * u**3, k), None
+    x0, kappa, step = _diffusion(cells)
 
     def plain(u, k):
         return jax.lax.scan(step, (u, k), None, length=steps)[0][0]
