@@ -522,37 +522,40 @@ impl Work {
 
     /// Takes `work` if that much is left.
     fn take(&mut self, work: u128) -> bool {
-        let taken = work <= self.left;
-        if taken {
-            self.left -= work;
-        }
-        taken
+        take_from(&mut self.left, work)
     }
 
     /// Takes `work` for a periodic extrapolation (a budget of its own: they
     /// are short, and exact).
     fn take_periodic(&mut self, work: u128) -> bool {
-        let taken = work <= self.periodic;
-        if taken {
-            self.periodic -= work;
-        }
-        taken
+        take_from(&mut self.periodic, work)
     }
+}
+
+/// Takes `work` from `budget` if that much is left.
+fn take_from(budget: &mut u128, work: u128) -> bool {
+    let taken = work <= *budget;
+    if taken {
+        *budget -= work;
+    }
+    taken
 }
 
 /// Replay work below which a configuration that cannot win is still
 /// replayed (for the alternatives' list).
 const CHEAP_REPLAY: u128 = 100_000;
 
-/// The replay work of `spec`: its steps (the closed form's forward and
-/// adjoint steps, else 4 per step) times [`replay_weight`].
+/// The replay work of `spec`: [`replay_steps`] times [`replay_weight`].
 fn replay_work(spec: &ScheduleSpec) -> u128 {
-    let steps = spec
-        .closed_form_steps()
-        .map_or(4 * spec.steps() as u128, |c| {
-            c.forward_steps + c.adjoint_steps as u128
-        });
-    steps * replay_weight(spec)
+    replay_steps(spec, spec.closed_form_steps().as_ref()) * replay_weight(spec)
+}
+
+/// The steps a replay of `spec` runs, estimated: its closed form's
+/// (`closed`) forward and adjoint steps, else 4 per step.
+fn replay_steps(spec: &ScheduleSpec, closed: Option<&StepCounts>) -> u128 {
+    closed.map_or(4 * spec.steps() as u128, |c| {
+        c.forward_steps + c.adjoint_steps as u128
+    })
 }
 
 /// Replay work per step of `spec`'s replay: online-r2 decides each step by
@@ -574,9 +577,7 @@ fn replay_weight(spec: &ScheduleSpec) -> u128 {
 fn cost_of(spec: &ScheduleSpec, input: &PlanInput, work: &mut Work) -> Result<Costed, Uncosted> {
     let profile = input.profile.as_ref();
     let closed = spec.closed_form_steps();
-    let estimate = closed.map_or(4 * spec.steps() as u128, |c| {
-        c.forward_steps + c.adjoint_steps as u128
-    });
+    let estimate = replay_steps(spec, closed.as_ref());
     // A schedule of identical periods: a few periods replayed stand for
     // the rest (exact; on uniform steps only, a profile's differ).
     if profile.is_none() && estimate > EXTRAPOLATE_ABOVE {
