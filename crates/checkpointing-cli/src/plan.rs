@@ -489,14 +489,15 @@ fn print_text(input: &PlanInput, plan: &Plan, top: usize) {
     println!("  peak:      {}", peaks(input, best));
     if !plan.not_costed.is_empty() {
         println!(
-            "not costed within the plan's work (each might be faster: its lower bound is below the pick's):"
+            "considered, not costed (each might be faster: its lower bound is below the pick's):"
         );
         for n in plan.not_costed.iter().take(top) {
             println!(
-                "  {} {} (at least {:.3} s)",
+                "  {} {} (at least {:.3} s; {})",
                 n.spec.name(),
                 summary(&n.spec),
-                n.lower_seconds
+                n.lower_seconds,
+                n.reason.describe()
             );
         }
     }
@@ -585,6 +586,9 @@ fn prediction(input: &PlanInput, c: &Candidate) -> String {
             Costing::Replayed => String::new(),
             Costing::Periodic => "; extrapolated from replays of whole periods".into(),
             Costing::ClosedForm => "; closed form, not replayed".into(),
+            Costing::Bounded { by, lower_seconds } => format!(
+                "; bounded: at most {by}'s time, whose counts these are, and at least {lower_seconds:.3} s"
+            ),
             _ => format!("; {}", c.costing.label()),
         }
     )

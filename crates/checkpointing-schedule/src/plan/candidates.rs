@@ -5,15 +5,16 @@ use std::collections::{HashMap, HashSet};
 use super::periodic;
 use super::profile::Accountant;
 use super::{
-    Candidate, Costing, PlanInput, PlanProgress, HETEROGENEOUS_WORK_LIMIT, MAX_CANDIDATES,
-    RAM_OVERHEAD_STATES, REPLAY_STEP_LIMIT, TABLE_STEP_LIMIT,
+    bounded, Candidate, Costing, NotCosted, NotCostedReason, PlanInput, PlanProgress,
+    HETEROGENEOUS_WORK_LIMIT, MAX_CANDIDATES, PLAN_TABLE_WORK, RAM_OVERHEAD_STATES,
+    REPLAY_STEP_LIMIT,
 };
 use crate::action::{Step, StorageLevel};
 use crate::levels::PerLevel;
 use crate::replay::{Cost, LevelCost};
 use crate::schedule::{
     CandidateBudget, Costs, HeterogeneousRevolveParams, HierarchicalRevolveParams, LevelSpec,
-    PerStep, ScheduleSpec, StepCosts, StepCounts, Trajectory,
+    PerStep, ScheduleSpec, StepCosts, StepCounts, Trajectory, TABLE_CELL_LIMIT,
 };
 use crate::HeterogeneousRevolve;
 
@@ -43,15 +44,29 @@ fn relative(input: &PlanInput, level: StorageLevel, read: bool) -> f64 {
     }) / input.forward_seconds
 }
 
+/// What [`configurations`] finds to cost, and the table-based families
+/// it cannot: those whose every configuration's table is over
+/// [`TABLE_CELL_LIMIT`] (one configuration each, the first tried).
+pub(super) struct Configurations {
+    /// The configurations to cost.
+    pub(super) specs: Vec<ScheduleSpec>,
+    /// Table-based configurations that cannot be built.
+    pub(super) unbuildable: Vec<ScheduleSpec>,
+}
+
 /// Every configuration to cost: heterogeneous-revolve for a profile
 /// ([`heterogeneous`]) and hierarchical-revolve over DEVICE ([`device`])
 /// first, then [`ScheduleSpec::candidates`] for each split
 /// of the snapshots (RAM and disk counts each from their budget down by
-/// halves, capped at the step count; the table-based schedules with all
-/// the RAM only), with Two-level in both trajectories;
-/// only online schedules for an unknown step count; deduplicated, at most
-/// [`MAX_CANDIDATES`], the full budgets first.
-pub(super) fn configurations(input: &PlanInput, snapshots: &PerLevel<u64>) -> Vec<ScheduleSpec> {
+/// halves, capped at the step count), with Two-level in both
+/// trajectories; only online schedules for an unknown step count;
+/// deduplicated, at most [`MAX_CANDIDATES`], the full budgets first.
+///
+/// A table-based schedule is taken at the largest RAM split whose table
+/// can be built ([`ScheduleSpec::table_cells`] within
+/// [`TABLE_CELL_LIMIT`]): with RAM free of cost, fewer RAM snapshots never
+/// make it faster, and its table is the costly part of costing it.
+pub(super) fn configurations(input: &PlanInput, snapshots: &PerLevel<u64>) -> Configurations {
     let steps = input.planned_steps();
     // The adjoint step's cost is the same for every schedule (one per
     // step), so the reference's 1 is kept: it keeps Revolve's closed form.
@@ -64,10 +79,33 @@ pub(super) fn configurations(input: &PlanInput, snapshots: &PerLevel<u64>) -> Ve
     };
     let cap = |n: u64| n.min(steps);
     let mut seen = HashSet::new();
-    let mut specs: Vec<ScheduleSpec> = heterogeneous(input).into_iter().collect();
-    specs.extend(device(input, snapshots));
-    let full_ram = cap(snapshots[StorageLevel::Ram]);
-    for ram in splits(full_ram, SPLITS) {
+    let mut tables = HashSet::new();
+    let mut found = Configurations {
+        specs: Vec::new(),
+        unbuildable: Vec::new(),
+    };
+    let mut admit = |spec: ScheduleSpec, found: &mut Configurations| {
+        if spec.is_table_based() {
+            if !spec.table_cells().is_some_and(|c| c <= TABLE_CELL_LIMIT) {
+                found.unbuildable.push(spec);
+                return;
+            }
+            if !tables.insert(table_key(&spec)) {
+                return;
+            }
+        }
+        let key = serde_json::to_string(&spec).expect("specs serialize");
+        if seen.insert(key) {
+            found.specs.push(spec);
+        }
+    };
+    for spec in heterogeneous(input)
+        .into_iter()
+        .chain(device(input, snapshots))
+    {
+        admit(spec, &mut found);
+    }
+    for ram in splits(cap(snapshots[StorageLevel::Ram]), SPLITS) {
         for disk in splits(cap(snapshots[StorageLevel::Disk]), SPLITS) {
             let budget = CandidateBudget {
                 max_n: steps,
@@ -89,38 +127,43 @@ pub(super) fn configurations(input: &PlanInput, snapshots: &PerLevel<u64>) -> Ve
                     if input.steps.is_none() && !spec.is_online() {
                         continue;
                     }
-                    // Tables are costly to build; with RAM free of cost,
-                    // fewer RAM snapshots never make them faster. Periodic
-                    // Disk-Revolve's table is one period's: it is
-                    // considered at every size where that is small.
-                    if spec.is_table_based()
-                        && (ram != full_ram
-                            || (steps > TABLE_STEP_LIMIT && !small_period_table(&spec)))
-                    {
-                        continue;
-                    }
-                    let key = serde_json::to_string(&spec).expect("specs serialize");
-                    if seen.insert(key) {
-                        specs.push(spec);
-                    }
+                    admit(spec, &mut found);
                 }
             }
         }
     }
-    specs.truncate(MAX_CANDIDATES);
-    specs
+    found.specs.truncate(MAX_CANDIDATES);
+    // A family is unbuildable only if none of its configurations is
+    // buildable; one configuration (the largest) stands for it.
+    let mut named = HashSet::new();
+    let Configurations { specs, unbuildable } = &mut found;
+    unbuildable.retain(|u| !specs.iter().any(|s| s.name() == u.name()) && named.insert(u.name()));
+    found
 }
 
-/// Whether `spec` is Periodic Disk-Revolve whose table (`snapshots ·
-/// period²` updates for one period) is within what a table-based schedule
-/// takes at [`TABLE_STEP_LIMIT`] steps with the same snapshots.
-fn small_period_table(spec: &ScheduleSpec) -> bool {
-    match spec {
-        ScheduleSpec::PeriodicDiskRevolve(_) => {
-            periodic::period(spec).is_some_and(|p| p <= TABLE_STEP_LIMIT)
+/// What identifies a table-based configuration up to its RAM snapshot
+/// count (see [`configurations`]): its JSON without the RAM count (the
+/// `snapshots_in_ram` field, Mixed's `snapshots` on RAM, the RAM level's
+/// `snapshots` in hierarchical-revolve's `levels`).
+fn table_key(spec: &ScheduleSpec) -> String {
+    let on_ram = |fields: &serde_json::Map<String, serde_json::Value>, key| {
+        fields.get(key).and_then(|s| s.as_str()) == Some("RAM")
+    };
+    let mut value = serde_json::to_value(spec).expect("specs serialize");
+    if let Some(fields) = value.as_object_mut() {
+        fields.remove("snapshots_in_ram");
+        if on_ram(fields, "storage") {
+            fields.remove("snapshots");
         }
-        _ => false,
+        if let Some(levels) = fields.get_mut("levels").and_then(|l| l.as_array_mut()) {
+            for level in levels.iter_mut().filter_map(|l| l.as_object_mut()) {
+                if on_ram(level, "level") {
+                    level.remove("snapshots");
+                }
+            }
+        }
     }
+    value.to_string()
 }
 
 /// heterogeneous-revolve on the profile's chain, with RAM less the live
@@ -153,11 +196,11 @@ fn heterogeneous(input: &PlanInput) -> Option<ScheduleSpec> {
 /// hierarchical-revolve over every level with a budget and snapshots
 /// (DEVICE, RAM, DISK), cheapest first by write plus read seconds (ties in
 /// that order), costs relative to a forward step, the disk count from its
-/// budget down by halves; none without DEVICE snapshots, for an unknown
-/// step count, or past [`TABLE_STEP_LIMIT`] steps.
+/// budget down by halves; none without DEVICE snapshots or for an
+/// unknown step count.
 fn device(input: &PlanInput, snapshots: &PerLevel<u64>) -> Vec<ScheduleSpec> {
     let steps = input.planned_steps();
-    if snapshots[StorageLevel::Device] == 0 || input.steps.is_none() || steps > TABLE_STEP_LIMIT {
+    if snapshots[StorageLevel::Device] == 0 || input.steps.is_none() {
         return Vec::new();
     }
     let level = |level: StorageLevel, count: u64| {
@@ -194,28 +237,48 @@ fn device(input: &PlanInput, snapshots: &PerLevel<u64>) -> Vec<ScheduleSpec> {
 
 /// The configurations that fit `input`, costed, refined by a local search
 /// around each family's best ([`refine`]), near-duplicates collapsed
-/// ([`collapse`]), fastest first (ties: less RAM, then by name, then the
-/// smaller parameters).
+/// ([`collapse`]), fastest first (ties: exact costs before bounds, then
+/// less RAM, then by name, then the smaller parameters); and those not
+/// costed ([`NotCosted`]).
 ///
 /// Configurations are costed in the order of a lower bound of their time
 /// ([`lower_seconds`]), so that the plan's replay work ([`Work`]) goes
 /// to those that may win first. A configuration left uncosted when the
-/// work is spent (no closed form whose traffic is exact) is returned in the
-/// second list with its lower bound, if that is below the pick's time (it
-/// might have been faster); others cannot beat the pick.
+/// work is spent (no closed form whose traffic is exact) is returned
+/// among the not costed with its lower bound, if that is below the pick's
+/// time (it might have been faster); others cannot beat the pick. A
+/// table-based configuration whose table takes longer than the plan's
+/// table budget is given a bounded estimate where the costed candidates
+/// bound it ([`bounded::estimate`]), else listed as not costed; a
+/// table-based family that cannot be built at all is listed as not costed
+/// too (one configuration per family), under the same rule.
 pub(super) fn fitting(
     input: &PlanInput,
     snapshots: &PerLevel<u64>,
     mut observe: impl FnMut(PlanProgress<'_>),
-) -> (Vec<Candidate>, Vec<(f64, ScheduleSpec)>) {
-    let mut configurations: Vec<(f64, ScheduleSpec)> = configurations(input, snapshots)
+) -> (Vec<Candidate>, Vec<NotCosted>) {
+    let Configurations { specs, unbuildable } = configurations(input, snapshots);
+    let mut configurations: Vec<(f64, ScheduleSpec)> = specs
         .into_iter()
         .map(|spec| (lower_seconds(input, &spec), spec))
         .collect();
     configurations.sort_by(|a, b| a.0.total_cmp(&b.0));
     let total = configurations.len();
     let mut work = Work::plan();
-    let mut uncosted = Vec::new();
+    let not_costed = |spec: ScheduleSpec, lower_seconds: f64, reason| NotCosted {
+        spec,
+        lower_seconds,
+        reason,
+    };
+    let mut uncosted: Vec<NotCosted> = unbuildable
+        .into_iter()
+        .map(|spec| {
+            let lower = lower_seconds(input, &spec);
+            let cells = spec.table_cells().unwrap_or(f64::INFINITY);
+            not_costed(spec, lower, NotCostedReason::TableTooLarge { cells })
+        })
+        .collect();
+    let mut deferred = Vec::new();
     let mut candidates: Vec<Candidate> = Vec::new();
     // The fastest exactly costed so far: a configuration whose lower bound
     // is above it cannot win, and gets no costly replay (only a closed form
@@ -229,12 +292,12 @@ pub(super) fn fitting(
             costing: &spec,
         });
         let outcome = if lower > fastest && replay_work(&spec) > CHEAP_REPLAY {
-            let mut none = Work {
-                left: 0,
-                periodic: work.periodic,
-            };
+            let mut none = Work { left: 0, ..work };
             let outcome = cost_of(&spec, input, &mut none);
-            work.periodic = none.periodic;
+            work = Work {
+                left: work.left,
+                ..none
+            };
             outcome
         } else {
             cost_of(&spec, input, &mut work)
@@ -249,14 +312,33 @@ pub(super) fn fitting(
                     candidates.push(candidate);
                 }
             }
-            Err(Uncosted::OverWork) => uncosted.push((lower, spec)),
+            Err(Uncosted::OverWork) => {
+                uncosted.push(not_costed(spec, lower, NotCostedReason::OverWork))
+            }
+            Err(Uncosted::TableTooSlow) => deferred.push((lower, spec)),
             Err(Uncosted::Invalid) => {}
         }
     }
     let mut candidates = collapse(refine(input, candidates, &mut Work::refine()));
+    let mut estimates = Vec::new();
+    for (lower, spec) in deferred {
+        match bounded::estimate(input, &spec, lower, &candidates) {
+            Some(candidate) => estimates.push(candidate),
+            None => {
+                let cells = spec.table_cells().unwrap_or(f64::INFINITY);
+                uncosted.push(not_costed(
+                    spec,
+                    lower,
+                    NotCostedReason::TableTooSlow { cells },
+                ));
+            }
+        }
+    }
+    candidates.extend(estimates);
     candidates.sort_by(|a, b| {
         a.predicted_seconds
             .total_cmp(&b.predicted_seconds)
+            .then(b.costing.is_exact().cmp(&a.costing.is_exact()))
             .then(a.peak_bytes[StorageLevel::Ram].cmp(&b.peak_bytes[StorageLevel::Ram]))
             .then(a.spec.name().cmp(b.spec.name()))
             .then_with(|| parameter_size(&a.spec).cmp(&parameter_size(&b.spec)))
@@ -264,7 +346,11 @@ pub(super) fn fitting(
     let pick = candidates
         .first()
         .map_or(f64::INFINITY, |c| c.predicted_seconds);
-    uncosted.retain(|(lower, _)| *lower < pick);
+    // One configuration per family and reason (the first: the largest).
+    let mut listed = HashSet::new();
+    uncosted.retain(|n| {
+        n.lower_seconds < pick && listed.insert((n.spec.name(), std::mem::discriminant(&n.reason)))
+    });
     (candidates, uncosted)
 }
 
@@ -490,6 +576,7 @@ pub(super) const PLAN_REPLAY_WORK: u128 = 6_000_000;
 pub(super) struct Work {
     left: u128,
     periodic: u128,
+    tables: u128,
 }
 
 impl Work {
@@ -498,15 +585,18 @@ impl Work {
         Self {
             left: PLAN_REPLAY_WORK,
             periodic: PLAN_REPLAY_WORK,
+            tables: PLAN_TABLE_WORK,
         }
     }
 
-    /// A plan's budget for [`refine`] (half of [`Work::plan`]'s, so that
-    /// costing the grid never starves the search).
+    /// A plan's budget for [`refine`] (half of [`Work::plan`]'s replays,
+    /// so that costing the grid never starves the search; no tables, as
+    /// the search leaves table-based schedules at their grid).
     pub(super) fn refine() -> Self {
         Self {
             left: PLAN_REPLAY_WORK / 2,
             periodic: PLAN_REPLAY_WORK / 2,
+            tables: 0,
         }
     }
 
@@ -517,6 +607,7 @@ impl Work {
         Self {
             left: u128::MAX,
             periodic: u128::MAX,
+            tables: u128::MAX,
         }
     }
 
@@ -530,6 +621,26 @@ impl Work {
     fn take_periodic(&mut self, work: u128) -> bool {
         take_from(&mut self.periodic, work)
     }
+
+    /// Takes `work` for building a table ([`table_work`]).
+    fn take_table(&mut self, work: u128) -> bool {
+        take_from(&mut self.tables, work)
+    }
+}
+
+/// The work of building `spec`'s table: its cell updates
+/// ([`ScheduleSpec::table_cells`]) weighted by how long one takes.
+/// Disk-Revolve fills a Revolve table for every snapshot count by plain
+/// minimisation, about ten times as long per cell (2.5 ns against 0.25 ns
+/// in a release build on the CI machine) as the row-searched tables of
+/// H-Revolve, hierarchical-revolve and Mixed. `None` for a schedule
+/// without such a table.
+fn table_work(spec: &ScheduleSpec) -> Option<u128> {
+    let weight = match spec {
+        ScheduleSpec::DiskRevolve(_) => 10.0,
+        _ => 1.0,
+    };
+    spec.table_cells().map(|cells| (cells * weight) as u128)
 }
 
 /// Takes `work` from `budget` if that much is left.
@@ -575,6 +686,9 @@ fn replay_weight(spec: &ScheduleSpec) -> u128 {
 /// closed form's estimate; `None` for invalid parameters or a replay too
 /// long with no closed form.
 fn cost_of(spec: &ScheduleSpec, input: &PlanInput, work: &mut Work) -> Result<Costed, Uncosted> {
+    if table_work(spec).is_some_and(|cells| !work.take_table(cells)) {
+        return Err(Uncosted::TableTooSlow);
+    }
     let profile = input.profile.as_ref();
     let closed = spec.closed_form_steps();
     let estimate = replay_steps(spec, closed.as_ref());
@@ -637,6 +751,9 @@ pub(super) enum Uncosted {
     /// Beyond the replay limits, with no closed form that tells its
     /// traffic.
     OverWork,
+    /// A table that takes longer to build than the plan's table work
+    /// left ([`PLAN_TABLE_WORK`]).
+    TableTooSlow,
 }
 
 /// Whether [`estimated`]'s traffic is the schedule's own: not for

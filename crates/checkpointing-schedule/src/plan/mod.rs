@@ -79,8 +79,7 @@
 //!
 //! # DEVICE
 //!
-//! With a DEVICE budget (and a known step count within
-//! [`TABLE_STEP_LIMIT`]), `hierarchical-revolve`
+//! With a DEVICE budget (and a known step count), `hierarchical-revolve`
 //! ([`crate::HierarchicalRevolve`]) is configured over DEVICE, RAM and DISK
 //! (those with a budget and snapshots), the cheapest level first by write
 //! plus read seconds, with costs relative to a forward step, costed by
@@ -94,10 +93,30 @@
 //! by Griewank & Walther 2000, eq. (3) and Stumm & Walther 2009; Periodic;
 //! OnlineR2 in its range, Stumm & Walther 2010; store-all) is costed from
 //! it, its peaks taken from its parameters ([`Candidate::replayed`] is then
-//! false); the others are skipped. The table-based schedules (H-Revolve,
-//! Disk-Revolve, Mixed, hierarchical-revolve), whose tables grow with
-//! steps × snapshots, are considered up to [`TABLE_STEP_LIMIT`] steps. At
-//! most [`MAX_CANDIDATES`] configurations are costed.
+//! false); the others are skipped. At most [`MAX_CANDIDATES`]
+//! configurations are costed.
+//!
+//! # Table-based schedules at every size
+//!
+//! H-Revolve, Disk-Revolve, Periodic Disk-Revolve, Mixed and
+//! hierarchical-revolve fill a table of `snapshots · steps² / 2` cell
+//! updates ([`ScheduleSpec::table_cells`]; Periodic Disk-Revolve's spans
+//! one period) before their first action. They are considered at every
+//! step count, each at the largest RAM split whose table can be built at
+//! all ([`TABLE_CELL_LIMIT`](crate::schedule::TABLE_CELL_LIMIT)), and
+//! costed:
+//!
+//! * exactly (replayed, or extrapolated over identical periods) while the
+//!   plan's table work lasts ([`PLAN_TABLE_WORK`], about a second);
+//! * beyond it, by a bounded estimate ([`Costing::Bounded`]) where a
+//!   costed candidate belongs to the class of schedules the family's
+//!   table minimises over: its time bounds the family's from above (see
+//!   [`Costing::Bounded`] for the classes and the conditions);
+//! * else listed in [`Plan::not_costed`], with why
+//!   ([`NotCostedReason::TableTooSlow`], or
+//!   [`NotCostedReason::TableTooLarge`] for a family none of whose
+//!   configurations can be built), when its lower bound is below the
+//!   pick's time.
 //!
 //! # Unknown step counts
 //!
@@ -115,6 +134,7 @@
 //! assert!(plan.alternatives.iter().all(|c| c.predicted_seconds >= plan.best.predicted_seconds));
 //! ```
 
+mod bounded;
 mod bytes;
 mod candidates;
 mod level;
@@ -151,9 +171,12 @@ pub const ONLINE_HORIZON: Step = 10_000;
 /// beyond it a closed form answers or the candidate is skipped.
 pub const REPLAY_STEP_LIMIT: u128 = 4_000_000;
 
-/// The most steps for which the table-based schedules (H-Revolve,
-/// Disk-Revolve, Mixed) are considered.
-pub const TABLE_STEP_LIMIT: Step = 1_000;
+/// The table work one [`plan`] spends building the tables of table-based
+/// schedules (H-Revolve, Disk-Revolve, Mixed, hierarchical-revolve) to cost
+/// them exactly: cell updates, Disk-Revolve's counted ten times (they
+/// take that much longer), about a second in a release build. Beyond it,
+/// they get bounded estimates (see the module docs).
+pub const PLAN_TABLE_WORK: u128 = 4_000_000_000;
 
 /// The most table evaluations heterogeneous-revolve may take in a plan
 /// (about a second in a release build); a larger chain is planned without
@@ -460,8 +483,6 @@ pub struct Candidate {
 /// assert!(!Costing::ClosedForm.is_exact());
 /// ```
 ///
-/// (Non-exhaustive: estimates within proven bounds, for the table-based
-/// families beyond [`TABLE_STEP_LIMIT`], are a planned variant.)
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "method")]
 #[non_exhaustive]
@@ -477,6 +498,51 @@ pub enum Costing {
     /// Step counts from the family's closed form, peaks and traffic from
     /// its parameters (see the module docs' *Bounded work*).
     ClosedForm,
+    /// A table-based schedule whose table takes too long to build within
+    /// a plan: the predicted time is an upper bound, the exact time of a
+    /// costed candidate (`by`) that belongs to the class of schedules this
+    /// schedule's table minimises over, and `lower_seconds` a lower bound
+    /// ([`NotCosted::lower_seconds`]'s). Its [`Candidate::cost`] holds
+    /// `by`'s counts (its own are not known without its table) with its
+    /// own peaks, which its parameters bound.
+    ///
+    /// The bound holds where the plan's time is the table's cost model up
+    /// to a constant: uniform steps, RAM free to write and read, and no
+    /// write spread. Each table minimises
+    ///
+    /// ```text
+    /// uf · forward + ub · adjoint + wd · disk writes + rd · disk reads
+    /// ```
+    ///
+    /// with the plan's costs relative to a forward step, and every
+    /// schedule takes each adjoint step once, so a schedule in its class
+    /// costs at least the table's minimum in the plan's time too. The
+    /// classes:
+    ///
+    /// * Disk-Revolve with `s` RAM snapshots: every schedule with at most
+    ///   `s` RAM snapshots and unlimited disk (Aupy, Herrmann, Hovland &
+    ///   Robert 2016 prove it optimal there). Its disk peak is bounded by
+    ///   its writes, each read once: `(wd + rd) · writes ≤ bound − n · uf −
+    ///   n · ub` in seconds, at most `n`.
+    /// * H-Revolve with `s` RAM and `d` disk snapshots: the schedules with
+    ///   at most `s` RAM and `d` disk snapshots at once. Its recurrence
+    ///   `opt[1][l][m] = min(opt[0][l][s], w + optp[1][l][m])` holds
+    ///   Revolve with `s` snapshots (`opt[0]`) and every split at a disk
+    ///   checkpoint reversed from it (Herrmann & Pallez 2020).
+    ///   hierarchical-revolve over RAM then disk is the same table, over
+    ///   RAM alone Revolve's.
+    /// * Mixed with `s` RAM units: Maddison 2024's table takes the fewest
+    ///   forward steps over schedules that store restart or adjoint data in
+    ///   `s` units, Revolve with `s` snapshots among them.
+    ///
+    /// Which costed families count as members is `plan::bounded`'s list,
+    /// checked by a property test that replays both sides on small inputs.
+    Bounded {
+        /// The name of the costed schedule whose time bounds this one.
+        by: &'static str,
+        /// A lower bound of the predicted time, seconds.
+        lower_seconds: f64,
+    },
 }
 
 impl Costing {
@@ -486,12 +552,14 @@ impl Costing {
         matches!(self, Costing::Replayed | Costing::Periodic)
     }
 
-    /// A short word for tables: `replayed`, `periodic`, `closed form`.
+    /// A short word for tables: `replayed`, `periodic`, `closed form`,
+    /// `bounded`.
     pub fn label(&self) -> &'static str {
         match self {
             Costing::Replayed => "replayed",
             Costing::Periodic => "periodic",
             Costing::ClosedForm => "closed form",
+            Costing::Bounded { .. } => "bounded",
         }
     }
 }
@@ -508,10 +576,11 @@ pub struct Plan {
     pub best: Candidate,
     /// The other candidates that fit, by predicted time.
     pub alternatives: Vec<Candidate>,
-    /// Configurations left uncosted when the plan's replay work was spent
-    /// (with no closed form that tells their traffic) whose lower bound is
-    /// below the pick's time: they might have been faster. Empty where
-    /// every configuration was costed or cannot win.
+    /// Configurations not costed (the plan's replay work spent with no
+    /// closed form that tells their traffic; a table too slow to build in a
+    /// plan with no bound; a table-based family that cannot be built)
+    /// whose lower bound is below the pick's time: they might have been
+    /// faster. Empty where every configuration was costed or cannot win.
     pub not_costed: Vec<NotCosted>,
 }
 
@@ -530,6 +599,67 @@ pub struct NotCosted {
     pub spec: ScheduleSpec,
     /// A lower bound of its predicted time, seconds.
     pub lower_seconds: f64,
+    /// Why it was not costed.
+    pub reason: NotCostedReason,
+}
+
+/// Why [`plan`] did not cost a configuration ([`NotCosted::reason`]).
+///
+/// ```
+/// use checkpointing_schedule::plan::{plan, Bytes, LevelBudget, NotCostedReason, PlanInput};
+/// use checkpointing_schedule::StorageLevel;
+/// // 20,000 steps: H-Revolve's table, 20,000² × (105 + 390) / 2 cells at
+/// // its smallest disk split, is over what can be built.
+/// let state = Bytes(80_000_000);
+/// let mut input = PlanInput::new(Some(20_000), state, Bytes(8 << 30))
+///     .with_level(StorageLevel::Disk, LevelBudget::from_bandwidth(Bytes(500_000_000_000), 1e9, 0.0, state));
+/// (input.forward_seconds, input.adjoint_seconds) = (0.05, 0.12);
+/// let plan = plan(&input).unwrap();
+/// let hrevolve = plan.not_costed.iter().find(|n| n.spec.name() == "hrevolve").unwrap();
+/// assert!(matches!(hrevolve.reason, NotCostedReason::TableTooLarge { .. }));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "reason")]
+#[non_exhaustive]
+pub enum NotCostedReason {
+    /// The plan's replay work was spent, and no closed form tells its
+    /// traffic.
+    OverWork,
+    /// Its table (`cells` updates) takes longer to build than the plan's
+    /// table work left ([`PLAN_TABLE_WORK`]), and no costed candidate
+    /// bounds its time ([`Costing::Bounded`]). It can be built and run.
+    TableTooSlow {
+        /// Its table's cell updates.
+        cells: f64,
+    },
+    /// Its table (`cells` updates) is over
+    /// [`TABLE_CELL_LIMIT`](crate::schedule::TABLE_CELL_LIMIT): it cannot be
+    /// built, at this or any smaller RAM split.
+    TableTooLarge {
+        /// Its table's cell updates.
+        cells: f64,
+    },
+}
+
+impl NotCostedReason {
+    /// Why, in a few words, for tables.
+    ///
+    /// ```
+    /// use checkpointing_schedule::plan::NotCostedReason;
+    /// assert_eq!(NotCostedReason::OverWork.describe(), "replay work spent");
+    /// ```
+    pub fn describe(&self) -> String {
+        match self {
+            Self::OverWork => "replay work spent".into(),
+            Self::TableTooSlow { cells } => {
+                format!("table of {cells:.1e} cells too slow to build in a plan")
+            }
+            Self::TableTooLarge { cells } => format!(
+                "table of {cells:.1e} cells over the {:.0e} that can be built",
+                crate::schedule::TABLE_CELL_LIMIT
+            ),
+        }
+    }
 }
 
 /// Why [`plan`] has no answer.
@@ -653,7 +783,7 @@ pub fn plan_observed(
     let overhead = input.uncompressed_overhead();
     let input = input.stored()?.effective()?;
     let snapshots = input.snapshots()?;
-    let (mut fitting, uncosted) = candidates::fitting(&input, &snapshots, observe);
+    let (mut fitting, not_costed) = candidates::fitting(&input, &snapshots, observe);
     if fitting.is_empty() {
         return Err(nothing_fits(&input));
     }
@@ -670,13 +800,7 @@ pub fn plan_observed(
         snapshots,
         best,
         alternatives: fitting,
-        not_costed: uncosted
-            .into_iter()
-            .map(|(lower_seconds, spec)| NotCosted {
-                spec,
-                lower_seconds,
-            })
-            .collect(),
+        not_costed,
     })
 }
 

@@ -7,7 +7,9 @@ use super::op_sequence::{
 use super::revolve::{checked, RevolveFrame, Splits};
 use serde::{Deserialize, Serialize};
 
-use super::{CandidateBudget, Costs, Schedule, ScheduleError, ScheduleParams};
+use super::{
+    check_table_cells, table_cells, CandidateBudget, Costs, Schedule, ScheduleError, ScheduleParams,
+};
 use crate::action::Step;
 use crate::replay::Replay;
 use crate::StorageLevel;
@@ -68,9 +70,6 @@ impl From<RevolveFrame> for DiskFrame {
     }
 }
 
-/// Largest table built: `snapshots · max_n² / 2` cell updates.
-const TABLE_LIMIT: f64 = 2e10;
-
 impl DiskRevolve {
     /// `DiskRevolve(max_n, snapshots_in_ram, uf, ub, wd, rd)`.
     ///
@@ -81,12 +80,7 @@ impl DiskRevolve {
         let (cursor, costs) = checked("DiskRevolve", max_n, snapshots_in_ram, costs)?;
         let Costs { uf, ub, wd, rd } = costs;
         let (l, cm) = (max_n - 1, snapshots_in_ram);
-        if cm as f64 * (l as f64).powi(2) / 2.0 > TABLE_LIMIT {
-            return Err(ScheduleError::TooLarge {
-                what: "Disk-Revolve cost table",
-                reason: format!("{cm} snapshots x {l}^2 / 2 cell updates"),
-            });
-        }
+        check_table_cells("Disk-Revolve cost table", l, cm)?;
         let splits = Splits::table(l, cm, uf, ub)?;
         // disk_revolve(l, cm, rd, wd, ...) is called with (wd, rd).
         let (wd, rd) = (rd, wd);
@@ -417,7 +411,7 @@ pub struct PeriodicDiskRevolveParams {
 /// design and RAM bounded; with RAM and disk both available they have one
 /// configuration.
 macro_rules! disk_variant_params {
-    ($params:ty, $schedule:ident) => {
+    ($params:ty, $schedule:ident, $table_cells:expr) => {
         impl ScheduleParams for $params {
             const SNAPSHOT_FIELDS: &'static [(StorageLevel, &'static str)] =
                 &[(StorageLevel::Ram, "snapshots_in_ram")];
@@ -448,6 +442,11 @@ macro_rules! disk_variant_params {
                 Replay::new(self.max_n).ram_budget(self.snapshots_in_ram)
             }
 
+            fn table_cells(&self) -> Option<f64> {
+                let cells: fn(&Self) -> Option<f64> = $table_cells;
+                cells(self)
+            }
+
             fn candidates(budget: &CandidateBudget) -> Vec<Self> {
                 if budget.snapshots[StorageLevel::Ram] == 0
                     || budget.snapshots[StorageLevel::Disk] == 0
@@ -464,5 +463,13 @@ macro_rules! disk_variant_params {
     };
 }
 
-disk_variant_params!(DiskRevolveParams, DiskRevolve);
-disk_variant_params!(PeriodicDiskRevolveParams, PeriodicDiskRevolve);
+// Disk-Revolve's table spans the steps; Periodic Disk-Revolve's, one period.
+disk_variant_params!(DiskRevolveParams, DiskRevolve, |p| Some(table_cells(
+    p.max_n.saturating_sub(1),
+    p.snapshots_in_ram
+)));
+disk_variant_params!(PeriodicDiskRevolveParams, PeriodicDiskRevolve, |p| {
+    PeriodicDiskRevolve::period_for(p.max_n, p.snapshots_in_ram, p.costs)
+        .ok()
+        .map(|period| table_cells(period + 1, p.snapshots_in_ram))
+});

@@ -179,6 +179,37 @@ pub enum ScheduleError {
     },
 }
 
+/// The most cell updates a table-based schedule (H-Revolve,
+/// hierarchical-revolve, Disk-Revolve, Mixed) spends building its table,
+/// about a minute in a release build: beyond it, building refuses with
+/// [`ScheduleError::TooLarge`] ([`ScheduleSpec::table_cells`] tells a
+/// configuration's size without building it).
+pub const TABLE_CELL_LIMIT: f64 = 2e10;
+
+/// Cell updates of a table over `steps` (the recurrence's chain length) and
+/// `snapshots`: `snapshots · steps² / 2`.
+pub(crate) fn table_cells(steps: Step, snapshots: u64) -> f64 {
+    snapshots as f64 * (steps as f64).powi(2) / 2.0
+}
+
+/// Refuses a table of [`table_cells`]`(steps, snapshots)` over
+/// [`TABLE_CELL_LIMIT`], naming `what` it would cost.
+pub(crate) fn check_table_cells(
+    what: &'static str,
+    steps: Step,
+    snapshots: u64,
+) -> Result<(), ScheduleError> {
+    if table_cells(steps, snapshots) > TABLE_CELL_LIMIT {
+        return Err(ScheduleError::TooLarge {
+            what,
+            reason: format!(
+                "{snapshots} snapshots x {steps}^2 / 2 cell updates (limit {TABLE_CELL_LIMIT:e})"
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// The position of a schedule: where its forward is (`n`), how many adjoint
 /// steps it has advanced (`r`) and its number of steps (`max_n`, unknown for
 /// an online schedule until [`Schedule::finalize`]).

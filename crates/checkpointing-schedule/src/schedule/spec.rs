@@ -82,6 +82,15 @@ pub trait ScheduleParams: Clone + PartialEq + Serialize + Into<ScheduleSpec> {
         None
     }
 
+    /// Cell updates building this schedule's table takes, where it fills
+    /// one over steps × snapshots ([`TABLE_BASED`](Self::TABLE_BASED)):
+    /// past [`TABLE_CELL_LIMIT`](super::TABLE_CELL_LIMIT) building it
+    /// refuses. `None` for a schedule with no such table or invalid
+    /// parameters.
+    fn table_cells(&self) -> Option<f64> {
+        None
+    }
+
     /// The `checkpointing schedule <name>` flags that give these
     /// parameters. The default, [`flags_from_fields`], fits parameters whose
     /// fields are scalars, lists of scalars or flattened structs; a schedule
@@ -216,6 +225,24 @@ macro_rules! schedule_registry {
             pub fn is_table_based(&self) -> bool {
                 match self {
                     $(Self::$variant(_) => <$params as ScheduleParams>::TABLE_BASED,)*
+                }
+            }
+
+            /// Cell updates building this schedule's table takes
+            /// ([`ScheduleParams::table_cells`]); `None` for schedules
+            /// without one.
+            ///
+            /// ```
+            /// use checkpointing_schedule::schedule::{DiskRevolveParams, PeriodicParams, TABLE_CELL_LIMIT};
+            /// use checkpointing_schedule::ScheduleSpec;
+            /// let disk = ScheduleSpec::from(DiskRevolveParams { max_n: 20_001, snapshots_in_ram: 105, costs: Default::default() });
+            /// assert!(disk.table_cells().unwrap() > TABLE_CELL_LIMIT);
+            /// assert!(disk.build().is_err());
+            /// assert_eq!(ScheduleSpec::from(PeriodicParams { max_n: 10, period: 3 }).table_cells(), None);
+            /// ```
+            pub fn table_cells(&self) -> Option<f64> {
+                match self {
+                    $(Self::$variant(params) => params.table_cells(),)*
                 }
             }
 

@@ -6,7 +6,6 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use super::program::HRevolveProgram;
-use super::TABLE_LIMIT;
 use crate::action::Step;
 use crate::replay::Replay;
 use crate::schedule::op_sequence::{SequenceSchedule, TIERS};
@@ -14,6 +13,7 @@ use crate::schedule::{
     check_cost, flags_from_fields, CandidateBudget, Cursor, Schedule, ScheduleError,
     ScheduleParams, StepCosts,
 };
+use crate::schedule::{check_table_cells, table_cells};
 use crate::StorageLevel;
 
 /// One level of a storage hierarchy for [`HierarchicalRevolve`]: where,
@@ -194,14 +194,10 @@ impl HierarchicalRevolve {
             });
         }
         let l = max_n - 1;
-        let total: u64 = levels.iter().map(|spec| spec.snapshots).sum();
-        let work = total as f64 * (l as f64).powi(2) / 2.0;
-        if work > TABLE_LIMIT {
-            return Err(ScheduleError::TooLarge {
-                what: "H-Revolve cost table",
-                reason: format!("{total} snapshots x {l}^2 / 2 cell updates"),
-            });
-        }
+        let total = levels
+            .iter()
+            .fold(0u64, |t, spec| t.saturating_add(spec.snapshots));
+        check_table_cells("H-Revolve cost table", l, total)?;
         // Snapshots beyond one per step are never used: capping them keeps
         // the tables small.
         let c = levels
@@ -332,6 +328,14 @@ impl ScheduleParams for HierarchicalRevolveParams {
 
     /// Every level within its snapshot count, levels not given unused, and
     /// every level empty at the end.
+    fn table_cells(&self) -> Option<f64> {
+        let total = self
+            .levels
+            .iter()
+            .fold(0u64, |t, spec| t.saturating_add(spec.snapshots));
+        Some(table_cells(self.max_n.saturating_sub(1), total))
+    }
+
     fn replay(&self) -> Replay {
         let replay = StorageLevel::STORED
             .into_iter()

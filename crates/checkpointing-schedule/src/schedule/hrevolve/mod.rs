@@ -48,7 +48,8 @@ use crate::action::Step;
 use crate::replay::Replay;
 use crate::schedule::op_sequence::{sequence_schedule, SequenceSchedule, TIERS};
 use crate::schedule::{
-    require_ram_snapshot, CandidateBudget, Costs, Cursor, Schedule, ScheduleError, ScheduleParams,
+    check_table_cells, require_ram_snapshot, table_cells, CandidateBudget, Costs, Cursor, Schedule,
+    ScheduleError, ScheduleParams,
 };
 use crate::StorageLevel;
 
@@ -94,9 +95,6 @@ fn level(k: usize) -> StorageLevel {
     TIERS[k]
 }
 
-/// Largest table built: `snapshots · max_n² / 2` cell updates.
-const TABLE_LIMIT: f64 = 2e10;
-
 impl HRevolve {
     /// `HRevolve(max_n, snapshots_in_ram, snapshots_on_disk, uf, ub, wd,
     /// rd)` (the reference's defaults are `uf = 1, ub = 1, wd = 2, rd = 2`).
@@ -115,16 +113,11 @@ impl HRevolve {
         let cursor = Cursor::offline(max_n)?;
         require_ram_snapshot("HRevolve", snapshots_in_ram)?;
         let l = max_n - 1;
-        let work = (snapshots_in_ram + snapshots_on_disk) as f64 * (l as f64).powi(2) / 2.0;
-        if work > TABLE_LIMIT {
-            return Err(ScheduleError::TooLarge {
-                what: "H-Revolve cost table",
-                reason: format!(
-                    "{} snapshots x {l}^2 / 2 cell updates",
-                    snapshots_in_ram + snapshots_on_disk
-                ),
-            });
-        }
+        check_table_cells(
+            "H-Revolve cost table",
+            l,
+            snapshots_in_ram.saturating_add(snapshots_on_disk),
+        )?;
         let c = vec![snapshots_in_ram as usize, snapshots_on_disk as usize];
         let program = HRevolveProgram::reference(l, c, vec![0.0, wd], vec![0.0, rd], uf, ub);
         Ok(Self(SequenceSchedule::new(cursor, program)))
@@ -202,6 +195,13 @@ impl ScheduleParams for HRevolveParams {
     /// RAM is bounded.
     fn replay(&self) -> Replay {
         Replay::new(self.max_n).ram_budget(self.snapshots_in_ram)
+    }
+
+    fn table_cells(&self) -> Option<f64> {
+        Some(table_cells(
+            self.max_n.saturating_sub(1),
+            self.snapshots_in_ram.saturating_add(self.snapshots_on_disk),
+        ))
     }
 
     fn candidates(budget: &CandidateBudget) -> Vec<Self> {

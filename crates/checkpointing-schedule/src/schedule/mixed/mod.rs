@@ -26,14 +26,14 @@ use serde::{Deserialize, Serialize};
 mod table;
 
 use super::{
-    impl_schedule_position, pending_iterator, CandidateBudget, Cursor, Pending, Schedule,
-    ScheduleError, ScheduleParams,
+    check_table_cells, impl_schedule_position, pending_iterator, table_cells, CandidateBudget,
+    Cursor, Pending, Schedule, ScheduleError, ScheduleParams,
 };
 use crate::action::{Action, Step};
 use crate::replay::Replay;
 use crate::StorageLevel;
+use table::MixedTable;
 pub use table::{mixed_step, optimal_steps_mixed, MixedCostTable, MixedStep, MixedStepKind};
-use table::{MixedTable, TABLE_LIMIT};
 
 /// Mixed checkpointing (Maddison, "Step-based checkpointing with high-level
 /// algorithmic differentiation", J. Comput. Sci. 82, 102405, 2024, doi
@@ -98,11 +98,11 @@ impl Mixed {
             });
         }
         let snapshots = snapshots.min(max_n - 1);
-        let work = (max_n as f64).powi(2) * snapshots as f64 / 2.0;
-        if work > TABLE_LIMIT || max_n > u32::MAX as u64 {
+        check_table_cells("MixedCheckpointSchedule table", max_n, snapshots)?;
+        if max_n > u32::MAX as u64 {
             return Err(ScheduleError::TooLarge {
                 what: "MixedCheckpointSchedule table",
-                reason: format!("{max_n}^2 x {snapshots} / 2 cell updates"),
+                reason: format!("{max_n} steps (at most {})", u32::MAX),
             });
         }
         Ok(Self {
@@ -334,6 +334,11 @@ impl ScheduleParams for MixedParams {
             self.snapshots,
             self.storage,
         )?))
+    }
+
+    fn table_cells(&self) -> Option<f64> {
+        let snapshots = self.snapshots.min(self.max_n.saturating_sub(1));
+        Some(table_cells(self.max_n, snapshots))
     }
 
     fn replay(&self) -> Replay {

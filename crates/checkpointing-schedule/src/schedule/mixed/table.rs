@@ -6,9 +6,6 @@ use super::super::argmin::{lane_min, RowSearch};
 use super::super::ScheduleError;
 use crate::action::Step;
 
-/// Largest table built: `max_n² · snapshots / 2` cell updates.
-pub(crate) const TABLE_LIMIT: f64 = 2e10;
-
 /// What the optimal mixed schedule does first with `n` steps left: the
 /// `StepType` of `checkpoint_schedules.mixed` (see [`MixedStepKind::step_type`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -84,10 +81,10 @@ impl MixedCostTable {
         if max_n == 0 {
             return Err(ScheduleError::ZeroSteps);
         }
-        let work = (max_n as f64).powi(2) * snapshots.min(max_n - 1) as f64 / 2.0;
+        let work = super::super::table_cells(max_n, snapshots.min(max_n - 1));
         let cells = (max_n as f64 + 1.0) * (snapshots as f64 + 1.0);
         // 13 bytes a cell; refuse above 16 GiB.
-        if work > TABLE_LIMIT
+        if work > super::super::TABLE_CELL_LIMIT
             || cells * 13.0 > 16.0 * (1u64 << 30) as f64
             || max_n > u32::MAX as u64
         {
