@@ -132,7 +132,11 @@ fn a_tight_budget_forces_recomputation_within_its_bytes() {
     assert_eq!(ram_stats.writes, cost.levels[StorageLevel::Ram].writes);
     assert_eq!(ram_stats.reads, cost.levels[StorageLevel::Ram].reads);
     let probe = out.measurements.levels[StorageLevel::Ram].unwrap().traffic;
-    assert_eq!(probe.writes, checkpointing::executor::STORE_ROUNDS as u64);
+    // At least STORE_ROUNDS writes, more (up to MAX_STORE_ROUNDS) when they
+    // vary.
+    let rounds = checkpointing::executor::STORE_ROUNDS as u64
+        ..=checkpointing::executor::MAX_STORE_ROUNDS as u64;
+    assert!(rounds.contains(&probe.writes), "{probe:?}");
     // The model applied to the run's counts is the prediction.
     let relative = (out.modelled_seconds / out.predicted_seconds - 1.0).abs();
     assert!(
