@@ -8,6 +8,7 @@
 use std::time::{Duration, Instant};
 
 use super::planned::PlanBudget;
+use super::verify::subtract_traffic;
 use super::{ExecutionStats, Executor, ExecutorError, Problem, UserError};
 use crate::action::Step;
 use crate::plan::{Bytes, LevelBudget, PlanInput, RAM_OVERHEAD_STATES};
@@ -195,15 +196,13 @@ impl Measurements {
 
     /// Removes the store probes' traffic from a run's counters.
     pub(super) fn discount(&self, stats: &mut ExecutionStats) {
+        let mut probes = PerLevel::<StoreStats>::default();
         for (level, m) in self.levels.iter() {
             if let Some(m) = m {
-                let s = &mut stats.levels[level];
-                s.writes = s.writes.saturating_sub(m.traffic.writes);
-                s.reads = s.reads.saturating_sub(m.traffic.reads);
-                s.bytes_written = s.bytes_written.saturating_sub(m.traffic.bytes_written);
-                s.bytes_read = s.bytes_read.saturating_sub(m.traffic.bytes_read);
+                probes[level] = m.traffic;
             }
         }
+        subtract_traffic(stats, &probes);
     }
 }
 

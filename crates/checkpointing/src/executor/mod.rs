@@ -18,6 +18,7 @@ mod measure;
 mod outcome;
 mod planned;
 mod problem;
+mod verify;
 mod window;
 
 #[cfg(feature = "fuzzing")]
@@ -30,6 +31,10 @@ pub use measure::{
 pub use outcome::{ExecutionStats, ExecutorError, Outcome, Progress};
 pub use planned::{PlanBudget, PlannedOutcome, DEFAULT_PROBE_STEPS};
 pub use problem::{FnProblem, Problem, UserError};
+pub use verify::{
+    Verification, VerifiedCandidate, VerifyOptions, DEFAULT_VERIFY_ALTERNATIVES,
+    DEFAULT_VERIFY_REPEATS,
+};
 use window::Window;
 
 use std::collections::VecDeque;

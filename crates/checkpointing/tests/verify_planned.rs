@@ -1,0 +1,325 @@
+//! Verifying a plan on the user's problem: the pick and the next
+//! alternatives run, each with the gradient of store-all; one row per
+//! candidate with the plan's prediction, the model of the run's counts and
+//! the measured time; typed errors.
+
+use checkpointing::plan::{plan, Bytes, Costing, PlanError};
+use checkpointing::{
+    Checkpoint, Executor, ExecutorError, Footprint, MemoryStore, PlanBudget, Problem, Step,
+    UserError, VerifyOptions,
+};
+
+/// `x_{i+1} = x_i + h sin(a x_i)` componentwise, with `∂J/∂a` accumulated
+/// in the problem. With `drift`, each forward step's result depends on how
+/// many forward steps this problem has run: a problem whose gradient
+/// depends on the schedule's recomputations.
+#[derive(Debug, Clone)]
+struct Swing {
+    a: f64,
+    h: f64,
+    grad_a: f64,
+    drift: bool,
+    forwards: u64,
+}
+
+impl Swing {
+    fn new() -> Self {
+        Self {
+            a: 1.3,
+            h: 0.05,
+            grad_a: 0.0,
+            drift: false,
+            forwards: 0,
+        }
+    }
+}
+
+impl Problem for Swing {
+    type State = Vec<f64>;
+    type Adjoint = Vec<f64>;
+
+    fn forward(&mut self, _: Step, x: &mut Vec<f64>) -> Result<(), UserError> {
+        self.forwards += 1;
+        let drift = if self.drift {
+            1e-6 * self.forwards as f64
+        } else {
+            0.0
+        };
+        for v in x.iter_mut() {
+            *v += self.h * (self.a * *v).sin() + drift;
+        }
+        Ok(())
+    }
+
+    fn adjoint(&mut self, _: Step, x: &Vec<f64>, l: &mut Vec<f64>) -> Result<(), UserError> {
+        for (l, &x) in l.iter_mut().zip(x) {
+            let c = (self.a * x).cos();
+            self.grad_a += *l * self.h * x * c;
+            *l *= 1.0 + self.h * self.a * c;
+        }
+        Ok(())
+    }
+}
+
+const CELLS: usize = 200;
+
+fn initial() -> Vec<f64> {
+    (0..CELLS).map(|i| (i as f64 * 0.37).sin() + 1.0).collect()
+}
+
+#[allow(clippy::ptr_arg)] // the executor passes &State = &Vec<f64>
+fn terminal(x: &Vec<f64>) -> Result<Vec<f64>, UserError> {
+    Ok(x.iter().map(|v| 2.0 * v).collect())
+}
+
+/// `∂J/∂x_0` keeping every state.
+fn store_all(steps: Step) -> Vec<f64> {
+    let mut problem = Swing::new();
+    let mut x = initial();
+    let mut states = Vec::new();
+    for i in 0..steps {
+        states.push(x.clone());
+        problem.forward(i, &mut x).unwrap();
+    }
+    let mut l = terminal(&x).unwrap();
+    for (i, x) in states.iter().enumerate().rev() {
+        problem.adjoint(i as Step, x, &mut l).unwrap();
+    }
+    l
+}
+
+fn state_bytes() -> u64 {
+    (std::mem::size_of::<Checkpoint<Vec<f64>>>() + initial().footprint()) as u64
+}
+
+fn bitwise(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+#[test]
+fn every_candidate_gives_store_alls_gradient_and_the_plans_prediction() {
+    let n = 120;
+    let reference = store_all(n);
+    let problem = Swing::new();
+    let budget = PlanBudget::new(n, Bytes(8 * state_bytes()));
+    let options = VerifyOptions::default()
+        .with_alternatives(3)
+        .with_repeats(2);
+    let verified = Executor::in_memory()
+        .verify_planned(&problem, &budget, &initial(), terminal, options)
+        .unwrap();
+    let plan = &verified.plan;
+    assert!(plan.alternatives.len() >= 3, "{plan:?}");
+    assert_eq!(verified.rows.len(), 4);
+    assert!(bitwise(&verified.gradient, &reference));
+    assert!(verified.gradients_agree());
+    let candidates = std::iter::once(&plan.best).chain(&plan.alternatives);
+    let mut exact = 0;
+    for (row, candidate) in verified.rows.iter().zip(candidates) {
+        let name = row.spec.name();
+        assert_eq!(row.spec, candidate.spec);
+        assert_eq!(row.predicted_seconds, candidate.predicted_seconds, "{name}");
+        assert!(row.same_gradient, "{name}");
+        assert_eq!(row.run_seconds.len(), 2, "{name}");
+        assert!(row.measured_seconds > 0.0, "{name}");
+        assert_eq!(row.stats.adjoint_steps, n, "{name}");
+        // The counters are the run's alone (the probe and earlier runs
+        // subtracted): an exactly costed schedule's counts.
+        if candidate.costing == Costing::Replayed {
+            exact += 1;
+            assert_eq!(
+                row.stats.forward_steps, candidate.cost.forward_steps,
+                "{name}"
+            );
+            // A uniform problem costed exactly: the model of the run's
+            // counts is the prediction.
+            let relative = (row.modelled_seconds / row.predicted_seconds - 1.0).abs();
+            assert!(
+                relative < 1e-9,
+                "{name}: {} vs {}",
+                row.modelled_seconds,
+                row.predicted_seconds
+            );
+        }
+    }
+    assert!(exact > 0, "no candidate costed exactly");
+    // The problem itself did not run: its parameter gradient is untouched.
+    assert_eq!(problem.grad_a, 0.0);
+    // One table line per row, after a two-line header.
+    let table = verified.table();
+    assert_eq!(table.lines().count(), 2 + 4, "{table}");
+    assert!(table.contains(plan.best.spec.name()), "{table}");
+    assert!(!table.contains("DIFFERS"), "{table}");
+}
+
+#[test]
+fn rows_are_one_plus_the_alternatives_or_fewer_when_the_plan_has_fewer() {
+    let n = 40;
+    let budget = PlanBudget::new(n, Bytes(6 * state_bytes()));
+    let mut executor = Executor::in_memory();
+    for alternatives in [0, 1, 10_000] {
+        let options = VerifyOptions::default()
+            .with_alternatives(alternatives)
+            .with_repeats(1);
+        let verified = executor
+            .verify_planned(&Swing::new(), &budget, &initial(), terminal, options)
+            .unwrap();
+        let expected = 1 + alternatives.min(verified.plan.alternatives.len());
+        assert_eq!(verified.rows.len(), expected, "{alternatives}");
+        assert!(verified.rows.len() < 10_001);
+    }
+}
+
+#[test]
+fn repeats_of_zero_run_once() {
+    let options = VerifyOptions::default()
+        .with_alternatives(0)
+        .with_repeats(0);
+    let verified = Executor::in_memory()
+        .verify_planned(
+            &Swing::new(),
+            &PlanBudget::new(20, Bytes(10 * state_bytes())),
+            &initial(),
+            terminal,
+            options,
+        )
+        .unwrap();
+    assert_eq!(verified.rows[0].run_seconds.len(), 1);
+}
+
+#[test]
+fn a_gradient_that_depends_on_the_schedule_is_reported() {
+    let n = 60;
+    let problem = Swing {
+        drift: true,
+        ..Swing::new()
+    };
+    // A tight budget: the candidates recompute different numbers of steps.
+    let budget = PlanBudget::new(n, Bytes(5 * state_bytes()));
+    let options = VerifyOptions::default()
+        .with_alternatives(4)
+        .with_repeats(1);
+    let verified = Executor::in_memory()
+        .verify_planned(&problem, &budget, &initial(), terminal, options)
+        .unwrap();
+    let steps: Vec<u64> = verified
+        .rows
+        .iter()
+        .map(|r| r.stats.forward_steps)
+        .collect();
+    assert!(
+        steps.iter().any(|&s| s != steps[0]),
+        "the candidates recompute alike: {steps:?}"
+    );
+    assert!(!verified.gradients_agree(), "{verified}");
+    assert!(verified.rows[0].same_gradient);
+    assert!(verified.table().contains("DIFFERS"));
+}
+
+#[test]
+fn verifying_a_given_plan_reports_the_model_in_this_problems_times() {
+    let n = 50;
+    let budget = PlanBudget::new(n, Bytes(6 * state_bytes()));
+    let mut executor = Executor::in_memory();
+    let measured = executor
+        .measure(&Swing::new(), &budget, &initial(), terminal)
+        .unwrap();
+    // A plan made for steps ten times slower than these.
+    let mut input = measured.plan_input(&budget);
+    input.forward_seconds *= 10.0;
+    input.adjoint_seconds *= 10.0;
+    for (_, level) in input.levels.iter_mut() {
+        if let Some(level) = level {
+            level.write_seconds *= 10.0;
+            level.read_seconds *= 10.0;
+            level.write_sd_seconds *= 10.0;
+        }
+    }
+    let slow = plan(&input).unwrap();
+    let options = VerifyOptions::default()
+        .with_alternatives(1)
+        .with_repeats(1);
+    let verified = executor
+        .verify_plan(
+            &Swing::new(),
+            &slow,
+            &measured,
+            &initial(),
+            terminal,
+            options,
+        )
+        .unwrap();
+    assert!(bitwise(&verified.gradient, &store_all(n)));
+    let candidates = std::iter::once(&slow.best).chain(&slow.alternatives);
+    let mut exact = 0;
+    for (row, candidate) in verified.rows.iter().zip(candidates) {
+        assert_eq!(row.stats.adjoint_steps, n);
+        if candidate.costing != Costing::Replayed {
+            continue;
+        }
+        exact += 1;
+        // Every time ten times this problem's: a tenth of the prediction.
+        let expected = row.predicted_seconds / 10.0;
+        assert!(
+            (row.modelled_seconds / expected - 1.0).abs() < 1e-9,
+            "{} vs {expected}",
+            row.modelled_seconds
+        );
+    }
+    assert!(exact > 0, "no candidate costed exactly");
+}
+
+#[test]
+fn modes_nothing_fitting_and_missing_stores_are_typed_errors() {
+    let options = VerifyOptions::default();
+    let mut executor = Executor::in_memory();
+    let online = executor.verify_planned(
+        &Swing::new(),
+        &PlanBudget::online(Bytes(1 << 20)),
+        &initial(),
+        terminal,
+        options,
+    );
+    assert!(matches!(online, Err(ExecutorError::WrongMode(_))));
+    let tight = executor.verify_planned(
+        &Swing::new(),
+        &PlanBudget::new(50, Bytes(state_bytes())),
+        &initial(),
+        terminal,
+        options,
+    );
+    assert!(
+        matches!(
+            tight,
+            Err(ExecutorError::Plan(PlanError::NothingFits { .. }))
+        ),
+        "{tight:?}"
+    );
+    // A device budget without a device store.
+    let device = executor.verify_planned(
+        &Swing::new(),
+        &PlanBudget::new(50, Bytes(1 << 20)).with_device(Bytes(1 << 20)),
+        &initial(),
+        terminal,
+        options,
+    );
+    assert!(
+        matches!(
+            device,
+            Err(ExecutorError::NoStore(checkpointing::StorageLevel::Device))
+        ),
+        "{device:?}"
+    );
+    // Lent stores survive for a second verification with a device store.
+    let mut with_device = Executor::in_memory().with_device(MemoryStore::new());
+    let verified = with_device
+        .verify_planned(
+            &Swing::new(),
+            &PlanBudget::new(30, Bytes(4 * state_bytes())).with_device(Bytes(2 * state_bytes())),
+            &initial(),
+            terminal,
+            options.with_repeats(1),
+        )
+        .unwrap();
+    assert!(verified.gradients_agree());
+}
