@@ -323,3 +323,35 @@ fn modes_nothing_fitting_and_missing_stores_are_typed_errors() {
         .unwrap();
     assert!(verified.gradients_agree());
 }
+
+/// The guide's example (docs/src/planning.md includes it).
+#[test]
+fn guide_verify_planned() -> Result<(), ExecutorError> {
+    // ANCHOR: verify_planned
+    use checkpointing::plan::Bytes;
+    use checkpointing::{Executor, FnProblem, PlanBudget, VerifyOptions};
+
+    // x_{i+1} = sin(x_i) on 1,000 values; the adjoint multiplies by cos(x_i).
+    let problem = FnProblem::new(
+        |_, x: &mut Vec<f64>| x.iter_mut().for_each(|v| *v = v.sin()),
+        |_, x: &Vec<f64>, l: &mut Vec<f64>| l.iter_mut().zip(x).for_each(|(l, x)| *l *= x.cos()),
+    );
+    let x0 = vec![1.0; 1_000];
+    // 500 steps in 100 kB of RAM (about 12 states of 8 kB).
+    let budget = PlanBudget::new(500, Bytes(100_000));
+    let options = VerifyOptions::default()
+        .with_alternatives(2)
+        .with_repeats(3);
+    let verified = Executor::in_memory().verify_planned(
+        &problem,
+        &budget,
+        &x0,
+        |x| Ok(vec![1.0; x.len()]),
+        options,
+    )?;
+    println!("{verified}");
+    assert!(verified.gradients_agree());
+    // ANCHOR_END: verify_planned
+    assert_eq!(verified.rows.len(), 3);
+    Ok(())
+}
