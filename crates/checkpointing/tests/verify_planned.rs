@@ -4,96 +4,14 @@
 //! the measured time; typed errors.
 
 use checkpointing::plan::{plan, Bytes, Costing, PlanError};
-use checkpointing::{
-    Checkpoint, Executor, ExecutorError, Footprint, MemoryStore, PlanBudget, Problem, Step,
-    UserError, VerifyOptions,
-};
+use checkpointing::{Executor, ExecutorError, MemoryStore, PlanBudget, Step, VerifyOptions};
 
-/// `x_{i+1} = x_i + h sin(a x_i)` componentwise, with `∂J/∂a` accumulated
-/// in the problem. With `drift`, each forward step's result depends on how
-/// many forward steps this problem has run: a problem whose gradient
-/// depends on the schedule's recomputations.
-#[derive(Debug, Clone)]
-struct Swing {
-    a: f64,
-    h: f64,
-    grad_a: f64,
-    drift: bool,
-    forwards: u64,
-}
-
-impl Swing {
-    fn new() -> Self {
-        Self {
-            a: 1.3,
-            h: 0.05,
-            grad_a: 0.0,
-            drift: false,
-            forwards: 0,
-        }
-    }
-}
-
-impl Problem for Swing {
-    type State = Vec<f64>;
-    type Adjoint = Vec<f64>;
-
-    fn forward(&mut self, _: Step, x: &mut Vec<f64>) -> Result<(), UserError> {
-        self.forwards += 1;
-        let drift = if self.drift {
-            1e-6 * self.forwards as f64
-        } else {
-            0.0
-        };
-        for v in x.iter_mut() {
-            *v += self.h * (self.a * *v).sin() + drift;
-        }
-        Ok(())
-    }
-
-    fn adjoint(&mut self, _: Step, x: &Vec<f64>, l: &mut Vec<f64>) -> Result<(), UserError> {
-        for (l, &x) in l.iter_mut().zip(x) {
-            let c = (self.a * x).cos();
-            self.grad_a += *l * self.h * x * c;
-            *l *= 1.0 + self.h * self.a * c;
-        }
-        Ok(())
-    }
-}
-
-const CELLS: usize = 200;
-
-fn initial() -> Vec<f64> {
-    (0..CELLS).map(|i| (i as f64 * 0.37).sin() + 1.0).collect()
-}
-
-#[allow(clippy::ptr_arg)] // the executor passes &State = &Vec<f64>
-fn terminal(x: &Vec<f64>) -> Result<Vec<f64>, UserError> {
-    Ok(x.iter().map(|v| 2.0 * v).collect())
-}
+mod swing;
+use swing::{bitwise, initial, state_bytes, terminal, Swing};
 
 /// `∂J/∂x_0` keeping every state.
 fn store_all(steps: Step) -> Vec<f64> {
-    let mut problem = Swing::new();
-    let mut x = initial();
-    let mut states = Vec::new();
-    for i in 0..steps {
-        states.push(x.clone());
-        problem.forward(i, &mut x).unwrap();
-    }
-    let mut l = terminal(&x).unwrap();
-    for (i, x) in states.iter().enumerate().rev() {
-        problem.adjoint(i as Step, x, &mut l).unwrap();
-    }
-    l
-}
-
-fn state_bytes() -> u64 {
-    (std::mem::size_of::<Checkpoint<Vec<f64>>>() + initial().footprint()) as u64
-}
-
-fn bitwise(a: &[f64], b: &[f64]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+    swing::store_all(steps).0
 }
 
 #[test]
@@ -133,13 +51,7 @@ fn every_candidate_gives_store_alls_gradient_and_the_plans_prediction() {
             );
             // A uniform problem costed exactly: the model of the run's
             // counts is the prediction.
-            let relative = (row.modelled_seconds / row.predicted_seconds - 1.0).abs();
-            assert!(
-                relative < 1e-9,
-                "{name}: {} vs {}",
-                row.modelled_seconds,
-                row.predicted_seconds
-            );
+            swing::assert_modelled_is_predicted(row.modelled_seconds, row.predicted_seconds, name);
         }
     }
     assert!(exact > 0, "no candidate costed exactly");
@@ -260,11 +172,7 @@ fn verifying_a_given_plan_reports_the_model_in_this_problems_times() {
         exact += 1;
         // Every time ten times this problem's: a tenth of the prediction.
         let expected = row.predicted_seconds / 10.0;
-        assert!(
-            (row.modelled_seconds / expected - 1.0).abs() < 1e-9,
-            "{} vs {expected}",
-            row.modelled_seconds
-        );
+        swing::assert_modelled_is_predicted(row.modelled_seconds, expected, row.spec.name());
     }
     assert!(exact > 0, "no candidate costed exactly");
 }
