@@ -322,12 +322,13 @@ impl Plan {
     /// ``parameters``, ``spec``, ``predicted_seconds``, ``measured_seconds``,
     /// ``run_seconds``, ``ratio``, ``same_gradient``), ``gradient`` and
     /// ``gradients_agree``; ``str()`` of it is a table. Raises ``ValueError``
-    /// for ``repeats < 1`` and ``TypeError`` when ``run`` is not callable.
+    /// for ``repeats < 1`` or ``alternatives < 0`` and ``TypeError`` when
+    /// ``run`` is not callable.
     #[pyo3(signature = (run, *, alternatives = 2, repeats = 3, rtol = 1e-5, atol = 1e-8))]
     fn verify<'py>(
         slf: &Bound<'py, Self>,
         run: &Bound<'py, PyAny>,
-        alternatives: usize,
+        alternatives: i64,
         repeats: i64,
         rtol: f64,
         atol: f64,

@@ -132,6 +132,8 @@ def test_the_table_has_a_header_and_a_row_per_candidate(plan):
 def test_bad_arguments_and_user_errors(plan):
     with pytest.raises(ValueError, match="repeats"):
         plan.verify(heat_gradient, repeats=0)
+    with pytest.raises(ValueError, match="alternatives"):
+        plan.verify(heat_gradient, alternatives=-1)
     with pytest.raises(TypeError, match="callable"):
         plan.verify(42)
 

@@ -281,6 +281,8 @@ def _verify(plan, run, alternatives, repeats, rtol, atol):
         raise TypeError(f"run must be callable (run(schedule) -> gradient), not {type(run).__name__}")
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, not {repeats}")
+    if alternatives < 0:
+        raise ValueError(f"alternatives must not be negative, not {alternatives}")
     candidates = [plan.best] + list(plan.alternatives)[:alternatives]
     rows = []
     reference = None

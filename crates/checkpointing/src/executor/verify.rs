@@ -149,31 +149,31 @@ fn parameters(spec: &ScheduleSpec, width: usize) -> String {
     }
 }
 
-/// Widest parameters column of the table.
-const PARAMETERS_WIDTH: usize = 44;
+/// Widest parameters column of the table (longer parameters are cut).
+const PARAMETERS_WIDTH: usize = 64;
 
 impl<A> fmt::Display for Verification<A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let width = self
+            .rows
+            .iter()
+            .map(|row| parameters(&row.spec, PARAMETERS_WIDTH).chars().count())
+            .fold("parameters".len(), usize::max);
         writeln!(
             f,
-            "{:<22} {:<PARAMETERS_WIDTH$} {:>12} {:>12} {:>12} {:>9} {:>9}",
+            "{:<22} {:<width$} {:>12} {:>12} {:>12} {:>18} {:>8}",
             "schedule",
             "parameters",
             "predicted s",
             "modelled s",
             "measured s",
-            "measured/",
+            "measured/predicted",
             "gradient"
-        )?;
-        writeln!(
-            f,
-            "{:<22} {:<PARAMETERS_WIDTH$} {:>12} {:>12} {:>12} {:>9} {:>9}",
-            "", "", "", "", "", "predicted", ""
         )?;
         for row in &self.rows {
             writeln!(
                 f,
-                "{:<22} {:<PARAMETERS_WIDTH$} {:>12.4e} {:>12.4e} {:>12.4e} {:>9.2} {:>9}",
+                "{:<22} {:<width$} {:>12.4e} {:>12.4e} {:>12.4e} {:>18.2} {:>8}",
                 row.spec.name(),
                 parameters(&row.spec, PARAMETERS_WIDTH),
                 row.predicted_seconds,
