@@ -113,9 +113,10 @@ fn writes_of_different_times_give_a_positive_spread_that_the_plan_input_carries(
 #[test]
 fn writes_of_constant_time_give_about_no_spread() {
     let (disk, planned_sd) = measure_disk(Sleepy::new(&[5]));
-    // Each write sleeps 5 ms; only the scheduler's jitter varies.
+    // Each write sleeps 5 ms; only the scheduler's jitter varies (writes
+    // alternating 1 and 9 ms give about 0.8 of their mean).
     assert!(disk.write_seconds >= 5e-3, "{disk:?}");
-    assert!(disk.write_sd_seconds < 0.2 * disk.write_seconds, "{disk:?}");
+    assert!(disk.write_sd_seconds < 0.3 * disk.write_seconds, "{disk:?}");
     assert_eq!(planned_sd, disk.write_sd_seconds);
 }
 
