@@ -2,50 +2,53 @@
 //! on the demo problem, each predicted time set against the measured one.
 //!
 //! The plan ranks schedules for the user's step times; the demo's steps
-//! take their own. So the demo's times are measured first (a forward step
-//! from the forward-only run and an adjoint step from a Revolve run with
-//! 20 RAM snapshots; a disk write, flushed, and a read from a probe of a
-//! temporary disk store, as the executor's probe times them), each candidate's
-//! predicted time is its planned cost in those times,
+//! take their own. So the demo (the heat equation, through the executor
+//! with a RAM store, a temporary disk store and a memory DEVICE store) is
+//! measured first by the executor's probe ([`Executor::measure`]: forward
+//! and adjoint steps with the state copies the executor makes, and each
+//! store's flushed writes, their spread, and reads), and the candidates
+//! then run through [`Executor::verify_plan`], the code behind
+//! `Executor::verify_planned` for a user's own problem: each candidate's
+//! predicted time is the model applied to its run's counts in the demo's
+//! times,
 //!
 //! ```text
-//! forward s × forward steps + adjoint s × adjoint steps + disk s × (writes + reads)
+//! forward s × forward steps + (adjoint + copy) s × adjoint steps
+//!   + Σ levels (write s × writes + read s × reads + write sd × √writes)
 //! ```
 //!
-//! and its measured time is the demo's gradient wall time with it (each
-//! the median of three runs). What is
+//! and its measured time is the median of three runs, each from a fresh
+//! state; every run's gradient is compared with the pick's. What is
 //! checked is the cost model the plan ranks by (counts × times), not the
 //! user's times.
 
-use std::time::{Duration, Instant};
-
-use checkpointing::StorageLevel;
-use checkpointing::{DiskStore, SnapshotStore, StorageError};
-use checkpointing_problems::demo::{DemoConfig, DemoReport};
-use checkpointing_schedule::plan::{Candidate, Plan};
-use checkpointing_schedule::schedule::RevolveParams;
+use checkpointing::plan::Bytes;
+use checkpointing::{
+    DiskStore, Executor, Measurements, MemoryStore, PlanBudget, StorageLevel, UserError,
+    VerifyOptions,
+};
+use checkpointing_problems::heat::HeatEquation;
+use checkpointing_schedule::plan::Plan;
 use checkpointing_schedule::ScheduleSpec;
 
 use crate::Failure;
 
-/// Steps of the calibration runs (or the plan's steps, if fewer).
-const CALIBRATION_STEPS: u64 = 2000;
+/// Most bytes of states the step probe holds (it keeps each probe step's
+/// state): the probe times as many steps as fit, up to
+/// [`MAX_PROBE_STEPS`].
+const PROBE_BYTES: u64 = 64 << 20;
 
-/// RAM snapshots of the step calibration run (Revolve).
-const CALIBRATION_SNAPSHOTS: u64 = 20;
+/// Most steps the probe times (or the plan's steps, if fewer).
+const MAX_PROBE_STEPS: u64 = 200;
 
-/// Steps of the disk calibration run (each one a write and a read).
-const DISK_CALIBRATION_STEPS: u64 = 1000;
+/// Runs of each candidate; the median is kept (disk writes with `fsync`
+/// vary from run to run by a factor of two or more on a shared disk).
+const REPEATS: usize = 3;
 
-/// The demo's measured times: seconds of a forward step, an adjoint step,
-/// and a disk write plus a read.
+/// The demo's measured times (the executor's probe on the heat equation).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct DemoTimes {
-    forward: f64,
-    adjoint: f64,
-    disk_write: f64,
-    disk_write_sd: f64,
-    disk_read: f64,
+    measurements: Measurements,
 }
 
 /// One verified candidate.
@@ -57,99 +60,60 @@ pub(crate) struct Verified {
     pub(crate) predicted: f64,
     /// The demo's gradient wall time with it, seconds.
     pub(crate) measured: f64,
+    /// Whether its gradient equals the pick's.
+    pub(crate) same_gradient: bool,
 }
 
-fn demo(cells: usize, spec: ScheduleSpec) -> Result<DemoReport, Failure> {
-    let config = DemoConfig {
-        cells,
-        spec,
-        store_all_limit: 0,
-        ..DemoConfig::default()
-    };
-    config
-        .run(|_, _| {})
-        .map_err(|e| Failure(format!("--verify: the demo failed: {e}"), 1))
+/// The executor the demo runs on: RAM and DEVICE in memory, DISK in a
+/// temporary directory.
+fn executor<'p>() -> Result<Executor<'p, Vec<f64>>, Failure> {
+    let disk = DiskStore::temporary()
+        .map_err(|e| Failure(format!("--verify: no temporary disk store: {e}"), 1))?;
+    Ok(Executor::new(MemoryStore::new(), disk).with_device(MemoryStore::new()))
 }
 
-fn seconds(d: Duration) -> f64 {
-    d.as_secs_f64()
+/// What the demo measures and runs: every stored level (their bytes do
+/// not matter here, only that they are measured).
+fn budget(cells: usize, steps: u64) -> PlanBudget {
+    let state = (cells as u64).saturating_mul(8).max(1);
+    let probe = (PROBE_BYTES / state)
+        .clamp(1, MAX_PROBE_STEPS)
+        .min(steps.max(1));
+    let all = Bytes(u64::MAX / 4);
+    PlanBudget::new(steps.max(1), all)
+        .with_disk(all)
+        .with_device(all)
+        .with_probe_steps(probe)
 }
 
-/// Runs of each calibration and candidate; the median is kept (disk
-/// writes with `fsync` vary from run to run by a factor of two or more on
-/// a shared disk).
-const REPEATS: usize = 3;
+/// The demo's terminal condition, `∂J/∂T_N`.
+#[allow(clippy::ptr_arg)] // the executor passes &State = &Vec<f64>
+fn terminal(t: &Vec<f64>) -> Result<Vec<f64>, UserError> {
+    Ok(HeatEquation::objective_gradient(t))
+}
 
-/// The median forward-only and gradient wall times of [`REPEATS`] runs.
-fn median_run(cells: usize, spec: &ScheduleSpec) -> Result<(f64, f64), Failure> {
-    let mut forward = Vec::new();
-    let mut gradient = Vec::new();
-    for _ in 0..REPEATS {
-        let r = demo(cells, spec.clone())?;
-        forward.push(seconds(r.forward_time));
-        gradient.push(seconds(r.gradient_time));
+fn heat(cells: usize) -> Result<HeatEquation, Failure> {
+    if cells < 3 {
+        return Err(Failure(
+            format!("--verify-cells {cells}: the demo needs at least 3 cells"),
+            2,
+        ));
     }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    Ok((median(&mut forward), median(&mut gradient)))
+    Ok(HeatEquation::new(cells))
 }
 
-/// Measures the demo's step and disk times (see the module docs).
+/// Measures the demo's step and store times with the executor's probe.
 pub(crate) fn calibrate(cells: usize, steps: u64) -> Result<DemoTimes, Failure> {
-    let n = steps.clamp(1, CALIBRATION_STEPS);
-    // Revolve with a few RAM snapshots: forward steps known from its cost,
-    // little RAM held (storing every step's data would time allocation).
-    let revolve = ScheduleSpec::from(RevolveParams {
-        max_n: n,
-        snapshots_in_ram: CALIBRATION_SNAPSHOTS.min(n),
-        ..Default::default()
-    });
-    let forward_steps = revolve
-        .cost()
-        .map_err(|e| Failure(format!("--verify: {e}"), 1))?
-        .forward_steps;
-    let (ram_forward, ram_gradient) = median_run(cells, &revolve)?;
-    let forward = ram_forward / n as f64;
-    let adjoint = ((ram_gradient - forward * forward_steps as f64) / n as f64).max(0.0);
-    let m = steps.clamp(1, DISK_CALIBRATION_STEPS);
-    let (disk_write, disk_write_sd, disk_read) = disk_times(cells, m)?;
-    Ok(DemoTimes {
-        forward,
-        adjoint,
-        disk_write,
-        disk_write_sd,
-        disk_read,
-    })
-}
-
-/// Times `rounds` writes (each flushed: `fsync`) and then `rounds` reads of
-/// a demo state in a temporary disk store, as the executor's probe does:
-/// the mean write, its standard deviation, and the mean read, seconds.
-fn disk_times(cells: usize, rounds: u64) -> Result<(f64, f64, f64), Failure> {
-    let failed = |e: StorageError| Failure(format!("--verify: the disk probe failed: {e}"), 1);
-    let mut store = DiskStore::<Vec<f64>>::temporary().map_err(failed)?;
-    let state = vec![1.0f64; cells];
-    let mut writes = Vec::new();
-    for step in 0..rounds {
-        let start = Instant::now();
-        store.save(step, state.clone()).map_err(failed)?;
-        store.flush().map_err(failed)?;
-        writes.push(start.elapsed().as_secs_f64());
-    }
-    let mut reads = Vec::new();
-    for step in 0..rounds {
-        let start = Instant::now();
-        let value = store.load(step).map_err(failed)?;
-        reads.push(start.elapsed().as_secs_f64());
-        drop(value);
-    }
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
-    let write = mean(&writes);
-    let variance =
-        writes.iter().map(|w| (w - write).powi(2)).sum::<f64>() / writes.len().max(1) as f64;
-    Ok((write, variance.sqrt(), mean(&reads)))
+    let heat = heat(cells)?;
+    let measurements = executor()?
+        .measure(
+            &heat,
+            &budget(cells, steps),
+            &heat.initial_state(),
+            terminal,
+        )
+        .map_err(|e| Failure(format!("--verify: measuring the demo failed: {e}"), 1))?;
+    Ok(DemoTimes { measurements })
 }
 
 /// Runs the plan's pick and its next `alternatives` on the demo with
@@ -161,43 +125,92 @@ pub(crate) fn verify(
     cells: usize,
     times: DemoTimes,
 ) -> Result<Vec<Verified>, Failure> {
-    let candidates: Vec<&Candidate> = std::iter::once(&plan.best)
-        .chain(plan.alternatives.iter().take(alternatives))
-        .collect();
-    let mut out = Vec::new();
-    for c in candidates {
-        let disk = &c.cost.levels[StorageLevel::Disk];
-        let predicted = times.forward * c.cost.forward_steps as f64
-            + times.adjoint * c.cost.adjoint_steps as f64
-            + times.disk_write * disk.writes as f64
-            + times.disk_read * disk.reads as f64;
-        let (_, measured) = median_run(cells, &c.spec)?;
-        out.push(Verified {
-            spec: c.spec.clone(),
-            predicted,
-            measured,
-        });
-    }
-    Ok(out)
+    let heat = heat(cells)?;
+    let options = VerifyOptions::default()
+        .with_alternatives(alternatives)
+        .with_repeats(REPEATS);
+    let verified = executor()?
+        .verify_plan(
+            &heat,
+            plan,
+            &times.measurements,
+            &heat.initial_state(),
+            terminal,
+            options,
+        )
+        .map_err(|e| Failure(format!("--verify: the demo failed: {e}"), 1))?;
+    Ok(verified
+        .rows
+        .into_iter()
+        .map(|row| Verified {
+            spec: row.spec,
+            predicted: row.modelled_seconds,
+            measured: row.measured_seconds,
+            same_gradient: row.same_gradient,
+        })
+        .collect())
 }
 
 /// Prints [`verify`]'s table.
 pub(crate) fn print(times: &DemoTimes, cells: usize, rows: &[Verified]) {
+    let m = &times.measurements;
+    let disk = m.levels[StorageLevel::Disk];
+    let (write, sd, read) = disk.map_or((0.0, 0.0, 0.0), |d| {
+        (d.write_seconds, d.write_sd_seconds, d.read_seconds())
+    });
     println!(
         "verified on the demo (heat, {cells} cells): forward {:.3e} s, adjoint {:.3e} s, disk write {:.3e} s (sd {:.1e}), read {:.3e} s",
-        times.forward, times.adjoint, times.disk_write, times.disk_write_sd, times.disk_read
+        m.forward_seconds,
+        m.adjoint_seconds + m.copy_seconds,
+        write,
+        sd,
+        read
     );
     println!(
-        "{:<24} {:>12} {:>12} {:>8}",
-        "schedule", "predicted s", "measured s", "error"
+        "{:<24} {:>12} {:>12} {:>8} {:>9}",
+        "schedule", "predicted s", "measured s", "error", "gradient"
     );
     for r in rows {
         println!(
-            "{:<24} {:>12.4} {:>12.4} {:>7.1}%",
+            "{:<24} {:>12.4} {:>12.4} {:>7.1}% {:>9}",
             r.spec.name(),
             r.predicted,
             r.measured,
-            100.0 * (r.predicted - r.measured) / r.measured
+            100.0 * (r.predicted - r.measured) / r.measured,
+            if r.same_gradient { "same" } else { "DIFFERS" }
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use checkpointing_schedule::plan::{plan, PlanInput};
+
+    #[test]
+    fn the_demo_runs_the_candidates_of_a_given_plan_with_one_gradient() {
+        let cells = 100;
+        let state = Bytes(cells as u64 * 8 + 24);
+        let plan = plan(&PlanInput::new(Some(60), state, Bytes(8 * state.0))).unwrap();
+        assert!(plan.alternatives.len() >= 2, "{plan:?}");
+        let times = calibrate(cells, plan.steps).unwrap();
+        assert!(times.measurements.levels[StorageLevel::Disk].is_some());
+        let rows = verify(&plan, 2, cells, times).unwrap();
+        assert_eq!(rows.len(), 3);
+        let candidates = std::iter::once(&plan.best).chain(&plan.alternatives);
+        for (row, candidate) in rows.iter().zip(candidates) {
+            assert_eq!(row.spec, candidate.spec);
+            assert!(row.predicted > 0.0 && row.measured > 0.0, "{row:?}");
+            assert!(row.same_gradient, "{row:?}");
+        }
+    }
+
+    #[test]
+    fn too_few_cells_is_a_usage_error() {
+        let Err(Failure(message, status)) = calibrate(2, 10) else {
+            panic!("2 cells calibrated");
+        };
+        assert_eq!(status, 2);
+        assert!(message.contains("3 cells"), "{message}");
     }
 }

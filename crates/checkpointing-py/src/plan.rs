@@ -302,6 +302,43 @@ impl Plan {
         self.best.get().build(py)
     }
 
+    /// Runs the pick and the next ``alternatives`` candidates with your own
+    /// loop and sets each one's measured time against its prediction:
+    /// ``--verify`` for whatever you run.
+    ///
+    /// ``run(schedule)`` computes your gradient following ``schedule``, the
+    /// candidate's schedule object (a fresh one per call, as
+    /// ``candidate.schedule()`` builds it: iterate it for its actions,
+    /// ``finalize(n)`` an online one), and returns the gradient (an array, a
+    /// tensor, a tuple, list or dict of them) or ``None``. Each candidate is
+    /// called ``repeats`` times (at least 1); each call is timed with
+    /// ``time.perf_counter`` and the median kept. Every call's gradient is
+    /// compared with the pick's first (``numpy.allclose`` with ``rtol`` and
+    /// ``atol``, item by item for tuples, lists and dicts); a difference is
+    /// reported in the rows (``same_gradient``, ``gradients_agree``), not
+    /// raised. Exceptions of ``run`` propagate.
+    ///
+    /// Returns a ``Verification``: ``rows`` (``VerifiedCandidate``: ``name``,
+    /// ``parameters``, ``spec``, ``predicted_seconds``, ``measured_seconds``,
+    /// ``run_seconds``, ``ratio``, ``same_gradient``), ``gradient`` and
+    /// ``gradients_agree``; ``str()`` of it is a table. Raises ``ValueError``
+    /// for ``repeats < 1`` or ``alternatives < 0`` and ``TypeError`` when
+    /// ``run`` is not callable.
+    #[pyo3(signature = (run, *, alternatives = 2, repeats = 3, rtol = 1e-5, atol = 1e-8))]
+    fn verify<'py>(
+        slf: &Bound<'py, Self>,
+        run: &Bound<'py, PyAny>,
+        alternatives: i64,
+        repeats: i64,
+        rtol: f64,
+        atol: f64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        slf.py()
+            .import("checkpointing._plan")?
+            .getattr("_verify")?
+            .call1((slf, run, alternatives, repeats, rtol, atol))
+    }
+
     /// The input and the plan as one JSON object, `{"input": ..., "plan":
     /// ...}`, with the fields of `checkpointing plan --format json`.
     fn to_json(&self) -> String {

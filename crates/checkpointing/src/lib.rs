@@ -57,7 +57,7 @@ pub use checkpointing_schedule::{
 pub use executor::{
     ExecutionStats, Executor, ExecutorError, FnProblem, Journal, JournalError, LevelMeasurement,
     Measurements, Outcome, PlanBudget, PlannedOutcome, Problem, Progress, ResumableProblem,
-    UserError,
+    UserError, Verification, VerifiedCandidate, VerifyOptions,
 };
 pub use storage::{
     Checkpoint, DiskStore, DurableStore, Footprint, MemoryStore, NamedStore, NotDurable,

@@ -4,87 +4,10 @@
 //! problem or the stores' run counters; typed errors when nothing fits.
 
 use checkpointing::plan::{Bytes, PlanError};
-use checkpointing::{
-    Checkpoint, DiskStore, Executor, ExecutorError, Footprint, MemoryStore, PlanBudget, Problem,
-    Step, StorageLevel, UserError,
-};
+use checkpointing::{DiskStore, Executor, ExecutorError, MemoryStore, PlanBudget, StorageLevel};
 
-/// `x_{i+1} = x_i + h sin(a x_i)` componentwise: nonlinear, so the adjoint
-/// needs the forward states, with a parameter gradient `∂J/∂a`
-/// accumulated in the problem.
-#[derive(Debug, Clone)]
-struct Swing {
-    a: f64,
-    h: f64,
-    grad_a: f64,
-}
-
-impl Swing {
-    fn new() -> Self {
-        Self {
-            a: 1.3,
-            h: 0.05,
-            grad_a: 0.0,
-        }
-    }
-}
-
-impl Problem for Swing {
-    type State = Vec<f64>;
-    type Adjoint = Vec<f64>;
-
-    fn forward(&mut self, _: Step, x: &mut Vec<f64>) -> Result<(), UserError> {
-        for v in x.iter_mut() {
-            *v += self.h * (self.a * *v).sin();
-        }
-        Ok(())
-    }
-
-    fn adjoint(&mut self, _: Step, x: &Vec<f64>, l: &mut Vec<f64>) -> Result<(), UserError> {
-        for (l, &x) in l.iter_mut().zip(x) {
-            let c = (self.a * x).cos();
-            self.grad_a += *l * self.h * x * c;
-            *l *= 1.0 + self.h * self.a * c;
-        }
-        Ok(())
-    }
-}
-
-const CELLS: usize = 200;
-
-fn initial() -> Vec<f64> {
-    (0..CELLS).map(|i| (i as f64 * 0.37).sin() + 1.0).collect()
-}
-
-#[allow(clippy::ptr_arg)] // the executor passes &State = &Vec<f64>
-fn terminal(x: &Vec<f64>) -> Result<Vec<f64>, UserError> {
-    Ok(x.iter().map(|v| 2.0 * v).collect())
-}
-
-/// Every state kept, then the adjoint: `(∂J/∂x_0, ∂J/∂a)`.
-fn store_all(steps: Step) -> (Vec<f64>, f64) {
-    let mut problem = Swing::new();
-    let mut x = initial();
-    let mut states = Vec::new();
-    for i in 0..steps {
-        states.push(x.clone());
-        problem.forward(i, &mut x).unwrap();
-    }
-    let mut l = terminal(&x).unwrap();
-    for (i, x) in states.iter().enumerate().rev() {
-        problem.adjoint(i as Step, x, &mut l).unwrap();
-    }
-    (l, problem.grad_a)
-}
-
-/// Bytes of one snapshot of the state, as the measurement counts them.
-fn state_bytes() -> u64 {
-    (std::mem::size_of::<Checkpoint<Vec<f64>>>() + initial().footprint()) as u64
-}
-
-fn bitwise(a: &[f64], b: &[f64]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
-}
+mod swing;
+use swing::{bitwise, initial, state_bytes, store_all, terminal, Swing, CELLS};
 
 #[test]
 fn gradient_equals_store_all_bitwise_for_every_budget() {
@@ -132,14 +55,16 @@ fn a_tight_budget_forces_recomputation_within_its_bytes() {
     assert_eq!(ram_stats.writes, cost.levels[StorageLevel::Ram].writes);
     assert_eq!(ram_stats.reads, cost.levels[StorageLevel::Ram].reads);
     let probe = out.measurements.levels[StorageLevel::Ram].unwrap().traffic;
-    assert_eq!(probe.writes, checkpointing::executor::STORE_ROUNDS as u64);
+    // At least STORE_ROUNDS writes, more (up to MAX_STORE_ROUNDS) when they
+    // vary.
+    let rounds = checkpointing::executor::STORE_ROUNDS as u64
+        ..=checkpointing::executor::MAX_STORE_ROUNDS as u64;
+    assert!(rounds.contains(&probe.writes), "{probe:?}");
     // The model applied to the run's counts is the prediction.
-    let relative = (out.modelled_seconds / out.predicted_seconds - 1.0).abs();
-    assert!(
-        relative < 1e-9,
-        "{} vs {}",
+    swing::assert_modelled_is_predicted(
         out.modelled_seconds,
-        out.predicted_seconds
+        out.predicted_seconds,
+        &out.plan.best.spec,
     );
 }
 

@@ -133,3 +133,176 @@ def plan(
         disk_latency_seconds,
         compression_ratio,
     )
+
+
+class VerifiedCandidate:
+    """One candidate of a plan run by :meth:`Plan.verify`: a row of a
+    :class:`Verification`.
+
+    Attributes: ``name`` and ``parameters`` (the schedule's flags, as on its
+    ``command``), ``spec`` (its JSON spec), ``predicted_seconds`` (the
+    plan's prediction), ``run_seconds`` (the wall time of each call of
+    ``run``, in order), ``measured_seconds`` (their median), ``ratio``
+    (measured over predicted) and ``same_gradient``: whether every call's
+    gradient matched the reference (the pick's first), ``None`` when
+    ``run`` returned ``None`` (nothing to compare).
+    """
+
+    __slots__ = (
+        "name",
+        "parameters",
+        "spec",
+        "predicted_seconds",
+        "run_seconds",
+        "measured_seconds",
+        "same_gradient",
+    )
+
+    def __init__(self, candidate, run_seconds, same_gradient):
+        import statistics
+
+        self.name = candidate.name
+        self.parameters = _parameters(candidate.command, candidate.name)
+        self.spec = candidate.spec
+        self.predicted_seconds = candidate.predicted_seconds
+        self.run_seconds = list(run_seconds)
+        self.measured_seconds = statistics.median(self.run_seconds)
+        self.same_gradient = same_gradient
+
+    @property
+    def ratio(self):
+        """Measured over predicted seconds (above 1: slower than predicted)."""
+        if self.predicted_seconds == 0:
+            return float("inf")
+        return self.measured_seconds / self.predicted_seconds
+
+    def __repr__(self):
+        return (
+            f"VerifiedCandidate(name={self.name!r}, parameters={self.parameters!r}, "
+            f"predicted_seconds={self.predicted_seconds!r}, "
+            f"measured_seconds={self.measured_seconds!r}, same_gradient={self.same_gradient!r})"
+        )
+
+
+class Verification:
+    """What :meth:`Plan.verify` found: ``rows`` (a :class:`VerifiedCandidate`
+    per candidate run, the pick first), ``gradient`` (what the pick's first
+    call of ``run`` returned, the reference) and ``gradients_agree``.
+    ``str()`` (or :meth:`table`) renders the rows as a table."""
+
+    __slots__ = ("rows", "gradient")
+
+    def __init__(self, rows, gradient):
+        self.rows = rows
+        self.gradient = gradient
+
+    @property
+    def gradients_agree(self):
+        """Whether no candidate's gradient differed from the reference
+        (``True`` also when ``run`` returned ``None``: nothing compared)."""
+        return all(row.same_gradient is not False for row in self.rows)
+
+    def table(self):
+        """The rows as a text table: schedule, parameters, predicted and
+        measured seconds, measured over predicted, and the gradient check
+        (``same``, ``DIFFERS``, or ``-`` when not compared)."""
+        width = max([len("parameters")] + [len(r.parameters) for r in self.rows])
+        lines = [
+            f"{'schedule':<22} {'parameters':<{width}} {'predicted s':>12} "
+            f"{'measured s':>12} {'measured/predicted':>18} {'gradient':>8}"
+        ]
+        for r in self.rows:
+            check = {True: "same", False: "DIFFERS", None: "-"}[r.same_gradient]
+            lines.append(
+                f"{r.name:<22} {r.parameters:<{width}} {r.predicted_seconds:>12.4g} "
+                f"{r.measured_seconds:>12.4g} {r.ratio:>18.2f} {check:>8}"
+            )
+        return "\n".join(lines)
+
+    def __str__(self):
+        return self.table()
+
+    def __repr__(self):
+        return (
+            f"Verification(rows={len(self.rows)}, gradients_agree={self.gradients_agree}, "
+            f"pick={self.rows[0].name!r})"
+        )
+
+
+def _parameters(command, name):
+    """The flags of ``checkpointing schedule NAME --flag value ...``."""
+    _, _, flags = command.partition(f" {name}")
+    return flags.strip()
+
+
+def _as_array(value):
+    """``value`` as a NumPy array (a PyTorch tensor detached and on the
+    CPU; anything ``numpy.asarray`` takes, JAX arrays included)."""
+    import numpy as np
+
+    if hasattr(value, "detach") and hasattr(value, "cpu"):
+        value = value.detach().cpu().numpy()
+    return np.asarray(value)
+
+
+def _same_gradient(a, b, rtol, atol):
+    """Whether two gradients agree: dicts by key, lists and tuples item by
+    item, anything else as arrays with ``numpy.allclose`` (same shape
+    required; without NumPy, ``==``)."""
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, dict) or isinstance(b, dict):
+        return (
+            isinstance(a, dict)
+            and isinstance(b, dict)
+            and a.keys() == b.keys()
+            and all(_same_gradient(a[k], b[k], rtol, atol) for k in a)
+        )
+    if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
+        return (
+            isinstance(a, (list, tuple))
+            and isinstance(b, (list, tuple))
+            and len(a) == len(b)
+            and all(_same_gradient(x, y, rtol, atol) for x, y in zip(a, b))
+        )
+    try:
+        import numpy as np
+    except ImportError:  # pragma: no cover - numpy is a test dependency
+        return bool(a == b)
+    x, y = _as_array(a), _as_array(b)
+    return x.shape == y.shape and bool(np.allclose(x, y, rtol=rtol, atol=atol))
+
+
+def _verify(plan, run, alternatives, repeats, rtol, atol):
+    """:meth:`Plan.verify`'s work (see its documentation)."""
+    import time
+
+    if not callable(run):
+        raise TypeError(f"run must be callable (run(schedule) -> gradient), not {type(run).__name__}")
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, not {repeats}")
+    if alternatives < 0:
+        raise ValueError(f"alternatives must not be negative, not {alternatives}")
+    candidates = [plan.best] + list(plan.alternatives)[:alternatives]
+    rows = []
+    reference = None
+    have_reference = False
+    for candidate in candidates:
+        seconds = []
+        same = True
+        compared = False
+        for _ in range(repeats):
+            schedule = candidate.schedule()
+            start = time.perf_counter()
+            gradient = run(schedule)
+            seconds.append(time.perf_counter() - start)
+            if not have_reference:
+                reference, have_reference = gradient, True
+                compared = gradient is not None
+                continue
+            if reference is None and gradient is None:
+                continue
+            compared = True
+            same = same and _same_gradient(reference, gradient, rtol, atol)
+        rows.append(VerifiedCandidate(candidate, seconds, same if compared else None))
+    return Verification(rows, reference)

@@ -8,6 +8,7 @@
 use std::time::{Duration, Instant};
 
 use super::planned::PlanBudget;
+use super::verify::subtract_traffic;
 use super::{ExecutionStats, Executor, ExecutorError, Problem, UserError};
 use crate::action::Step;
 use crate::plan::{Bytes, LevelBudget, PlanInput, RAM_OVERHEAD_STATES};
@@ -20,7 +21,25 @@ pub const PROBE_STEP: Step = Step::MAX;
 
 /// Writes, reads and removals timed per store (their mean is kept: a
 /// store's slow writes, such as a disk's, are part of what a run pays).
+/// A store whose writes vary is timed longer, up to
+/// [`MAX_STORE_ROUNDS`].
 pub const STORE_ROUNDS: usize = 5;
+
+/// Most rounds timed per store when its writes vary: their spread
+/// ([`LevelMeasurement::write_sd_seconds`]) is then part of the plan, and
+/// a sample standard deviation of 5 writes is off by about a third
+/// (relative standard error `1/sqrt(2(n-1))`), of 20 by about a sixth.
+pub const MAX_STORE_ROUNDS: usize = 20;
+
+/// The writes vary when their sample standard deviation exceeds this
+/// fraction of their mean; steadier stores (memory) stop at
+/// [`STORE_ROUNDS`], as a spread that small does not change a plan.
+pub const WRITE_SPREAD_FRACTION: f64 = 0.1;
+
+/// Seconds after which a store's extra rounds stop (a slow store, such as
+/// a disk holding large states, is not timed for long: its first
+/// [`STORE_ROUNDS`] are always timed).
+pub const STORE_PROBE_SECONDS: f64 = 1.0;
 
 /// Times the probe steps are run, each from the initial state on a fresh
 /// clone of the problem (the least of the rounds' medians is kept).
@@ -44,8 +63,16 @@ const MIN_FORWARD_SECONDS: f64 = 1e-9;
 #[non_exhaustive]
 pub struct LevelMeasurement {
     /// Seconds to save one snapshot, copying the state first as the
-    /// executor does (mean of [`STORE_ROUNDS`]).
+    /// executor does (mean of the rounds timed: [`STORE_ROUNDS`], more
+    /// when the writes vary).
     pub write_seconds: f64,
+    /// Sample standard deviation of one write's seconds over the rounds
+    /// timed (0 with one round). The planner adds `sqrt(writes)` times it
+    /// to a schedule's predicted time ([`LevelBudget::write_sd_seconds`]).
+    /// When it exceeds [`WRITE_SPREAD_FRACTION`] of the mean after
+    /// [`STORE_ROUNDS`], rounds go on up to [`MAX_STORE_ROUNDS`] (for at
+    /// most [`STORE_PROBE_SECONDS`]) so that the figure means something.
+    pub write_sd_seconds: f64,
     /// Seconds of a read that keeps the snapshot (a `Copy` action).
     pub copy_read_seconds: f64,
     /// Seconds of a read that removes it (a `Move` action).
@@ -113,7 +140,8 @@ impl Measurements {
     /// adjoint step's time including its state copy, and each measured
     /// level's bytes converted into snapshots of the size measured in that
     /// store (e.g. serialized on disk), expressed in `state_bytes` units as
-    /// the planner counts.
+    /// the planner counts, with its write, read and write-spread times
+    /// ([`LevelMeasurement::write_sd_seconds`]).
     pub fn plan_input(&self, budget: &PlanBudget) -> PlanInput {
         let state = self.state_bytes.max(1);
         let mut input = PlanInput::new(budget.steps, Bytes(state), budget.ram());
@@ -136,7 +164,8 @@ impl Measurements {
             };
             input = input.with_level(
                 level,
-                LevelBudget::new(Bytes(capacity), m.write_seconds, m.read_seconds()),
+                LevelBudget::new(Bytes(capacity), m.write_seconds, m.read_seconds())
+                    .with_write_sd(m.write_sd_seconds),
             );
         }
         input
@@ -144,7 +173,8 @@ impl Measurements {
 
     /// The planner's time model applied to the counts a run reports:
     /// forward steps, adjoint steps (with their state copies) and each
-    /// measured level's writes and reads. For an offline run of the plan's
+    /// measured level's writes and reads, plus the writes' spread
+    /// (`√writes · write_sd_seconds`, as the planner adds it). For an offline run of the plan's
     /// schedule this is its prediction; for an online run, the prediction
     /// for the steps the loop really took.
     pub fn model_seconds(&self, stats: &ExecutionStats) -> f64 {
@@ -154,7 +184,9 @@ impl Measurements {
             .filter_map(|(level, m)| m.map(|m| (level, m)))
             .map(|(level, m)| {
                 let s = &stats.levels[level];
-                s.writes as f64 * m.write_seconds + s.reads as f64 * m.read_seconds()
+                s.writes as f64 * m.write_seconds
+                    + s.reads as f64 * m.read_seconds()
+                    + (s.writes as f64).sqrt() * m.write_sd_seconds
             })
             .sum();
         self.forward_seconds * stats.forward_steps as f64
@@ -164,15 +196,13 @@ impl Measurements {
 
     /// Removes the store probes' traffic from a run's counters.
     pub(super) fn discount(&self, stats: &mut ExecutionStats) {
+        let mut probes = PerLevel::<StoreStats>::default();
         for (level, m) in self.levels.iter() {
             if let Some(m) = m {
-                let s = &mut stats.levels[level];
-                s.writes = s.writes.saturating_sub(m.traffic.writes);
-                s.reads = s.reads.saturating_sub(m.traffic.reads);
-                s.bytes_written = s.bytes_written.saturating_sub(m.traffic.bytes_written);
-                s.bytes_read = s.bytes_read.saturating_sub(m.traffic.bytes_read);
+                probes[level] = m.traffic;
             }
         }
+        subtract_traffic(stats, &probes);
     }
 }
 
@@ -185,6 +215,28 @@ fn mean(times: &[Duration]) -> f64 {
         0 => 0.0,
         n => times.iter().sum::<Duration>().as_secs_f64() / n as f64,
     }
+}
+
+/// The sample standard deviation of some durations, in seconds (0 for
+/// fewer than two).
+fn sample_sd(times: &[Duration]) -> f64 {
+    let n = times.len();
+    if n < 2 {
+        return 0.0;
+    }
+    let m = mean(times);
+    let squares: f64 = times.iter().map(|t| (t.as_secs_f64() - m).powi(2)).sum();
+    (squares / (n - 1) as f64).sqrt()
+}
+
+/// Whether `writes` call for more rounds: they vary
+/// ([`WRITE_SPREAD_FRACTION`]), fewer than [`MAX_STORE_ROUNDS`] are timed
+/// and the store has been probed for under [`STORE_PROBE_SECONDS`].
+fn more_rounds(writes: &[Duration], started: Instant) -> bool {
+    writes.len() < STORE_ROUNDS
+        || (writes.len() < MAX_STORE_ROUNDS
+            && started.elapsed().as_secs_f64() < STORE_PROBE_SECONDS
+            && sample_sd(writes) > WRITE_SPREAD_FRACTION * mean(writes))
 }
 
 /// The median of some durations, in seconds.
@@ -210,7 +262,8 @@ fn timed<T>(times: &mut Vec<Duration>, f: impl FnOnce() -> T) -> T {
 }
 
 /// Times [`STORE_ROUNDS`] writes, copying reads and taking reads of
-/// `state` under [`PROBE_STEP`], as the executor performs them.
+/// `state` under [`PROBE_STEP`], as the executor performs them, and more
+/// rounds while the writes vary ([`more_rounds`]).
 fn probe_store<S: Clone + Footprint>(
     store: &mut dyn SnapshotStore<Checkpoint<S>>,
     state: &S,
@@ -218,7 +271,8 @@ fn probe_store<S: Clone + Footprint>(
     let before = store.stats();
     let (mut writes, mut copies, mut moves) = (Vec::new(), Vec::new(), Vec::new());
     let mut spare: Option<S> = None;
-    for _ in 0..STORE_ROUNDS {
+    let started = Instant::now();
+    while more_rounds(&writes, started) {
         timed(&mut writes, || {
             let ics = match spare.take() {
                 Some(mut buffer) => {
@@ -275,6 +329,7 @@ fn probe_store<S: Clone + Footprint>(
     };
     Ok(LevelMeasurement {
         write_seconds: mean(&writes),
+        write_sd_seconds: sample_sd(&writes),
         copy_read_seconds: mean(&copies),
         move_read_seconds: mean(&moves),
         snapshot_bytes,

@@ -18,15 +18,23 @@ mod measure;
 mod outcome;
 mod planned;
 mod problem;
+mod verify;
 mod window;
 
 #[cfg(feature = "fuzzing")]
 pub(crate) use journal::{decode_journal_file, seal_journal};
 pub use journal::{Journal, JournalError, ResumableProblem};
-pub use measure::{LevelMeasurement, Measurements, PROBE_ROUNDS, PROBE_STEP, STORE_ROUNDS};
+pub use measure::{
+    LevelMeasurement, Measurements, MAX_STORE_ROUNDS, PROBE_ROUNDS, PROBE_STEP,
+    STORE_PROBE_SECONDS, STORE_ROUNDS, WRITE_SPREAD_FRACTION,
+};
 pub use outcome::{ExecutionStats, ExecutorError, Outcome, Progress};
 pub use planned::{PlanBudget, PlannedOutcome, DEFAULT_PROBE_STEPS};
 pub use problem::{FnProblem, Problem, UserError};
+pub use verify::{
+    Verification, VerifiedCandidate, VerifyOptions, DEFAULT_VERIFY_ALTERNATIVES,
+    DEFAULT_VERIFY_REPEATS,
+};
 use window::Window;
 
 use std::collections::VecDeque;
