@@ -2,12 +2,12 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::coarsen;
 use super::periodic;
 use super::profile::Accountant;
 use super::{
     bounded, Candidate, Costing, NotCosted, NotCostedReason, PlanInput, PlanProgress,
-    HETEROGENEOUS_WORK_LIMIT, MAX_CANDIDATES, PLAN_TABLE_WORK, RAM_OVERHEAD_STATES,
-    REPLAY_STEP_LIMIT,
+    MAX_CANDIDATES, PLAN_TABLE_WORK, RAM_OVERHEAD_STATES, REPLAY_STEP_LIMIT,
 };
 use crate::action::{Step, StorageLevel};
 use crate::levels::PerLevel;
@@ -16,7 +16,6 @@ use crate::schedule::{
     CandidateBudget, Costs, HeterogeneousRevolveParams, HierarchicalRevolveParams, LevelSpec,
     PerStep, ScheduleSpec, StepCosts, StepCounts, Trajectory, TABLE_CELL_LIMIT,
 };
-use crate::HeterogeneousRevolve;
 
 /// Nonzero snapshot counts tried per level (the budget and its halvings).
 const SPLITS: usize = 5;
@@ -168,9 +167,12 @@ fn table_key(spec: &ScheduleSpec) -> String {
 
 /// heterogeneous-revolve on the profile's chain, with RAM less the live
 /// state and one taped step (each the largest state) for its checkpoints;
-/// `None` without a profile, when state 0 does not fit, or when its table
-/// is over [`HETEROGENEOUS_WORK_LIMIT`] evaluations or
-/// [`HeterogeneousRevolve::CELL_LIMIT`] cells.
+/// where its table is over
+/// [`HETEROGENEOUS_WORK_LIMIT`](super::HETEROGENEOUS_WORK_LIMIT) evaluations
+/// or [`HeterogeneousRevolve::CELL_LIMIT`](crate::HeterogeneousRevolve::CELL_LIMIT)
+/// cells, on runs of steps
+/// ([`coarsen::in_runs`]); `None` without a profile, when state 0 does not
+/// fit, or when no chain of runs is solvable either.
 fn heterogeneous(input: &PlanInput) -> Option<ScheduleSpec> {
     let profile = input.profile.as_ref()?;
     let ram = input.levels[StorageLevel::Ram]?.capacity.0;
@@ -185,12 +187,12 @@ fn heterogeneous(input: &PlanInput) -> Option<ScheduleSpec> {
         bytes: PerStep(profile.state_bytes.clone()),
         tape: None,
         budget,
+        runs: None,
     };
-    let (_, cells, work) = HeterogeneousRevolve::table_size(&params.chain().ok()?, budget);
-    if cells > HeterogeneousRevolve::CELL_LIMIT || work > HETEROGENEOUS_WORK_LIMIT {
-        return None;
+    if coarsen::solvable(&params) {
+        return Some(ScheduleSpec::from(params));
     }
-    Some(ScheduleSpec::from(params))
+    coarsen::in_runs(profile, budget).map(ScheduleSpec::from)
 }
 
 /// hierarchical-revolve over every level with a budget and snapshots
@@ -401,7 +403,7 @@ const REFINE_ROUNDS: usize = 64;
 /// most [`REFINE_ROUNDS`] times). Where the climb ends joins the
 /// candidates (the neighbours it passed do not, so the alternatives stay
 /// the families' grid and their best), so the plan's pick is the fastest of the grid and the
-/// search. Table-based schedules, and families costed by closed forms or
+/// search. Table-based schedules and heterogeneous-revolve, and families costed by closed forms or
 /// estimates (beyond replay sizes), are left at their grid.
 pub(super) fn refine(
     input: &PlanInput,
@@ -413,7 +415,12 @@ pub(super) fn refine(
     let seen_before = seen.clone();
     let mut families: Vec<&'static str> = Vec::new();
     for candidate in &candidates {
-        if !families.contains(&candidate.spec.name()) && !candidate.spec.is_table_based() {
+        // Tables are left at their grid (each neighbour a new table), and
+        // heterogeneous-revolve's one integer, its byte budget, is already
+        // all that fits.
+        let tabled = candidate.spec.is_table_based()
+            || matches!(candidate.spec, ScheduleSpec::HeterogeneousRevolve(_));
+        if !families.contains(&candidate.spec.name()) && !tabled {
             families.push(candidate.spec.name());
         }
     }

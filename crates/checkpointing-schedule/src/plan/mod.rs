@@ -71,11 +71,15 @@
 //! and [`HeterogeneousRevolve::WORK_LIMIT`](crate::HeterogeneousRevolve::WORK_LIMIT);
 //! the planner takes it only within [`HETEROGENEOUS_WORK_LIMIT`]
 //! evaluations and the cell limit (a few hundred steps; with few memory
-//! units, up to about 800). Beyond, it is skipped, and the plan is the
-//! best of the uniform schedules, each costed on the real chain as above:
-//! valid within the byte budgets, though blind to where the costly steps
-//! are. A profile whose steps are all equal plans exactly as the scalar
-//! input does.
+//! units, up to about 800). Beyond, it is planned on runs of steps
+//! ([`HeterogeneousRevolveParams::runs`](crate::schedule::HeterogeneousRevolveParams::runs):
+//! each run advanced, taped and reversed whole, runs of equal steps first,
+//! the shortest whose table is within those limits), costed on the real
+//! chain like the others; where no chain of runs is solvable (or fits the
+//! RAM beside its taped run), the plan is the best of the uniform
+//! schedules, each costed on the real chain as above: valid within the
+//! byte budgets, though blind to where the costly steps are. A profile
+//! whose steps are all equal plans exactly as the scalar input does.
 //!
 //! # DEVICE
 //!
@@ -137,6 +141,7 @@
 mod bounded;
 mod bytes;
 mod candidates;
+mod coarsen;
 mod level;
 mod periodic;
 mod profile;

@@ -348,15 +348,55 @@ fn profile_errors() {
 
 #[test]
 fn too_long_a_chain_is_planned_with_uniform_schedules_on_it() {
-    // Past HETEROGENEOUS_WORK_LIMIT heterogeneous-revolve is skipped; the
-    // uniform schedules are still costed on the real chain.
+    // Past HETEROGENEOUS_WORK_LIMIT heterogeneous-revolve is planned on
+    // runs of steps, if at all; the uniform schedules are still costed on
+    // the real chain.
     let profile = costly_every_tenth(3000, MB);
     let input = PlanInput::new(None, Bytes(1), Bytes(12 * MB)).with_profile(profile.clone());
     let plan = plan(&input).unwrap();
-    assert!(all(&plan).all(|c| c.spec.name() != "heterogeneous-revolve"));
+    for c in all(&plan) {
+        if let ScheduleSpec::HeterogeneousRevolve(p) = &c.spec {
+            assert!(p.runs.is_some(), "{:?}", c.spec);
+        }
+    }
     let chain = chain(&profile);
     let a = chain.account(actions(&plan.best.spec));
     assert_eq!(plan.best.predicted_seconds, a.total());
+}
+
+/// 5,000 steps, every hundredth 50 times as costly, RAM for 300 states:
+/// the chain is too long for heterogeneous-revolve's table, so it is
+/// planned on runs of equal steps; that schedule stops at the loop's end,
+/// replays within RAM, costs on the real chain what the plan predicts, and
+/// beats every schedule that is blind to where the costly steps are.
+#[test]
+fn a_long_uneven_chain_is_planned_in_runs() {
+    let forward: Vec<f64> = (0..5000)
+        .map(|i| if i % 100 == 99 { 0.5 } else { 0.01 })
+        .collect();
+    let profile = StepProfile::new(forward, vec![0.03; 5000], vec![MB; 5000]).unwrap();
+    let input = PlanInput::new(None, Bytes(1), Bytes(300 * MB)).with_profile(profile.clone());
+    let plan = plan(&input).unwrap();
+    let ScheduleSpec::HeterogeneousRevolve(params) = &plan.best.spec else {
+        panic!("picked {:?}", plan.best.spec.name());
+    };
+    let runs = params.runs.as_ref().expect("planned in runs");
+    assert_eq!(runs.0.iter().sum::<u64>(), 5000);
+    assert!(runs.0.len() < 5000);
+    let chain = chain(&profile);
+    let a = chain.account(actions(&plan.best.spec));
+    assert!((plan.best.predicted_seconds - a.total()).abs() <= 1e-9 * a.total());
+    let cost = plan
+        .best
+        .spec
+        .replay()
+        .run(plan.best.spec.build_for_steps().unwrap())
+        .unwrap();
+    assert_eq!(cost.adjoint_steps, 5000);
+    assert!(plan.best.peak_bytes[StorageLevel::Ram] <= 300 * MB);
+    for c in &plan.alternatives {
+        assert!(plan.best.predicted_seconds <= c.predicted_seconds);
+    }
 }
 
 #[test]

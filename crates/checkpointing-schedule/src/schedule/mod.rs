@@ -71,8 +71,8 @@ pub use disk_revolve::{
 };
 pub use drive::{Drive, Driven};
 pub use heterogeneous::{
-    ChainCost, ChainModel, HeterogeneousChain, HeterogeneousRevolve, HeterogeneousRevolveParams,
-    PerStep,
+    run_bounds, ChainCost, ChainModel, HeterogeneousChain, HeterogeneousRevolve,
+    HeterogeneousRevolveParams, PerStep, RunsSchedule,
 };
 pub use hrevolve::{
     HRevolve, HRevolveParams, HierarchicalRevolve, HierarchicalRevolveParams, LevelSpec,

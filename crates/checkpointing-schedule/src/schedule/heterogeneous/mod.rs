@@ -12,6 +12,7 @@
 mod chain;
 mod emit;
 mod params;
+mod runs;
 mod table;
 #[cfg(test)]
 mod tests;
@@ -19,6 +20,7 @@ mod uniform;
 
 pub use chain::{ChainCost, HeterogeneousChain};
 pub use params::{HeterogeneousRevolveParams, PerStep};
+pub use runs::{run_bounds, RunsSchedule};
 
 pub use table::ChainModel;
 use table::{Shape, Table};

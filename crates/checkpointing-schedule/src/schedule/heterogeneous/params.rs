@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use super::{HeterogeneousChain, HeterogeneousRevolve};
+use super::{run_bounds, HeterogeneousChain, HeterogeneousRevolve, RunsSchedule};
 use crate::action::Step;
 use crate::replay::Replay;
 use crate::schedule::{CandidateBudget, Schedule, ScheduleError, ScheduleParams};
@@ -113,6 +113,7 @@ impl<T: fmt::Display + PartialEq> fmt::Display for PerStep<T> {
 ///     bytes: PerStep(vec![100; 20]),
 ///     tape: None,
 ///     budget: 300,
+///     runs: None,
 /// };
 /// let cost = params.replay().run(params.build().unwrap()).unwrap();
 /// assert!(cost.levels[StorageLevel::Ram].peak * 100 <= 300);
@@ -147,6 +148,18 @@ pub struct HeterogeneousRevolveParams {
     /// 8GiB.
     #[cfg_attr(feature = "clap", arg(long, value_name = "BYTES", value_parser = parse_budget))]
     pub budget: u64,
+    /// Loop steps each step of the chain stands for, e.g. `10*500` (500
+    /// runs of 10): the chain is then of runs, each advanced, taped and
+    /// reversed whole (the adjoint data of all its steps held at once, as
+    /// store-all holds them), so that a loop of thousands of steps is
+    /// planned on a chain short enough for the table. `forward`,
+    /// `adjoint`, `bytes` and `tape` are then per run: its total times, the
+    /// bytes of its first state, the bytes of its steps' adjoint data.
+    /// Absent (`None`): one loop step per chain step (the key is not
+    /// written). See [`RunsSchedule`](super::RunsSchedule).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "STEPS"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs: Option<PerStep<Step>>,
 }
 
 #[cfg(feature = "clap")]
@@ -202,18 +215,35 @@ impl ScheduleParams for HeterogeneousRevolveParams {
             bytes: PerStep(vec![100; 20]),
             tape: None,
             budget: 300,
+            runs: None,
         }
     }
 
     fn steps(&self) -> Step {
-        self.forward.0.len() as Step
+        match &self.runs {
+            Some(runs) => runs.0.iter().fold(0, |n: Step, &r| n.saturating_add(r)),
+            None => self.forward.0.len() as Step,
+        }
     }
 
     fn build(&self) -> Result<Box<dyn Schedule + Send>, ScheduleError> {
-        Ok(Box::new(HeterogeneousRevolve::new(
-            &self.chain()?,
-            self.budget,
-        )?))
+        let chain = HeterogeneousRevolve::new(&self.chain()?, self.budget)?;
+        match &self.runs {
+            None => Ok(Box::new(chain)),
+            Some(runs) => {
+                if runs.0.len() != self.forward.0.len() {
+                    return Err(ScheduleError::InvalidParameter {
+                        name: "runs",
+                        reason: format!(
+                            "{} runs for a chain of {} steps",
+                            runs.0.len(),
+                            self.forward.0.len()
+                        ),
+                    });
+                }
+                Ok(Box::new(RunsSchedule::new(chain, run_bounds(&runs.0)?)?))
+            }
+        }
     }
 
     /// RAM within the most checkpoints the budget can hold, nothing on
@@ -246,6 +276,9 @@ impl ScheduleParams for HeterogeneousRevolveParams {
             "--forward".into(),
             self.forward.to_string(),
         ];
+        if let Some(runs) = &self.runs {
+            args.extend(["--runs".into(), runs.to_string()]);
+        }
         if let Some(tape) = &self.tape {
             args.extend(["--tape".into(), tape.to_string()]);
         }
