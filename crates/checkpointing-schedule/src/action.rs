@@ -177,6 +177,46 @@ pub enum Action {
 }
 
 impl Action {
+    /// This action with every step `n` it names replaced by `f(n)` (its
+    /// kind, levels and flags kept): a schedule's actions moved along, or
+    /// put in other steps' terms.
+    ///
+    /// ```
+    /// use checkpointing_schedule::{Action, StorageLevel};
+    /// let a = Action::Copy { n: 3, from: StorageLevel::Ram, to: StorageLevel::Work };
+    /// assert_eq!(a.map_steps(|n| n + 10), Action::Copy { n: 13, from: StorageLevel::Ram, to: StorageLevel::Work });
+    /// assert_eq!(Action::EndForward.map_steps(|n| n * 2), Action::EndForward);
+    /// ```
+    pub fn map_steps(self, f: impl Fn(Step) -> Step) -> Action {
+        match self {
+            Action::Forward {
+                n0,
+                n1,
+                write_ics,
+                write_adj_deps,
+                storage,
+            } => Action::Forward {
+                n0: f(n0),
+                n1: f(n1),
+                write_ics,
+                write_adj_deps,
+                storage,
+            },
+            Action::Reverse {
+                n1,
+                n0,
+                clear_adj_deps,
+            } => Action::Reverse {
+                n1: f(n1),
+                n0: f(n0),
+                clear_adj_deps,
+            },
+            Action::Copy { n, from, to } => Action::Copy { n: f(n), from, to },
+            Action::Move { n, from, to } => Action::Move { n: f(n), from, to },
+            end @ (Action::EndForward | Action::EndReverse) => end,
+        }
+    }
+
     /// The action's type name as in the reference package (`"Forward"`, ...).
     ///
     /// ```

@@ -91,45 +91,6 @@ impl RunsSchedule {
     fn at(&self, i: Step) -> Step {
         self.bounds[i as usize]
     }
-
-    /// `action` of the chain in loop steps.
-    fn in_loop_steps(&self, action: Action) -> Action {
-        match action {
-            Action::Forward {
-                n0,
-                n1,
-                write_ics,
-                write_adj_deps,
-                storage,
-            } => Action::Forward {
-                n0: self.at(n0),
-                n1: self.at(n1),
-                write_ics,
-                write_adj_deps,
-                storage,
-            },
-            Action::Reverse {
-                n1,
-                n0,
-                clear_adj_deps,
-            } => Action::Reverse {
-                n1: self.at(n1),
-                n0: self.at(n0),
-                clear_adj_deps,
-            },
-            Action::Copy { n, from, to } => Action::Copy {
-                n: self.at(n),
-                from,
-                to,
-            },
-            Action::Move { n, from, to } => Action::Move {
-                n: self.at(n),
-                from,
-                to,
-            },
-            end => end,
-        }
-    }
 }
 
 impl Iterator for RunsSchedule {
@@ -141,7 +102,7 @@ impl Iterator for RunsSchedule {
         let (n, r) = (self.chain.n(), self.chain.r());
         let steps = self.at(runs);
         self.cursor.set(self.at(n), steps - self.at(runs - r));
-        Some(self.in_loop_steps(action))
+        Some(action.map_steps(|i| self.at(i)))
     }
 }
 

@@ -95,45 +95,6 @@ struct Period {
 /// memory to a few MiB whatever the period).
 const PERIOD_ACTIONS_LIMIT: usize = 1 << 16;
 
-/// `action` with every step moved `by` steps later.
-fn shifted(action: Action, by: Step) -> Action {
-    match action {
-        Action::Forward {
-            n0,
-            n1,
-            write_ics,
-            write_adj_deps,
-            storage,
-        } => Action::Forward {
-            n0: n0 + by,
-            n1: n1 + by,
-            write_ics,
-            write_adj_deps,
-            storage,
-        },
-        Action::Reverse {
-            n1,
-            n0,
-            clear_adj_deps,
-        } => Action::Reverse {
-            n1: n1 + by,
-            n0: n0 + by,
-            clear_adj_deps,
-        },
-        Action::Copy { n, from, to } => Action::Copy {
-            n: n + by,
-            from,
-            to,
-        },
-        Action::Move { n, from, to } => Action::Move {
-            n: n + by,
-            from,
-            to,
-        },
-        other => other,
-    }
-}
-
 impl TwoLevel {
     /// `TwoLevelCheckpointSchedule(period, binomial_snapshots,
     /// binomial_storage=..., binomial_trajectory=...)`.
@@ -366,7 +327,7 @@ impl Iterator for TwoLevel {
                 if let Some(&(action, n, dr)) = replay.period.actions.get(replay.next) {
                     replay.next += 1;
                     self.cursor.set(n + replay.start, replay.r0 + dr);
-                    return Some(shifted(action, replay.start));
+                    return Some(action.map_steps(|n| n + replay.start));
                 }
                 self.replay = None;
             }
