@@ -3,8 +3,8 @@ those of a lax.scan of the same number of steps to 1e-12 (relative to each
 gradient's largest entry, float64), inside and beyond OnlineR2's optimal
 range, with closed-over parameters, under jit and vmap; the number of step
 evaluations equals the forward steps of the Rust OnlineR2 schedule driven
-for the same number of steps; the same gradients as equinox's checkpointed
-while loop."""
+for the same number of steps, and is never more than equinox's checkpointed
+while loop's over a sweep of step counts; the same gradients as equinox's."""
 
 import numpy as np
 import pytest
@@ -131,3 +131,68 @@ def test_the_same_gradients_as_equinox_checkpointed_while_loop():
         return jnp.sum(final[1] ** 2)
 
     assert_close(jax.jit(jax.grad(ours(n, s), argnums=(0, 1)))(Y0, W), jax.grad(theirs, argnums=(0, 1))(Y0, W))
+
+
+def _evaluated_steps(loop, s):
+    """A jitted gradient of a loop of ``n`` steps (``n`` an argument, so one
+    compilation serves every length) with ``s`` checkpoints, run by
+    ``count(n)``: the index of every step the body evaluated (forward,
+    recomputations and the one inside each step's VJP)."""
+    steps = []
+
+    def counted(carry):
+        i, y = carry
+        jax.debug.callback(lambda i: steps.append(int(i)), i)
+        return i + 1, jnp.tanh(W @ y) + 0.1 * y
+
+    def loss(y0, n):
+        return jnp.sum(loop(lambda c: c[0] < n, counted, (0, y0), s)[1] ** 2)
+
+    g = jax.jit(jax.grad(loss))
+
+    def count(n):
+        steps.clear()
+        jax.block_until_ready(g(Y0, n))
+        return np.asarray(steps)
+
+    return count
+
+
+@pytest.mark.parametrize("s,longest", [(2, 30), (3, 40), (4, 50), (10, 90)])
+def test_no_more_step_evaluations_than_equinox(s, longest):
+    """For every n up to well beyond OnlineR2's optimal range u = (s+1)(s+2)/2
+    - 1: ours are the Rust OnlineR2 schedule's forward steps; equal to
+    equinox's up to u (2n for n <= s, 3n - s above: each step past s costs
+    one recomputation in both), no more beyond u, where equinox's Wang-Moin
+    phase takes over (fewer at most n, e.g. 189 against 190 at s = 10,
+    n = 66; equal at a few, e.g. n = u + 2).
+
+    Which steps are recomputed differs. OnlineR2 fills the segments from the
+    left, so from n = s + 1 on it drops the checkpoint at step 1 and
+    recomputes step 0; equinox's Stumm-Walther Algorithm I first overwrites
+    the checkpoints at the right end and recomputes step 0 only from n = s + 3
+    (from n = s + 2 for s = 2, step 1 being the right end there). At those
+    two step counts ours evaluate step 0 three times against equinox's two,
+    the totals being equal: where a loop's first step costs more than the
+    others (diffrax's FSAL solvers evaluate their first stage on the first
+    step only), that is one more of its cost (see test_jax_diffrax). Beyond
+    u the greedy phase may recompute step 0 more often than equinox, with
+    fewer evaluations in all."""
+    eqxi = pytest.importorskip("equinox.internal")
+    ours = _evaluated_steps(lambda c, b, x, s: checkpointed_while_loop(c, b, x, checkpoints=s), s)
+    theirs = _evaluated_steps(lambda c, b, x, s: eqxi.while_loop(c, b, x, kind="checkpointed", checkpoints=s), s)
+    u = (s + 1) * (s + 2) // 2 - 1
+    step_zero_more = {}
+    fewer = 0
+    for n in range(1, longest + 1):
+        a, b = ours(n), theirs(n)
+        assert len(a) == Plan(checkpointing.OnlineR2(s), n).schedule_forward_steps, n
+        if n <= u:
+            assert len(a) == len(b) == (2 * n if n <= s else 3 * n - s), n
+            if np.sum(a == 0) != np.sum(b == 0):
+                step_zero_more[n] = (np.sum(a == 0), np.sum(b == 0))
+        else:
+            assert len(a) <= len(b), n
+            fewer += len(a) < len(b)
+    assert fewer >= (longest - u) * 3 // 4
+    assert step_zero_more == {n: (3, 2) for n in ((s + 1, s + 2) if s >= 3 else (s + 1,))}
