@@ -382,7 +382,12 @@ pub(crate) fn run(args: &PlanArgs) -> Result<(), Failure> {
                 out["verify"] = rows
                     .iter()
                     .map(|r| {
-                        json!({"spec": r.spec, "predicted_seconds": r.predicted, "measured_seconds": r.measured})
+                        json!({
+                            "spec": r.spec,
+                            "predicted_seconds": r.predicted,
+                            "measured_seconds": r.measured,
+                            "same_gradient": r.same_gradient,
+                        })
                     })
                     .collect();
             }
