@@ -119,6 +119,12 @@ pub struct PlanCandidate {
     /// closed form).
     #[pyo3(get)]
     replayed: bool,
+    /// How the cost was obtained: `"replayed"`, `"periodic"` (extrapolated
+    /// over identical periods, exact), `"closed form"`, or `"bounded"` (a
+    /// table too slow to build within a plan: the predicted time is an
+    /// upper bound, another candidate's exact time).
+    #[pyo3(get)]
+    costing: &'static str,
     /// Forward steps advanced in total (recomputation included).
     #[pyo3(get)]
     forward_steps: u64,
@@ -144,6 +150,7 @@ impl PlanCandidate {
             name: candidate.spec.name(),
             predicted_seconds: candidate.predicted_seconds,
             replayed: candidate.replayed,
+            costing: candidate.costing.label(),
             forward_steps: cost.forward_steps,
             adjoint_steps: cost.adjoint_steps,
             peak_bytes: per_level(input, |l| candidate.peak_bytes[l]),
