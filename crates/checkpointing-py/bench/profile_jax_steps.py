@@ -15,8 +15,12 @@ of ``v`` variables (float64), ``s`` slots:
 Timing: the variants are compiled first, then called in turn, ``--reps``
 rounds, and each one's least process CPU time and wall time are printed
 (interleaving spreads the machine's other load over all of them). Run it
-with ``XLA_FLAGS=--xla_cpu_multi_thread_eigen=false`` on a shared machine:
-one thread, so that CPU time is the program's work.
+with ``XLA_FLAGS=--xla_cpu_multi_thread_eigen=false``. That does not keep
+XLA on one core: it still runs independent thunks on a second thread, and
+moving states between cores' caches is where Revolve's program loses to
+OnlineR2's (the guide's "Where the time of Revolve's program goes").
+Compare with ``taskset -c 0 python bench/profile_jax_steps.py ...``,
+which pins it to one core.
 
 ``--trace VARIANT``: one call under ``jax.profiler`` (a Perfetto trace),
 its thunks' self times summed by the JAX name path of the HLO instruction
