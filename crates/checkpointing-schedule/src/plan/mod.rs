@@ -524,16 +524,20 @@ pub enum Costing {
     /// costs at least the table's minimum in the plan's time too. The
     /// classes:
     ///
-    /// * Disk-Revolve with `s` RAM snapshots: every schedule with at most
-    ///   `s` RAM snapshots and unlimited disk (Aupy, Herrmann, Hovland &
-    ///   Robert 2016 prove it optimal there). Its disk peak is bounded by
+    /// * Disk-Revolve with `s` RAM snapshots (Aupy, Herrmann, Hovland &
+    ///   Robert 2016): its recurrence
+    ///   `opt_inf[l] = min(opt_0[l], min_j wd + j·uf + opt_inf[l − j] + rd + opt_0[j − 1])`
+    ///   holds Revolve with `s` snapshots (`opt_0`) and Periodic
+    ///   Disk-Revolve (each period a split term). Not Multistage or two-level, which may read a disk
+    ///   checkpoint more than once: the property test found Multistage
+    ///   below Disk-Revolve. Its disk peak is bounded by
     ///   its writes, each read once: `(wd + rd) · writes ≤ bound − n · uf −
     ///   n · ub` in seconds, at most `n`.
     /// * H-Revolve with `s` RAM and `d` disk snapshots: the schedules with
     ///   at most `s` RAM and `d` disk snapshots at once. Its recurrence
     ///   `opt[1][l][m] = min(opt[0][l][s], w + optp[1][l][m])` holds
-    ///   Revolve with `s` snapshots (`opt[0]`) and every split at a disk
-    ///   checkpoint reversed from it (Herrmann & Pallez 2020).
+    ///   Revolve with `s` snapshots (`opt[0]`) and Periodic Disk-Revolve
+    ///   with at most `d` disk checkpoints (Herrmann & Pallez 2020).
     ///   hierarchical-revolve over RAM then disk is the same table, over
     ///   RAM alone Revolve's.
     /// * Mixed with `s` RAM units: Maddison 2024's table takes the fewest

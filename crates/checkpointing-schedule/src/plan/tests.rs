@@ -861,7 +861,7 @@ fn write_spread_adds_one_standard_deviation_of_the_writes() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(32))]
+    #![proptest_config(ProptestConfig::with_cases(128))]
 
     /// The classes behind [`Costing::Bounded`] hold: on inputs small
     /// enough that every table-based schedule is replayed, each one's
