@@ -272,11 +272,11 @@ pub(super) fn fitting(
         lower_seconds,
         reason,
     };
+    let cells = |spec: &ScheduleSpec| spec.table_cells().unwrap_or(f64::INFINITY);
     let mut uncosted: Vec<NotCosted> = unbuildable
         .into_iter()
         .map(|spec| {
-            let lower = lower_seconds(input, &spec);
-            let cells = spec.table_cells().unwrap_or(f64::INFINITY);
+            let (lower, cells) = (lower_seconds(input, &spec), cells(&spec));
             not_costed(spec, lower, NotCostedReason::TableTooLarge { cells })
         })
         .collect();
@@ -327,7 +327,7 @@ pub(super) fn fitting(
         match bounded::estimate(input, &spec, lower, &candidates) {
             Some(candidate) => estimates.push(candidate),
             None => {
-                let cells = spec.table_cells().unwrap_or(f64::INFINITY);
+                let cells = cells(&spec);
                 uncosted.push(not_costed(
                     spec,
                     lower,

@@ -11,6 +11,28 @@ fn all(plan: &Plan) -> impl Iterator<Item = &Candidate> {
     std::iter::once(&plan.best).chain(&plan.alternatives)
 }
 
+/// `steps` steps of `state`-byte states in `ram` bytes of RAM, a forward
+/// step of `forward` and an adjoint of `adjoint` seconds, and with `disk`
+/// (states, write seconds, read seconds) a disk of that many states.
+fn timed_input(
+    steps: Step,
+    state: u64,
+    ram: u64,
+    (forward, adjoint): (f64, f64),
+    disk: Option<(u64, f64, f64)>,
+) -> PlanInput {
+    let mut input = PlanInput::new(Some(steps), Bytes(state), Bytes(ram));
+    input.forward_seconds = forward;
+    input.adjoint_seconds = adjoint;
+    match disk {
+        Some((states, write, read)) => input.with_level(
+            StorageLevel::Disk,
+            LevelBudget::new(Bytes(states * state), write, read),
+        ),
+        None => input,
+    }
+}
+
 #[test]
 fn tight_ram_picks_a_binomial_schedule() {
     // 7 states of RAM: the live state, one step's adjoint data, 5 snapshots.
@@ -178,12 +200,8 @@ proptest! {
         disk_seconds in 0.0f64..5.0,
     ) {
         let ram = ram_states * state + ram_extra % state;
-        let mut input = PlanInput::new(Some(steps), Bytes(state), Bytes(ram));
-        input.forward_seconds = forward;
-        input.adjoint_seconds = adjoint;
-        if let Some(d) = disk_states {
-            input = input.with_level(StorageLevel::Disk, LevelBudget::new(Bytes(d * state), disk_seconds, disk_seconds));
-        }
+        let disk = disk_states.map(|d| (d, disk_seconds, disk_seconds));
+        let mut input = timed_input(steps, state, ram, (forward, adjoint), disk);
         match plan(&input) {
             Ok(plan) => {
                 for c in all(&plan) {
@@ -740,12 +758,8 @@ proptest! {
         read in 0.0f64..5.0,
     ) {
         let state = MB;
-        let mut input = PlanInput::new(Some(steps), Bytes(state), Bytes(ram_states * state));
-        input.forward_seconds = forward;
-        input.adjoint_seconds = adjoint;
-        if let Some(d) = disk_states {
-            input = input.with_level(StorageLevel::Disk, LevelBudget::new(Bytes(d * state), write, read));
-        }
+        let disk = disk_states.map(|d| (d, write, read));
+        let input = timed_input(steps, state, ram_states * state, (forward, adjoint), disk);
         let Ok(plan) = plan(&input) else {
             return Ok(()); // nothing fits: checked by peaks_never_exceed_the_budgets
         };
@@ -881,10 +895,8 @@ proptest! {
         read in 0.0f64..4.0,
     ) {
         let state = MB;
-        let mut input = PlanInput::new(Some(steps), Bytes(state), Bytes(ram_states * state))
-            .with_level(StorageLevel::Disk, LevelBudget::new(Bytes(disk_states * state), write, read));
-        input.forward_seconds = forward;
-        input.adjoint_seconds = adjoint;
+        let disk = Some((disk_states, write, read));
+        let input = timed_input(steps, state, ram_states * state, (forward, adjoint), disk);
         let plan = plan(&input).unwrap();
         let candidates: Vec<&Candidate> = all(&plan).collect();
         let mut compared = 0;
