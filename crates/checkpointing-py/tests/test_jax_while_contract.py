@@ -2,9 +2,10 @@
 every closed-over array hoisted, integer ones included (issue 34, bug 1);
 checkpoints=None derived from max_steps as equinox does; max_steps enforced;
 write-only buffers kept out of the snapshots (compiled memory does not grow
-with checkpoints x buffer size); unperturbed inputs not differentiated
-(symbolic zeros); Python scalars and integer leaves in the carry; under
-vmap, one schedule for the batch (lockstep); bad input gets a typed error."""
+with checkpoints x buffer size); unperturbed inputs, and perturbed leaves
+without cotangents, not differentiated (symbolic zeros); Python scalars and
+integer leaves in the carry; under vmap, one schedule for the batch
+(lockstep); bad input gets a typed error."""
 
 import math
 
@@ -159,19 +160,27 @@ def test_buffers_are_not_snapshotted():
     assert temp(34, False) - temp(4, False) > 30 * buffer_bytes * 0.9
 
 
-def test_unperturbed_inputs_are_not_differentiated():
-    """A closed-over array that no differentiated input reaches, and the
-    carry leaves that only it feeds, are not differentiated: a custom_vjp
-    whose backward must not run marks them."""
+def _guard(message):
+    """The identity, with a backward that must not run: it raises
+    ``AssertionError(message)``."""
 
     @jax.custom_vjp
     def guard(x):
         return x
 
     def guard_bwd(_, ct):
-        raise AssertionError("an unperturbed input was differentiated")
+        raise AssertionError(message)
 
     guard.defvjp(lambda x: (x, None), guard_bwd)
+    return guard
+
+
+def test_unperturbed_inputs_are_not_differentiated():
+    """A closed-over array that no differentiated input reaches, and the
+    carry leaves that only it feeds, are not differentiated: a custom_vjp
+    whose backward must not run marks them."""
+
+    guard = _guard("an unperturbed input was differentiated")
 
     def loss(y0, k):
         def body(c):
@@ -191,6 +200,30 @@ def test_unperturbed_inputs_are_not_differentiated():
         return jnp.sum(y0)
 
     assert_close(g, jax.grad(reference)(Y0, jnp.full(4, 1.5)))
+
+
+def test_perturbed_leaves_without_cotangents_are_not_differentiated():
+    """equinox's second fixed point: a carry leaf that carries a tangent (it
+    depends on y0) but whose cotangent is a symbolic zero at every step (the
+    loss does not use it, and nothing it reaches is used) is not
+    differentiated; a guard whose backward must not run marks it. With the
+    leaf in the loss, the guard's backward runs (the test's control)."""
+    guard = _guard("a leaf without cotangent was differentiated")
+
+    def run(y0):
+        def body(c):
+            i, y, aux = c
+            return i + 1, step(y, W), guard(0.5 * aux + y)
+
+        return checkpointed_while_loop(lambda c: c[0] < 6, body, (0, y0, jnp.zeros(4)), checkpoints=2)
+
+    def reference(y0):
+        return jnp.sum(jax.lax.scan(lambda y, _: (step(y, W), None), y0, None, length=6)[0])
+
+    g = jax.jit(jax.grad(lambda y0: jnp.sum(run(y0)[1])))(Y0)
+    assert_close(g, jax.grad(reference)(Y0))
+    with pytest.raises(AssertionError, match="without cotangent"):
+        jax.grad(lambda y0: jnp.sum(run(y0)[1]) + jnp.sum(run(y0)[2]))(Y0)
 
 
 def grow(c):

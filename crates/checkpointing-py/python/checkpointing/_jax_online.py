@@ -26,10 +26,17 @@ What is snapshotted is the carry less its write-only buffers, plus the
 step's predicate (a member of a ``vmap`` batch that has stopped keeps its
 carry: see ``_jax_batch``); the buffers reach the backward once, final,
 and every recomputed step reads them there (it only reads where it wrote
-before). The ``custom_vjp`` has symbolic zeros: the carry leaves that
-carry a tangent are the fixed point of the body's data flow from the
-perturbed inputs (``_depends``), and only those, and the perturbed
-closed-over constants, are differentiated.
+before). The ``custom_vjp`` has symbolic zeros, and two fixed points
+decide what is differentiated, as in equinox's checkpointed loop:
+
+- the carry leaves that carry a tangent: the fixed point of the body's
+  forward data flow from the perturbed inputs and closed-over constants
+  (``_depends``);
+- of those, the ones whose cotangent is not a symbolic zero: the fixed
+  point of the body's backward data flow from the outputs given a
+  cotangent (``_reaches``). A perturbed leaf that no nonzero cotangent
+  reaches is not differentiated, at any step, and its cotangent stays a
+  symbolic zero; when none is given, the backward does nothing.
 """
 
 import math
@@ -158,6 +165,21 @@ def _depends(jaxpr, perturbed_consts, perturbed_in):
         if any(not isinstance(v, Literal) and v in live for v in eqn.invars):
             live |= {v for v in eqn.outvars if _is_inexact(v.aval)}
     return [not isinstance(v, Literal) and v in live for v in jaxpr.outvars]
+
+
+def _reaches(jaxpr, nonzero_out):
+    """Which constants and inputs of ``jaxpr`` a cotangent reaches from the
+    outputs marked in ``nonzero_out``: backward data flow, through every
+    equation except ``stop_gradient``, along floating-point values only
+    (the reverse of :func:`_depends`; a nested jaxpr counts as one
+    equation, every output reached from every input)."""
+    live = {v for v, z in zip(jaxpr.outvars, nonzero_out) if z and not isinstance(v, Literal) and _is_inexact(v.aval)}
+    for eqn in reversed(jaxpr.eqns):
+        if eqn.primitive.name == "stop_gradient":
+            continue
+        if any(v in live for v in eqn.outvars):
+            live |= {v for v in eqn.invars if not isinstance(v, Literal) and _is_inexact(v.aval)}
+    return [v in live for v in jaxpr.constvars], [v in live for v in jaxpr.invars]
 
 
 class OnlineLoop:
@@ -399,6 +421,21 @@ class OnlineLoop:
                 return p
             p = new
 
+    def _nonzero_cotangents(self, ct_out, perturbed, perturbed_consts):
+        """Of the perturbed carry leaves and constants, those whose cotangent
+        is not a symbolic zero at some step of the backward: the leaves
+        given a cotangent, and every perturbed one these reach through
+        the body, to the fixed point."""
+        nonzero = [p and not isinstance(c, SymbolicZero) for p, c in zip(perturbed, ct_out)]
+        while True:
+            consts, inputs = _reaches(self.body_jaxpr, nonzero)
+            if self.masked is not None:
+                inputs = inputs[1:]  # the step's predicate
+            new = [z or (p and r) for z, p, r in zip(nonzero, perturbed, inputs)]
+            if new == nonzero:
+                return nonzero, [p and r for p, r in zip(perturbed_consts, consts)]
+            nonzero = new
+
     def _fwd(self, leaves, bconsts, cconsts):
         perturbed_consts = [c.perturbed and jnp.issubdtype(jnp.result_type(c.value), jnp.inexact) for c in bconsts]
         perturbed = self._perturbed_carry([x.perturbed for x in leaves], perturbed_consts)
@@ -414,14 +451,14 @@ class OnlineLoop:
 
     def _bwd(self, residuals, ct_out):
         n, store, where, buffers, bconsts, cconsts, static = residuals
-        perturbed, perturbed_consts = static.value
+        differentiated, differentiated_consts = self._nonzero_cotangents(ct_out, *static.value)
         s, it = self.s, _int()
-        P = [i for i, p in enumerate(perturbed) if p]
-        PC = [j for j, p in enumerate(perturbed_consts) if p]
+        P = [i for i, p in enumerate(differentiated) if p]
+        PC = [j for j, p in enumerate(differentiated_consts) if p]
         ct = [_instantiate(ct_out[i]) for i in P]
         ct_consts = [jnp.zeros_like(bconsts[j]) for j in PC]
         if not P:
-            return self._cotangents(perturbed, perturbed_consts, [], [], cconsts)
+            return self._cotangents(differentiated, differentiated_consts, [], [], cconsts)
         # The stack of checkpoints, by increasing step: slots in order.
         order = jnp.argsort(jnp.where(where < 0, jnp.iinfo(it).max, where)).astype(it)
         depth = jnp.sum(where >= 0).astype(it)
@@ -497,7 +534,7 @@ class OnlineLoop:
 
         state = (n, order, depth, where, it(-1), live, store, ct, ct_consts)
         *_, ct, ct_consts = lax.while_loop(lambda st: st[0] > 0, step, state)
-        return self._cotangents(perturbed, perturbed_consts, ct, ct_consts, cconsts)
+        return self._cotangents(differentiated, differentiated_consts, ct, ct_consts, cconsts)
 
     def _cotangents(self, perturbed, perturbed_consts, ct, ct_consts, cconsts):
         ct, ct_consts = iter(ct), iter(ct_consts)

@@ -203,8 +203,11 @@ def checkpointed_while_loop(cond_fun, body_fun, init_val, *, checkpoints=None, m
     or not (gradients flow to the floating-point ones; integer and boolean
     ones get zero cotangents); ``cond_fun`` is not differentiated. The carry
     is any pytree of arrays or Python scalars; only its floating-point
-    leaves that depend on a differentiated input are differentiated (the
-    others cost nothing in the backward). Under ``jax.vmap`` the batch runs
+    leaves that depend on a differentiated input, and that reach a used
+    output (one whose cotangent is not a symbolic zero), are differentiated
+    (the others cost nothing in the backward, and a backward they contain,
+    such as a ``custom_vjp`` that must not be differentiated, never
+    runs). Under ``jax.vmap`` the batch runs
     in lockstep: one schedule for the whole batch, the loop going on while
     any member does (the others keep their carry), as equinox does. Not
     forward-mode differentiable (``jax.jvp``).
