@@ -13,11 +13,17 @@ counts ``c``, on three problems:
 
 For each it prints the vector-field evaluations of one gradient (counted by
 a host callback in a separately compiled copy; under ``vmap`` one count per
-batched evaluation), the best time of several value-and-gradient calls
-after a compiling one, XLA's compiled temporary memory, and ours / theirs
-for each. The solutions' gradients are checked equal (to 1e-12).
+batched evaluation), the median time of a value-and-gradient call, XLA's
+compiled temporary memory, and ours / theirs for each. The solutions'
+gradients are checked equal (to 1e-12).
 
-    python bench/bench_diffrax.py [--quick] [--rounds 5] [--checkpoints 4 16]
+The calls take 1 to 20 ms, so the machine's state drifts between two runs
+of them by more than the programs differ: timing ours, then theirs, gave
+ratios from 0.7 to 1.4 for the same pair. The two compiled programs are
+therefore timed interleaved, ours then theirs then theirs then ours, and
+each one's median is reported.
+
+    python bench/bench_diffrax.py [--quick] [--rounds 100] [--checkpoints 4 16]
 """
 
 import argparse
@@ -98,26 +104,36 @@ def gradient(field, t1, adjoint, batched, count=False):
     return jax.jit(g)
 
 
-def measure(field, args, y0, t1, adjoint, batched, rounds):
+def measure(field, args, y0, t1, adjoint, batched):
+    """The compiled value-and-gradient, its output, its vector-field
+    evaluations and its compiled temporary memory."""
     f = gradient(field, t1, adjoint, batched)
     memory = f.lower(args, y0).compile().memory_analysis().temp_size_in_bytes
     out = jax.block_until_ready(f(args, y0))
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        jax.block_until_ready(f(args, y0))
-        best = min(best, time.perf_counter() - start)
     counted = gradient(field, t1, adjoint, batched, count=True)
     jax.block_until_ready(counted(args, y0))
     CALLS.clear()
     jax.block_until_ready(counted(args, y0))
-    return out, len(CALLS), best, memory
+    return f, out, len(CALLS), memory
+
+
+def interleaved_medians(functions, args, y0, rounds):
+    """The median time of each compiled function's call, timed in turns
+    (the order reversed every other round)."""
+    times = [[] for _ in functions]
+    for r in range(rounds):
+        order = range(len(functions)) if r % 2 == 0 else reversed(range(len(functions)))
+        for i in order:
+            start = time.perf_counter()
+            jax.block_until_ready(functions[i](args, y0))
+            times[i].append(time.perf_counter() - start)
+    return [float(np.median(t)) for t in times]
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
-    parser.add_argument("--rounds", type=int, default=5, help="timed calls; the best is reported")
+    parser.add_argument("--rounds", type=int, default=100, help="timed calls of each; the median is reported")
     parser.add_argument("--checkpoints", type=int, nargs="+", default=[4, 16])
     opts = parser.parse_args()
     dim, width, batch = (20, 16, 4) if opts.quick else (200, 64, 8)
@@ -127,23 +143,24 @@ def main():
         "ensemble": (*stiff_problem(dim // 4, batch), True),
     }
     print(f"diffrax {diffrax.__version__}, jax {jax.__version__}, {jax.devices()[0].platform}, float64, "
-          f"best of {opts.rounds}; stiff dim {dim}, neural dim {dim // 4} width {width}, "
+          f"median of {opts.rounds} interleaved calls; stiff dim {dim}, neural dim {dim // 4} width {width}, "
           f"ensemble {batch} x dim {dim // 4}")
     print()
-    print("| problem | checkpoints | evaluations ours | theirs | ours/theirs | time ours s | theirs s | ours/theirs "
+    print("| problem | checkpoints | evaluations ours | theirs | ours/theirs | median time ours s | theirs s | ours/theirs "
           "| compiled MiB ours | theirs | ours/theirs |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, (field, args, y0, t1, batched) in problems.items():
         for c in opts.checkpoints:
-            ours = measure(field, args, y0, t1, CheckpointAdjoint(c), batched, opts.rounds)
-            theirs = measure(field, args, y0, t1, diffrax.RecursiveCheckpointAdjoint(c), batched, opts.rounds)
-            for a, b in zip(jax.tree_util.tree_leaves(ours[0]), jax.tree_util.tree_leaves(theirs[0])):
+            ours = measure(field, args, y0, t1, CheckpointAdjoint(c), batched)
+            theirs = measure(field, args, y0, t1, diffrax.RecursiveCheckpointAdjoint(c), batched)
+            for a, b in zip(jax.tree_util.tree_leaves(ours[1]), jax.tree_util.tree_leaves(theirs[1])):
                 a, b = np.asarray(a), np.asarray(b)
                 assert np.max(np.abs(a - b)) <= 1e-12 * max(np.max(np.abs(b)), 1e-300), name
+            t_ours, t_theirs = interleaved_medians([ours[0], theirs[0]], args, y0, opts.rounds)
             mib = lambda x: x / 2**20  # noqa: E731
             print(
-                f"| {name} | {c} | {ours[1]} | {theirs[1]} | {ours[1] / theirs[1]:.2f} "
-                f"| {ours[2]:.4f} | {theirs[2]:.4f} | {ours[2] / theirs[2]:.2f} "
+                f"| {name} | {c} | {ours[2]} | {theirs[2]} | {ours[2] / theirs[2]:.2f} "
+                f"| {t_ours:.4f} | {t_theirs:.4f} | {t_ours / t_theirs:.2f} "
                 f"| {mib(ours[3]):.2f} | {mib(theirs[3]):.2f} | {ours[3] / theirs[3]:.2f} |",
                 flush=True,
             )
