@@ -365,19 +365,27 @@ class OnlineLoop:
         valid = i <= k
         nxt = jnp.where(i + 1 <= k, jnp.roll(fixed, -1), n)
         length = jnp.where(valid, nxt - fixed, 1)
-        cost = jnp.where(valid, binomial_forward_steps(length, s - i), 0.0)
+        prev_len = jnp.where(i >= 1, jnp.roll(length, 1), 0)
+        # Every binomial cost the choice needs, in one call (one loop in the
+        # program, not five per step): each segment with its snapshots, and
+        # with one more (shifted left); each merged with the one before; the
+        # last one step longer; one step.
+        costs = binomial_forward_steps(
+            jnp.concatenate([length, length, prev_len + length, (length[k] + 1)[None], jnp.ones(1, length.dtype)]),
+            jnp.concatenate([s - i, s - i + 1, s - i + 1, (s - k)[None], (s - k)[None]]),
+        )
+        own, shifted, merged, longer, one = costs[:s], costs[s : 2 * s], costs[2 * s : 3 * s], costs[3 * s], costs[-1]
+        cost = jnp.where(valid, own, 0.0)
         before = jnp.concatenate([jnp.zeros(1), jnp.cumsum(cost)])  # before[i] = sum cost[:i]
         # after[i] = sum over m in i..k of cost(m - 1, len(m)) (segments shifted left)
-        shifted_cost = jnp.where(valid & (i >= 1), binomial_forward_steps(length, s - i + 1), 0.0)
+        shifted_cost = jnp.where(valid & (i >= 1), shifted, 0.0)
         after = jnp.concatenate([jnp.cumsum(shifted_cost[::-1])[::-1], jnp.zeros(1)])
-        best = before[k] + binomial_forward_steps(length[k] + 1, s - k)
-        prev_len = jnp.where(i >= 1, jnp.roll(length, 1), 0)
-        merged = binomial_forward_steps(prev_len + length, s - i + 1)
+        best = before[k] + longer
         total = (
             before[jnp.maximum(i - 1, 0)]
             + merged
             + jnp.where(i + 1 <= k, after[jnp.minimum(i + 1, s)], 0.0)
-            + binomial_forward_steps(jnp.ones_like(length), s - k)
+            + one
         )
         total = jnp.where(valid & (i >= 1), total, jnp.inf)
         j = jnp.argmin(total)
