@@ -127,6 +127,8 @@ def test_the_table_has_a_header_and_a_row_per_candidate(plan):
         assert line.rstrip().endswith("same")
     assert verified.table() == str(verified)
     assert "Verification(rows=3" in repr(verified)
+    assert isinstance(verified, checkpointing.Verification)
+    assert all(isinstance(row, checkpointing.VerifiedCandidate) for row in verified.rows)
 
 
 def test_bad_arguments_and_user_errors(plan):

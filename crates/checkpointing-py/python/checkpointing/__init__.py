@@ -68,6 +68,8 @@ __all__ = [
     "PlanCandidate",
     "PlannedSchedule",
     "PlanError",
+    "Verification",
+    "VerifiedCandidate",
     "action_arrays",
     "iter_action_arrays",
     "ArrayStore",
@@ -159,7 +161,7 @@ from ._native import (  # noqa: E402
 )
 from ._tables import optimal_steps_binomial  # noqa: E402
 from ._arrays import action_arrays, iter_action_arrays  # noqa: E402
-from ._plan import plan  # noqa: E402
+from ._plan import Verification, VerifiedCandidate, plan  # noqa: E402
 
 
 def install_as_pyrevolve(schedule=None, *, ram=None, disk=None):
