@@ -276,11 +276,22 @@ def test_alternatives_are_schedules_too():
 def test_a_plan_for_known_steps_stops_there():
     """The README's RAM + disk plan for 5,000 steps: iterating the planned
     schedule (and every alternative's) ends with EndReverse after 5,000
-    reversed steps, even where the pick is an online schedule."""
+    reversed steps, even where the pick is an online schedule. Of the
+    bounded alternatives (H-Revolve and hierarchical-revolve, whose tables
+    take 0.7 to 6 s each to build here), the first of each family."""
     import itertools
 
     planned = checkpointing.plan(5000, "80MB", "2GiB", disk="100GB", disk_bandwidth="1GB/s")
-    schedules = [planned] + [c.schedule() for c in planned.plan.alternatives]
+    bounded = set()
+    alternatives = []
+    for c in planned.plan.alternatives:
+        if c.costing == "bounded":
+            if c.name in bounded:
+                continue
+            bounded.add(c.name)
+        alternatives.append(c)
+    assert bounded == {"hrevolve", "hierarchical-revolve"}
+    schedules = [planned] + [c.schedule() for c in alternatives]
     assert any(c.name in ("two-level", "online-r2") for c in [planned.plan.best, *planned.plan.alternatives])
     for schedule in schedules:
         out = [str(a) for a in itertools.islice(schedule, 1_000_000)]
