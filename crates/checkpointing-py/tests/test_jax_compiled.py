@@ -86,6 +86,21 @@ def test_jitted_value_and_gradient_equal_lax_scan(name):
     assert_close(g1, g2)
 
 
+@pytest.mark.parametrize("name", ["revolve", "hrevolve", "online-r2 (online)"])
+def test_forward_over_reverse_gives_hessians(name):
+    """The compiled program's backward is ordinary JAX operations, so it is
+    differentiable forward-mode: jax.hessian (jacfwd of jacrev) of the loss
+    with respect to h0 and a parameter equals lax.scan's, under jit, for the
+    generated Revolve program, a record program and an online schedule."""
+    params, xs, h0 = problem()
+    ours = loss_with(lambda s, c, x: checkpointed_scan(s, c, x, schedule=SCHEDULES[name]))
+
+    def hessian(loss):
+        return jax.jit(jax.hessian(lambda h, b: loss({**params, "b": b}, xs, h), argnums=(0, 1)))(h0, params["b"])
+
+    assert_close(hessian(ours), hessian(loss_with(jax.lax.scan)), rtol=1e-11)
+
+
 def test_the_forward_alone_equals_lax_scan_and_stacks_ys():
     params, xs, h0 = problem()
 

@@ -5,7 +5,8 @@ write-only buffers kept out of the snapshots (compiled memory does not grow
 with checkpoints x buffer size); unperturbed inputs, and perturbed leaves
 without cotangents, not differentiated (symbolic zeros); Python scalars and
 integer leaves in the carry; under vmap, one schedule for the batch
-(lockstep); bad input gets a typed error."""
+(lockstep); Hessians by forward-over-reverse; bad input gets a typed
+error."""
 
 import math
 
@@ -224,6 +225,28 @@ def test_perturbed_leaves_without_cotangents_are_not_differentiated():
     assert_close(g, jax.grad(reference)(Y0))
     with pytest.raises(AssertionError, match="without cotangent"):
         jax.grad(lambda y0: jnp.sum(run(y0)[1]) + jnp.sum(run(y0)[2]))(Y0)
+
+
+def test_forward_over_reverse_gives_hessians():
+    """Like equinox's loop, ours is differentiable forward-mode through its
+    gradient (its backward is a lax.while_loop of ordinary operations):
+    Hessian-vector products (jax.jvp of jax.grad) and jax.hessian equal a
+    lax.scan's, under jit; jax.jvp of the loop itself is JAX's error for a
+    custom_vjp."""
+
+    def loop(y0):
+        out = checkpointed_while_loop(lambda c: c[0] < 9, lambda c: (c[0] + 1, step(c[1], W)), (0, y0), checkpoints=3)
+        return jnp.sum(out[1] ** 3)
+
+    def reference(y0):
+        return jnp.sum(jax.lax.scan(lambda y, _: (step(y, W), None), y0, None, length=9)[0] ** 3)
+
+    v = jnp.asarray([0.3, -0.2, 0.5, 1.0])
+    hvp = lambda f: jax.jit(lambda y: jax.jvp(jax.grad(f), (y,), (v,))[1])  # noqa: E731
+    assert_close(hvp(loop)(Y0), hvp(reference)(Y0))
+    assert_close(jax.jit(jax.hessian(loop))(Y0), jax.hessian(reference)(Y0))
+    with pytest.raises(TypeError, match="custom_vjp"):
+        jax.jvp(loop, (Y0,), (v,))
 
 
 def grow(c):

@@ -209,8 +209,10 @@ def checkpointed_while_loop(cond_fun, body_fun, init_val, *, checkpoints=None, m
     such as a ``custom_vjp`` that must not be differentiated, never
     runs). Under ``jax.vmap`` the batch runs
     in lockstep: one schedule for the whole batch, the loop going on while
-    any member does (the others keep their carry), as equinox does. Not
-    forward-mode differentiable (``jax.jvp``).
+    any member does (the others keep their carry), as equinox does.
+    ``jax.jvp`` of the loop itself is JAX's error for a ``custom_vjp``;
+    forward-over-reverse (``jax.jvp`` of ``jax.grad``, ``jax.hessian``)
+    works, as with equinox's loop.
 
     >>> import jax, jax.numpy as jnp
     >>> def solve(y0, k):  # y' = -k y until t = 1, steps of 0.01
