@@ -28,6 +28,7 @@ each one's median is reported.
 
 import argparse
 import time
+from typing import Any, Callable, NamedTuple
 
 import jax
 
@@ -104,6 +105,15 @@ def gradient(field, t1, adjoint, batched, count=False):
     return jax.jit(g)
 
 
+class Measured(NamedTuple):
+    """One adjoint's compiled value-and-gradient and what was measured of it."""
+
+    function: Callable
+    output: Any
+    evaluations: int
+    memory: int
+
+
 def measure(field, args, y0, t1, adjoint, batched):
     """The compiled value-and-gradient, its output, its vector-field
     evaluations and its compiled temporary memory."""
@@ -114,7 +124,7 @@ def measure(field, args, y0, t1, adjoint, batched):
     jax.block_until_ready(counted(args, y0))
     CALLS.clear()
     jax.block_until_ready(counted(args, y0))
-    return f, out, len(CALLS), memory
+    return Measured(f, out, len(CALLS), memory)
 
 
 def interleaved_medians(functions, args, y0, rounds):
@@ -153,15 +163,15 @@ def main():
         for c in opts.checkpoints:
             ours = measure(field, args, y0, t1, CheckpointAdjoint(c), batched)
             theirs = measure(field, args, y0, t1, diffrax.RecursiveCheckpointAdjoint(c), batched)
-            for a, b in zip(jax.tree_util.tree_leaves(ours[1]), jax.tree_util.tree_leaves(theirs[1])):
+            for a, b in zip(jax.tree_util.tree_leaves(ours.output), jax.tree_util.tree_leaves(theirs.output)):
                 a, b = np.asarray(a), np.asarray(b)
                 assert np.max(np.abs(a - b)) <= 1e-12 * max(np.max(np.abs(b)), 1e-300), name
-            t_ours, t_theirs = interleaved_medians([ours[0], theirs[0]], args, y0, opts.rounds)
+            t_ours, t_theirs = interleaved_medians([ours.function, theirs.function], args, y0, opts.rounds)
             mib = lambda x: x / 2**20  # noqa: E731
             print(
-                f"| {name} | {c} | {ours[2]} | {theirs[2]} | {ours[2] / theirs[2]:.2f} "
+                f"| {name} | {c} | {ours.evaluations} | {theirs.evaluations} | {ours.evaluations / theirs.evaluations:.2f} "
                 f"| {t_ours:.4f} | {t_theirs:.4f} | {t_ours / t_theirs:.2f} "
-                f"| {mib(ours[3]):.2f} | {mib(theirs[3]):.2f} | {ours[3] / theirs[3]:.2f} |",
+                f"| {mib(ours.memory):.2f} | {mib(theirs.memory):.2f} | {ours.memory / theirs.memory:.2f} |",
                 flush=True,
             )
 

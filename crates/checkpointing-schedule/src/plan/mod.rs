@@ -528,9 +528,10 @@ pub enum Costing {
     ///   Robert 2016): its recurrence
     ///   `opt_inf[l] = min(opt_0[l], min_j wd + j·uf + opt_inf[l − j] + rd + opt_0[j − 1])`
     ///   holds Revolve with `s` snapshots (`opt_0`) and Periodic
-    ///   Disk-Revolve (each period a split term). Not Multistage or two-level, which may read a disk
-    ///   checkpoint more than once: the property test found Multistage
-    ///   below Disk-Revolve. Its disk peak is bounded by
+    ///   Disk-Revolve (each period a split term). Not Multistage or
+    ///   two-level, which may read a disk checkpoint more than once: the
+    ///   property test found Multistage below Disk-Revolve. Its disk peak
+    ///   is bounded by
     ///   its writes, each read once: `(wd + rd) · writes ≤ bound − n · uf −
     ///   n · ub` in seconds, at most `n`.
     /// * H-Revolve with `s` RAM and `d` disk snapshots: the schedules with
