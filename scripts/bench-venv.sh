@@ -17,6 +17,9 @@
 #   files), from $RKGB_SRC (a checkout's rkgb/src/rkgb) if set, else from
 #   GitHub's archive of that commit;
 # - rockmate 2.0.0 imports yaml without requiring it: pyyaml is installed.
+#
+# The packages come from scripts/requirements-bench.lock (exact versions and
+# hashes, resolved against .venv-test's lock by scripts/lock-requirements.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROCKMATE_COMMIT=aabc29b45b7c430d7d3227066874bd8797473018
@@ -25,10 +28,10 @@ python3 -m venv .venv-bench
 site=$(.venv-bench/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 test_site=$(.venv-test/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 # addsitedir, not a bare path, so that .venv-test's own .pth files
-# (checkpointing.pth) are read too; it appends: this venv's packages win.
+# (adjoint_checkpoints.pth) are read too; it appends: this venv's packages win.
 echo "import site; site.addsitedir('$test_site')" > "$site/zz-venv-test.pth"
-.venv-bench/bin/pip install -q --disable-pip-version-check \
-    rockmate==2.0.0 rkgb==2.0.0 pulp==2.7.0 configmypy astunparse psutil pyyaml
+.venv-bench/bin/pip install -q --disable-pip-version-check --require-hashes --no-deps \
+    -r scripts/requirements-bench.lock
 if [ -z "${RKGB_SRC:-}" ]; then
     tmp=$(mktemp -d)
     trap 'rm -rf "$tmp"' EXIT

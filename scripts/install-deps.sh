@@ -5,7 +5,8 @@
 # bindgen); and a Python venv `.venv-test` with h5py and NumPy (a test reads
 # an HDF5 snapshot back from Python), and maturin, pytest, JAX, equinox and
 # the reference checkpoint-schedules 1.0.4 (the Python package's tests), as
-# listed in scripts/requirements-test.txt; gcc, gfortran, pkg-config and
+# locked in scripts/requirements-test.lock (exact versions and hashes;
+# scripts/lock-requirements.sh refreshes it from requirements-test.in); gcc, gfortran, pkg-config and
 # valgrind (checkpointing-capi's C and Fortran examples and tests, run by
 # crates/checkpointing-capi/run-c-tests.sh), xz (its revolve() fixtures),
 # cmake and libzstd-dev (zfp and SZ3, built from source).
@@ -43,11 +44,12 @@ if [ ${#packages[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${packages[@]}" >/dev/null
 fi
 
-requirements=scripts/requirements-test.txt
+requirements=scripts/requirements-test.lock
 stamp=.venv-test/requirements.sha256
 if ! { [ -x .venv-test/bin/python ] && sha256sum --check --status "$stamp" 2>/dev/null; }; then
     echo "== Python venv .venv-test: $requirements"
+    rm -rf .venv-test
     python3 -m venv .venv-test
-    .venv-test/bin/pip install --quiet --disable-pip-version-check -r "$requirements"
+    .venv-test/bin/pip install --quiet --disable-pip-version-check --require-hashes -r "$requirements"
     sha256sum "$requirements" > "$stamp"
 fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The drop-in for pyrevolve 2.2.8 (checkpointing.pyrevolve) on its real
+# The drop-in for pyrevolve 2.2.8 (adjoint_checkpoints.pyrevolve) on its real
 # clients, each run unchanged:
 #
 #   pyrevolve  the test suite of pyrevolve 2.2.8 (tests/ of its sdist), on
@@ -29,7 +29,7 @@
 # Needs a Python ($CHECKPOINTING_PYTHON, default .venv-test/bin/python) with
 # pytest, numpy and the checkpointing package; for the control, pyrevolve
 # 2.2.8; for the blosc cases, blosc; for `devito`, devito==4.8.23 and scipy
-# (scripts/requirements-test.txt has them all). Each run must give exactly
+# (scripts/requirements-test.lock has them all). Each run must give exactly
 # the expected counts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -208,10 +208,10 @@ EOF
     cat >"$work/pr-ours/conftest.py" <<'EOF'
 import sys
 
-import checkpointing.pyrevolve
+import adjoint_checkpoints.pyrevolve
 
-checkpointing.pyrevolve.install_as_pyrevolve()
-assert sys.modules["pyrevolve"] is checkpointing.pyrevolve
+adjoint_checkpoints.pyrevolve.install_as_pyrevolve()
+assert sys.modules["pyrevolve"] is adjoint_checkpoints.pyrevolve
 EOF
     cat >"$work/pr-reference/conftest.py" <<'EOF'
 import pyrevolve
@@ -221,12 +221,12 @@ EOF
     # 2051 tests, and 2 more for each compression scheme available besides
     # None (test_complete and test_save_and_restore_with_compression are
     # parametrized by compressors_available): on the drop-in "blosc" with
-    # the blosc package, "zfp" with checkpointing.codecs. pyrevolve itself
+    # the blosc package, "zfp" with adjoint_checkpoints.codecs. pyrevolve itself
     # has "blosc" with blosc (its "zfp" needs pyzfp) but fails those two
     # cases under NumPy 2 (its blosc path calls ndarray.tostring, removed in
     # NumPy 2): the control deselects them.
     local ours control extra deselect=()
-    extra="$("$python" -c "import checkpointing.pyrevolve.compression as c; print(len(c.compressors_available) - 1)")"
+    extra="$("$python" -c "import adjoint_checkpoints.pyrevolve.compression as c; print(len(c.compressors_available) - 1)")"
     ours="$((2051 + 2 * extra)) passed, 2 skipped"
     if has blosc; then
         control="2051 passed, 2 skipped, 2 deselected"
@@ -240,7 +240,7 @@ EOF
     else
         echo "   (pyrevolve $version is not installed: no control run)"
     fi
-    run "$work/pr-ours" "checkpointing.pyrevolve (drop-in)" "$ours" .
+    run "$work/pr-ours" "adjoint_checkpoints.pyrevolve (drop-in)" "$ours" .
 }
 
 # Devito's tests, with the drop-in, under each schedule: "" is the default.
@@ -249,9 +249,9 @@ EOF
 # (empty: pyrevolve's NumPy array, the checksummed disk store).
 DEVITO_RUNS=(
     "||"
-    "lambda n, nbytes: checkpointing.HRevolve(n, 3, 20)||"
-    "lambda n, nbytes: checkpointing.OnlineR2(6)||"
-    "lambda n, nbytes: checkpointing.HRevolve(n, 3, 20)|ram:lz4|disk:zstd"
+    "lambda n, nbytes: adjoint_checkpoints.HRevolve(n, 3, 20)||"
+    "lambda n, nbytes: adjoint_checkpoints.OnlineR2(6)||"
+    "lambda n, nbytes: adjoint_checkpoints.HRevolve(n, 3, 20)|ram:lz4|disk:zstd"
 )
 # In ci mode: the default, and H-Revolve on the Rust stores, compressed.
 DEVITO_CI_RUNS=("${DEVITO_RUNS[0]}" "${DEVITO_RUNS[3]}")
@@ -273,21 +273,21 @@ devito_suite() {
     mkdir "$work/plugin"
     cat >"$work/plugin/pyrevolve_dropin.py" <<'EOF'
 """A pytest plugin, loaded before any conftest.py (so before `import
-devito`): pyrevolve is checkpointing.pyrevolve, with the default schedule
+devito`): pyrevolve is adjoint_checkpoints.pyrevolve, with the default schedule
 $PYREVOLVE_DROPIN_SCHEDULE (a Python expression) when set."""
 import os
 import sys
 
-import checkpointing
-import checkpointing.pyrevolve
+import adjoint_checkpoints
+import adjoint_checkpoints.pyrevolve
 
 _spec = os.environ.get("PYREVOLVE_DROPIN_SCHEDULE", "")
-checkpointing.pyrevolve.install_as_pyrevolve(
+adjoint_checkpoints.pyrevolve.install_as_pyrevolve(
     schedule=eval(_spec, {"checkpointing": checkpointing}) if _spec else None,
     ram=os.environ.get("PYREVOLVE_DROPIN_RAM") or None,
     disk=os.environ.get("PYREVOLVE_DROPIN_DISK") or None,
 )
-assert sys.modules["pyrevolve"] is checkpointing.pyrevolve
+assert sys.modules["pyrevolve"] is adjoint_checkpoints.pyrevolve
 EOF
     local tests=(tests/test_checkpointing.py) runs=("${DEVITO_RUNS[@]}") expected="15 passed"
     local gradient="tests/test_gradient.py::TestGradient::test_gradient_checkpointing"
@@ -315,7 +315,7 @@ EOF
         IFS='|' read -r spec ram disk <<<"$entry"
         PYTHONPATH="$work/plugin${PYTHONPATH:+:$PYTHONPATH}" PYREVOLVE_DROPIN_SCHEDULE="$spec" \
             PYREVOLVE_DROPIN_RAM="$ram" PYREVOLVE_DROPIN_DISK="$disk" \
-            run "$root" "Devito $version on checkpointing.pyrevolve, schedule: ${spec:-default (classic Revolve)}, stores: ${ram:-numpy} / ${disk:-disk}" \
+            run "$root" "Devito $version on adjoint_checkpoints.pyrevolve, schedule: ${spec:-default (classic Revolve)}, stores: ${ram:-numpy} / ${disk:-disk}" \
             "$expected" -p pyrevolve_dropin "${tests[@]}"
     done
 }

@@ -2,7 +2,7 @@
 # The test suite of checkpoint_schedules 1.0.4 (tests/ of its sdist), run
 # unchanged against the reference package itself (the control) and against
 # the checkpointing drop-in (a conftest.py calling
-# checkpointing.install_as_checkpoint_schedules(), as a user would). Both
+# adjoint_checkpoints.install_as_checkpoint_schedules(), as a user would). Both
 # runs must give exactly the expected counts.
 #
 # The sdist is downloaded from the package index at test time into a
@@ -51,10 +51,10 @@ EOF
 cat >"$work/ours/conftest.py" <<'EOF'
 import sys
 
-import checkpointing
+import adjoint_checkpoints
 
-checkpointing.install_as_checkpoint_schedules()
-assert sys.modules["checkpoint_schedules"] is checkpointing.checkpoint_schedules
+adjoint_checkpoints.install_as_checkpoint_schedules()
+assert sys.modules["checkpoint_schedules"] is adjoint_checkpoints.checkpoint_schedules
 EOF
 
 # Runs the suite in $1; prints pytest's output and checks its counts.

@@ -10,7 +10,7 @@
 # then the test suite of checkpoint_schedules 1.0.4 on the drop-in
 # (scripts/reference-suite.sh; downloads its sdist, so needs the network),
 # then pyrevolve 2.2.8's suite and Devito 4.8.23's checkpointing tests on
-# checkpointing.pyrevolve (scripts/pyrevolve-suite.sh ci; downloads sdists).
+# adjoint_checkpoints.pyrevolve (scripts/pyrevolve-suite.sh ci; downloads sdists).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -20,6 +20,9 @@ bash crates/checkpointing-capi/run-c-tests.sh
 echo "== Python package (maturin develop --release, pytest)"
 VIRTUAL_ENV="$PWD/.venv-test" PATH="$PWD/.venv-test/bin:$PATH" \
     maturin develop --release --quiet --features zfp,hdf5 -m crates/checkpointing-py/Cargo.toml
+# The native module's stubs against the module (stubtest), and a user's
+# snippet under mypy --strict.
+bash scripts/check-types.sh
 # The guide's and the README's Python examples are doctests: --doctest-glob
 # collects the `>>>` examples of every Markdown file under docs/src, and
 # README.md's.

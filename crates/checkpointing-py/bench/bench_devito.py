@@ -1,5 +1,5 @@
 """Devito's acoustic gradient with checkpointing, under pyrevolve 2.2.8 and
-under checkpointing.pyrevolve, each variant in a fresh process.
+under adjoint_checkpoints.pyrevolve, each variant in a fresh process.
 
 The problem is Devito's own example (``examples/seismic/acoustic`` of the
 Devito 4.8.23 sdist, downloaded here, never vendored): ``acoustic_setup``
@@ -8,10 +8,10 @@ checkpointing=True)``, which builds pyrevolve's ``Revolver`` with
 ``n_checkpoints=None`` (``adjust(nt)`` snapshots in RAM). Variants:
 
 - ``pyrevolve``: pyrevolve 2.2.8 itself (``pip install pyrevolve==2.2.8``);
-- ``ours-default``: ``checkpointing.install_as_pyrevolve()``, no schedule
+- ``ours-default``: ``adjoint_checkpoints.install_as_pyrevolve()``, no schedule
   (classic Revolve: pyrevolve's calls);
 - ``ours-plan``: ``install_as_pyrevolve(schedule=...)`` with
-  ``checkpointing.plan(nt, state_bytes, ram, disk=...)`` for the RAM that
+  ``adjoint_checkpoints.plan(nt, state_bytes, ram, disk=...)`` for the RAM that
   pyrevolve's default uses and a disk budget, the step's measured time
   and the disk at the planner's default model (1 GB/s, no latency);
 - ``ours-plan-measured``: the same with the disk's write and read seconds
@@ -87,18 +87,18 @@ def _sdist(folder):
 
 def variant(name, root, size, tn, disk, dim, out):
     """One variant, in this process; writes its figures and gradient."""
-    import checkpointing
+    import adjoint_checkpoints
 
     # Set below, before the gradient plans.
     measured = {"forward_seconds": None, "compression_ratio": 1.0, "codec_seconds": 0.0}
     disk_storages = []
 
     if name.startswith("ours"):
-        import checkpointing.pyrevolve as drop_in
+        import adjoint_checkpoints.pyrevolve as drop_in
 
         schedule = None
         if name.startswith("ours-plan"):
-            from checkpointing.pyrevolve.crevolve import adjust
+            from adjoint_checkpoints.pyrevolve.crevolve import adjust
 
             def schedule(n, state_bytes):
                 # The RAM pyrevolve's default holds: adjust(n) snapshots.
@@ -108,7 +108,7 @@ def variant(name, root, size, tn, disk, dim, out):
                     write, read = _disk_seconds(state_bytes)
                     extra.update(disk_write_seconds=write + measured["codec_seconds"],
                                  disk_read_seconds=read + measured["codec_seconds"])
-                return checkpointing.plan(n, state_bytes, ram, disk=disk, **extra)
+                return adjoint_checkpoints.plan(n, state_bytes, ram, disk=disk, **extra)
 
         make_disk = drop_in._disk_storage
 
@@ -119,7 +119,7 @@ def variant(name, root, size, tn, disk, dim, out):
 
         drop_in._disk_storage = recorded
         codec = CODECS.get(name)
-        checkpointing.install_as_pyrevolve(schedule=schedule, disk=codec and f"disk:{codec}")
+        adjoint_checkpoints.install_as_pyrevolve(schedule=schedule, disk=codec and f"disk:{codec}")
     sys.path.insert(0, root)
     from devito.checkpointing import CheckpointOperator
 
@@ -140,7 +140,7 @@ def variant(name, root, size, tn, disk, dim, out):
     rec, u, _ = solver.forward(save=False)
     measured["forward_seconds"] = (time.perf_counter() - start) / rec.data.shape[0]
     if name in CODECS:
-        probe = checkpointing.ArrayStore("ram", codec=CODECS[name])
+        probe = adjoint_checkpoints.ArrayStore("ram", codec=CODECS[name])
         start = time.perf_counter()
         probe.save(0, [np.asarray(u.data)])
         probe.load(0)

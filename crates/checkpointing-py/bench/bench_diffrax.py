@@ -1,5 +1,5 @@
 """diffrax's adjoint against ours: ``diffeqsolve(..., adjoint=...)`` with
-``checkpointing.jax.diffrax.CheckpointAdjoint(c)`` and with diffrax's
+``adjoint_checkpoints.jax.diffrax.CheckpointAdjoint(c)`` and with diffrax's
 ``RecursiveCheckpointAdjoint(c)`` (the default), at several checkpoint
 counts ``c``, on three problems:
 
@@ -38,7 +38,7 @@ import diffrax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from checkpointing.jax.diffrax import CheckpointAdjoint  # noqa: E402
+from adjoint_checkpoints.jax.diffrax import CheckpointAdjoint  # noqa: E402
 
 CALLS = []
 

@@ -174,8 +174,8 @@ def variant(name, cells, steps, snapshots):
     import jax
     import jax.numpy as jnp
 
-    import checkpointing
-    from checkpointing.jax import checkpointed_scan
+    import adjoint_checkpoints
+    from adjoint_checkpoints.jax import checkpointed_scan
 
     x0, kappa, step = _diffusion(cells)
 
@@ -198,7 +198,7 @@ def variant(name, cells, steps, snapshots):
 
             return eqxi.scan(step, u, None, length=steps, kind="checkpointed", checkpoints=snapshots)[0]
         mode = "host" if name == "checkpointed_scan host" else "compiled"
-        return checkpointed_scan(step, u, steps, schedule=lambda n: checkpointing.Revolve(n, snapshots), mode=mode)[0]
+        return checkpointed_scan(step, u, steps, schedule=lambda n: adjoint_checkpoints.Revolve(n, snapshots), mode=mode)[0]
 
     def loss(u0, k):
         return jnp.sum(scan((u0, k))[0] ** 2)
@@ -316,8 +316,8 @@ def online_variant(name, cells, final_time, snapshots):
     import jax
     import jax.numpy as jnp
 
-    import checkpointing
-    from checkpointing.jax import checkpointed_scan, checkpointed_while_loop
+    import adjoint_checkpoints
+    from adjoint_checkpoints.jax import checkpointed_scan, checkpointed_while_loop
 
     jax.config.update("jax_enable_x64", True)
     u0, make_body, cond = ode(cells, final_time)
@@ -339,7 +339,7 @@ def online_variant(name, cells, final_time, snapshots):
         if name == "lax.scan (n known, stores all)":
             return jax.lax.scan(lambda c, _: (body(c), None), init, None, length=steps)[0]
         if name == "checkpointed_scan Revolve (n known)":
-            schedule = lambda n: checkpointing.Revolve(n, snapshots)  # noqa: E731
+            schedule = lambda n: adjoint_checkpoints.Revolve(n, snapshots)  # noqa: E731
             return checkpointed_scan(lambda c, _: (body(c), None), init, steps, schedule=schedule)[0]
         if name == "equinox checkpointed while_loop":
             import equinox.internal as eqxi
@@ -422,8 +422,8 @@ def enzyme_variant(name, cells, steps, snapshots):
     import jax
     import jax.numpy as jnp
 
-    import checkpointing
-    from checkpointing.jax import checkpointed_scan
+    import adjoint_checkpoints
+    from adjoint_checkpoints.jax import checkpointed_scan
 
     x0, kappa, step = _diffusion(cells)
 
@@ -458,7 +458,7 @@ def enzyme_variant(name, cells, steps, snapshots):
             return jax.lax.scan(jax.checkpoint(step), (u, k), None, length=steps)[0][0]
     else:
         def scan(u, k):
-            schedule = lambda n: checkpointing.Revolve(n, snapshots)  # noqa: E731
+            schedule = lambda n: adjoint_checkpoints.Revolve(n, snapshots)  # noqa: E731
             return checkpointed_scan(step, (u, k), steps, schedule=schedule)[0][0]
 
     grad = jax.jit(jax.value_and_grad(lambda u, k: jnp.sum(scan(u, k) ** 2), argnums=(0, 1)))
@@ -541,9 +541,9 @@ def compile_variant(name, steps, snapshots, variables=100):
     import jax
     import jax.numpy as jnp
 
-    import checkpointing
-    from checkpointing import _jax_compiled, _jax_program
-    from checkpointing.jax import checkpointed_scan, last_stats
+    import adjoint_checkpoints
+    from adjoint_checkpoints import _jax_compiled, _jax_program
+    from adjoint_checkpoints.jax import checkpointed_scan, last_stats
 
     jax.config.update("jax_enable_x64", True)
     step = lorenz96_rk4()
@@ -553,11 +553,11 @@ def compile_variant(name, steps, snapshots, variables=100):
         if name == "lax.scan(jax.checkpoint(step))":
             y = jax.lax.scan(jax.checkpoint(step), x, None, length=steps)[0]
         elif name == "checkpointed_scan Revolve":
-            y = checkpointed_scan(step, x, steps, schedule=lambda n: checkpointing.Revolve(n, snapshots))[0]
+            y = checkpointed_scan(step, x, steps, schedule=lambda n: adjoint_checkpoints.Revolve(n, snapshots))[0]
             assert last_stats["program"] == "generated"
         else:  # the record path, as checkpointed_scan ran Revolve before
             fn, consts = jax.closure_convert(step, x, None)
-            plan = _jax_program.Plan(checkpointing.Revolve(steps, snapshots), steps)
+            plan = _jax_program.Plan(adjoint_checkpoints.Revolve(steps, snapshots), steps)
             y = _jax_compiled.Compiled(fn, plan)(x, None, consts)[0]
         return jnp.sum(y**2)
 

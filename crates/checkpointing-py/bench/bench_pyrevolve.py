@@ -1,4 +1,4 @@
-"""checkpointing.pyrevolve against pyrevolve 2.2.8, in the same run:
+"""adjoint_checkpoints.pyrevolve against pyrevolve 2.2.8, in the same run:
 
 1. The time to make the actions of classic Revolve for 200,000 steps (with
    pyrevolve's default snapshots, adjust(200000)): pyrevolve's scheduler
@@ -25,8 +25,8 @@ import time
 
 import numpy as np
 
-import checkpointing
-import checkpointing.pyrevolve as ours
+import adjoint_checkpoints
+import adjoint_checkpoints.pyrevolve as ours
 
 
 def real_pyrevolve():
@@ -38,7 +38,7 @@ def real_pyrevolve():
         return None
     finally:
         sys.modules.update(saved)
-    return None if "checkpointing" in pyrevolve.__file__ else pyrevolve
+    return None if "adjoint_checkpoints" in pyrevolve.__file__ else pyrevolve
 
 
 def noop_run(module, n_checkpoints, n, **kwargs):
@@ -79,11 +79,11 @@ def main():
     n = 200_000
     s = ours.adjust(n)
     print(f"1. Classic Revolve, {n:,} steps, {s} snapshots (adjust({n})); best of {repeats}")
-    print(f"{'what':<52} {'pyrevolve 2.2.8':>16} {'checkpointing':>14} {'ratio':>7}")
+    print(f"{'what':<52} {'pyrevolve 2.2.8':>16} {'adjoint_checkpoints':>20} {'ratio':>7}")
 
     def ours_actions():
         start = time.perf_counter()
-        count = sum(1 for _ in checkpointing.Revolve(n, s, trajectory="classic"))
+        count = sum(1 for _ in adjoint_checkpoints.Revolve(n, s, trajectory="classic"))
         return time.perf_counter() - start, count
 
     def theirs_actions():
@@ -107,11 +107,11 @@ def main():
     state = 8 * 2**20
     schedules = [
         ("pyrevolve's default: Revolve, adjust(n) snapshots", None),
-        ("Revolve, 20 snapshots", lambda m, b: checkpointing.Revolve(m, 20, trajectory="classic")),
-        ("H-Revolve, 3 RAM + 20 disk", lambda m, b: checkpointing.HRevolve(m, 3, 20)),
-        ("online R2, 6 snapshots (steps not known ahead)", lambda m, b: checkpointing.OnlineR2(6)),
+        ("Revolve, 20 snapshots", lambda m, b: adjoint_checkpoints.Revolve(m, 20, trajectory="classic")),
+        ("H-Revolve, 3 RAM + 20 disk", lambda m, b: adjoint_checkpoints.HRevolve(m, 3, 20)),
+        ("online R2, 6 snapshots (steps not known ahead)", lambda m, b: adjoint_checkpoints.OnlineR2(6)),
         ("plan(n, 8 MiB, 64 MiB RAM, disk 1 GiB)",
-         lambda m, b: checkpointing.plan(m, state, 64 * 2**20, disk=2**30, disk_bandwidth="1GB/s")),
+         lambda m, b: adjoint_checkpoints.plan(m, state, 64 * 2**20, disk=2**30, disk_bandwidth="1GB/s")),
     ]
     print(f"{'schedule':<50} {'n':>6} {'pyrevolve':>10} {'ours':>8}")
     for steps in (498, 2998):

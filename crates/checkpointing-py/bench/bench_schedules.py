@@ -15,8 +15,8 @@ import sys
 import time
 import warnings
 
-import checkpointing
-from checkpointing import checkpoint_schedules as drop_in
+import adjoint_checkpoints
+from adjoint_checkpoints import checkpoint_schedules as drop_in
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -41,14 +41,14 @@ def iterate(make, module, steps):
 def batched(make, steps):
     start = time.perf_counter()
     schedule = make(drop_in)
-    count = len(checkpointing.action_arrays(schedule, steps=steps)["kind"])
+    count = len(adjoint_checkpoints.action_arrays(schedule, steps=steps)["kind"])
     return time.perf_counter() - start, count
 
 
 def chunked(make, steps):
     start = time.perf_counter()
     schedule = make(drop_in)
-    count = sum(len(chunk["kind"]) for chunk in checkpointing.iter_action_arrays(schedule, steps=steps))
+    count = sum(len(chunk["kind"]) for chunk in adjoint_checkpoints.iter_action_arrays(schedule, steps=steps))
     return time.perf_counter() - start, count
 
 

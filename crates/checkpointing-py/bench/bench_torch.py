@@ -1,4 +1,4 @@
-"""checkpointing.torch with a memory budget against PyTorch's own ways to
+"""adjoint_checkpoints.torch with a memory budget against PyTorch's own ways to
 differentiate a long chain, on three problems, in the same run: time of one
 forward + backward, its peak memory (each variant in a fresh subprocess)
 and how many times it evaluates a step.
@@ -31,7 +31,7 @@ Variants:
   accumulator, one step's backward temporaries: measured once, as its
   peak RSS less the bytes its loop counted):
   ``checkpointed_loop(step, x0, n, memory=...)`` for the loops and
-  ``checkpointing.torch.checkpoint_sequential(model, k, x, memory=...)``
+  ``adjoint_checkpoints.torch.checkpoint_sequential(model, k, x, memory=...)``
   for the transformer, which measure the steps and plan with the
   tape-aware ``HeterogeneousRevolve``.
 
@@ -143,7 +143,7 @@ def _run(torch, variant, memory, step, params, u0, n, model):
     from torch.utils.checkpoint import checkpoint
     from torch.utils.checkpoint import checkpoint_sequential as torch_sequential
 
-    import checkpointing.torch as ours
+    import adjoint_checkpoints.torch as ours
 
     k = max(1, round(math.sqrt(n)))
     if variant == "plain autograd":
@@ -422,7 +422,7 @@ def peak_memory(problem, quick, variant, memory, device, threads):
 def calibrate(problem, quick, budget, device, threads):
     """Ours at ``budget``: [peak RSS above baseline, peak bytes the loop
     counted (``LoopStats.peak_bytes``)], in this (fresh) process."""
-    import checkpointing.torch as ours
+    import adjoint_checkpoints.torch as ours
 
     rss = peak_memory(problem, quick, "ours", budget, device, threads)
     return [rss, ours.last_stats.peak_bytes]

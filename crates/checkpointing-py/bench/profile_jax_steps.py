@@ -47,24 +47,24 @@ def gradient(name, n, v, s):
     import jax
     import jax.numpy as jnp
 
-    import checkpointing
-    from checkpointing import _jax_compiled, _jax_program
-    from checkpointing.jax import checkpointed_scan, last_stats
+    import adjoint_checkpoints
+    from adjoint_checkpoints.jax import _compiled as _jax_compiled, _program as _jax_program
+    from adjoint_checkpoints.jax import checkpointed_scan, last_stats
     from bench_jax import lorenz96_rk4
 
     step = lorenz96_rk4()
 
     def loss(x):
         if name == "revolve-generated":
-            y = checkpointed_scan(step, x, n, schedule=lambda m: checkpointing.Revolve(m, s))[0]
+            y = checkpointed_scan(step, x, n, schedule=lambda m: adjoint_checkpoints.Revolve(m, s))[0]
             if last_stats["program"] != "generated":
                 raise SystemExit(f"Revolve({n}, {s}) keeps its records (its sweep does not determine s): larger n")
         elif name == "revolve-records":
             fn, consts = jax.closure_convert(step, x, None)
-            plan = _jax_program.Plan(checkpointing.Revolve(n, s), n)
+            plan = _jax_program.Plan(adjoint_checkpoints.Revolve(n, s), n)
             y = _jax_compiled.Compiled(fn, plan)(x, None, consts)[0]
         elif name == "onliner2-records":
-            y = checkpointed_scan(step, x, n, schedule=lambda m: checkpointing.OnlineR2(s))[0]
+            y = checkpointed_scan(step, x, n, schedule=lambda m: adjoint_checkpoints.OnlineR2(s))[0]
         elif name == "scan-checkpoint":
             y = jax.lax.scan(jax.checkpoint(step), x, None, length=n)[0]
         else:

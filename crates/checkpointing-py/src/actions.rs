@@ -9,7 +9,7 @@ use pyo3::types::PyTuple;
 use crate::registry::storage_object;
 
 /// Base class of the actions: `args` holds the constructor's arguments.
-#[pyclass(subclass, module = "checkpointing", name = "CheckpointAction")]
+#[pyclass(subclass, module = "adjoint_checkpoints", name = "CheckpointAction")]
 pub struct CheckpointAction {
     #[pyo3(get)]
     args: Py<PyTuple>,
@@ -69,7 +69,7 @@ impl CheckpointAction {
 }
 
 /// `Forward(n0, n1, write_ics, write_adj_deps, storage)`.
-#[pyclass(extends = CheckpointAction, get_all, module = "checkpointing", name = "Forward")]
+#[pyclass(extends = CheckpointAction, get_all, module = "adjoint_checkpoints", name = "Forward")]
 pub struct Forward {
     n0: Py<PyAny>,
     n1: Py<PyAny>,
@@ -123,7 +123,7 @@ impl Forward {
 }
 
 /// `Reverse(n1, n0, clear_adj_deps)`.
-#[pyclass(extends = CheckpointAction, get_all, module = "checkpointing", name = "Reverse")]
+#[pyclass(extends = CheckpointAction, get_all, module = "adjoint_checkpoints", name = "Reverse")]
 pub struct Reverse {
     n1: Py<PyAny>,
     n0: Py<PyAny>,
@@ -172,7 +172,7 @@ impl Reverse {
 macro_rules! transfer_action {
     ($rust:ident, $name:literal, $doc:literal) => {
         #[doc = $doc]
-        #[pyclass(extends = CheckpointAction, get_all, module = "checkpointing", name = $name)]
+        #[pyclass(extends = CheckpointAction, get_all, module = "adjoint_checkpoints", name = $name)]
         pub struct $rust {
             n: Py<PyAny>,
             from_storage: Py<PyAny>,
@@ -219,7 +219,7 @@ transfer_action!(
 macro_rules! end_action {
     ($rust:ident, $name:literal, $doc:literal) => {
         #[doc = $doc]
-        #[pyclass(extends = CheckpointAction, module = "checkpointing", name = $name)]
+        #[pyclass(extends = CheckpointAction, module = "adjoint_checkpoints", name = $name)]
         pub struct $rust;
 
         #[pymethods]

@@ -1,6 +1,6 @@
-//! `checkpointing._native` lossy codecs: zfp and SZ3 from
+//! `adjoint_checkpoints._native` lossy codecs: zfp and SZ3 from
 //! `checkpointing-store`, with the bound checked on every write, for the
-//! Python module `checkpointing.codecs` (which converts NumPy arrays).
+//! Python module `adjoint_checkpoints.codecs` (which converts NumPy arrays).
 //!
 //! Arrays cross as little-endian bytes with a dtype (`"f4"`, `"f8"`) and a
 //! shape; a compressed array crosses as the bytes of a
@@ -15,7 +15,7 @@ use checkpointing_store::{
 };
 
 pyo3::create_exception!(
-    checkpointing,
+    adjoint_checkpoints,
     CodecError,
     PyValueError,
     "A compressed array cannot be decoded (damaged or not a compressed array), or a codec or bound is invalid."

@@ -17,13 +17,13 @@ use crate::registry::{count, parameter_error, steps, storage_level};
 use crate::schedule::CheckpointSchedule;
 
 /// Base class of the Revolve family, as in the reference.
-#[pyclass(extends = CheckpointSchedule, subclass, module = "checkpointing", name = "RevolveCheckpointSchedule")]
+#[pyclass(extends = CheckpointSchedule, subclass, module = "adjoint_checkpoints", name = "RevolveCheckpointSchedule")]
 pub struct RevolveCheckpointSchedule;
 
 macro_rules! revolve_family {
     ($rust:ident, $name:literal, $doc:literal, |$py:ident, $max_n:ident, $ram:ident, $costs:ident| $build:expr, $disk_query_fails:expr) => {
         #[doc = $doc]
-        #[pyclass(extends = RevolveCheckpointSchedule, module = "checkpointing", name = $name)]
+        #[pyclass(extends = RevolveCheckpointSchedule, module = "adjoint_checkpoints", name = $name)]
         pub struct $rust;
 
         #[pymethods]
@@ -57,7 +57,7 @@ macro_rules! revolve_family {
 /// (Griewank & Walther 2000). `trajectory="classic"` follows the published
 /// `revolve()` of Algorithm 799: the same forward steps, fewer RAM writes;
 /// the default is the reference package's.
-#[pyclass(extends = RevolveCheckpointSchedule, module = "checkpointing", name = "Revolve")]
+#[pyclass(extends = RevolveCheckpointSchedule, module = "adjoint_checkpoints", name = "Revolve")]
 pub struct PyRevolve;
 
 #[pymethods]
@@ -105,7 +105,7 @@ revolve_family!(
 
 /// `HRevolve(max_n, snapshots_in_ram, snapshots_on_disk, uf=1, ub=1, wd=2,
 /// rd=2)`: optimal RAM and disk schedule with costs (Herrmann & Pallez 2020).
-#[pyclass(extends = RevolveCheckpointSchedule, module = "checkpointing", name = "HRevolve")]
+#[pyclass(extends = RevolveCheckpointSchedule, module = "adjoint_checkpoints", name = "HRevolve")]
 pub struct PyHRevolve;
 
 #[pymethods]
@@ -145,7 +145,7 @@ impl PyHRevolve {
 
 /// `MultistageCheckpointSchedule(max_n, snapshots_in_ram, snapshots_on_disk,
 /// *, trajectory="maximum")` (Stumm & Walther 2009).
-#[pyclass(extends = CheckpointSchedule, module = "checkpointing", name = "MultistageCheckpointSchedule")]
+#[pyclass(extends = CheckpointSchedule, module = "adjoint_checkpoints", name = "MultistageCheckpointSchedule")]
 pub struct PyMultistage;
 
 #[pymethods]
@@ -191,7 +191,7 @@ fn deferred(error: PyErr) -> CheckpointSchedule {
 
 /// `MixedCheckpointSchedule(max_n, snapshots, *, storage=StorageType.DISK)`
 /// (Maddison 2024).
-#[pyclass(extends = CheckpointSchedule, module = "checkpointing", name = "MixedCheckpointSchedule")]
+#[pyclass(extends = CheckpointSchedule, module = "adjoint_checkpoints", name = "MixedCheckpointSchedule")]
 pub struct PyMixed;
 
 #[pymethods]
@@ -223,7 +223,7 @@ impl PyMixed {
 
 /// `TwoLevelCheckpointSchedule(period, binomial_snapshots, *,
 /// binomial_storage=StorageType.DISK, binomial_trajectory="maximum")`.
-#[pyclass(extends = CheckpointSchedule, module = "checkpointing", name = "TwoLevelCheckpointSchedule")]
+#[pyclass(extends = CheckpointSchedule, module = "adjoint_checkpoints", name = "TwoLevelCheckpointSchedule")]
 pub struct PyTwoLevel;
 
 #[pymethods]
@@ -259,7 +259,7 @@ impl PyTwoLevel {
 macro_rules! schedule_without_parameters {
     ($rust:ident, $name:literal, $doc:literal, $build:expr) => {
         #[doc = $doc]
-        #[pyclass(extends = CheckpointSchedule, module = "checkpointing", name = $name)]
+        #[pyclass(extends = CheckpointSchedule, module = "adjoint_checkpoints", name = $name)]
         pub struct $rust;
 
         #[pymethods]
@@ -287,7 +287,7 @@ schedule_without_parameters!(
 
 /// `SingleDiskStorageSchedule(move_data=False)`: every adjoint dependency on
 /// disk.
-#[pyclass(extends = CheckpointSchedule, module = "checkpointing", name = "SingleDiskStorageSchedule")]
+#[pyclass(extends = CheckpointSchedule, module = "adjoint_checkpoints", name = "SingleDiskStorageSchedule")]
 pub struct PySingleDisk;
 
 #[pymethods]
@@ -302,7 +302,7 @@ impl PySingleDisk {
 
 /// `Periodic(max_n, period)`: Checkpointing.jl's periodic scheme (not in
 /// checkpoint_schedules).
-#[pyclass(extends = CheckpointSchedule, module = "checkpointing", name = "Periodic")]
+#[pyclass(extends = CheckpointSchedule, module = "adjoint_checkpoints", name = "Periodic")]
 pub struct PyPeriodic;
 
 #[pymethods]
@@ -325,7 +325,7 @@ impl PyPeriodic {
 
 /// `OnlineR2(snapshots)`: online checkpointing for an unknown number of
 /// steps (Stumm & Walther 2010; not in checkpoint_schedules).
-#[pyclass(extends = CheckpointSchedule, module = "checkpointing", name = "OnlineR2")]
+#[pyclass(extends = CheckpointSchedule, module = "adjoint_checkpoints", name = "OnlineR2")]
 pub struct PyOnlineR2;
 
 #[pymethods]

@@ -1,7 +1,7 @@
-//! `checkpointing._native.ByteDiskStore`: the core crate's [`DiskStore`]
+//! `adjoint_checkpoints._native.ByteDiskStore`: the core crate's [`DiskStore`]
 //! (one checksummed file per snapshot, written atomically) for snapshots
 //! that Python has already turned into bytes, e.g. the tensors of a PyTorch
-//! state (`checkpointing.torch`).
+//! state (`adjoint_checkpoints.torch`).
 //!
 //! A corrupted, truncated or missing file is raised as
 //! `SnapshotCorruptedError` / `SnapshotError` naming the step (and carrying
@@ -22,13 +22,13 @@ use std::collections::BTreeMap;
 use checkpointing::{DiskStore, SnapshotStore, StorageError, StoreStats};
 
 pyo3::create_exception!(
-    checkpointing,
+    adjoint_checkpoints,
     SnapshotError,
     PyOSError,
     "A snapshot could not be saved, loaded or removed; `step` is its step."
 );
 pyo3::create_exception!(
-    checkpointing,
+    adjoint_checkpoints,
     SnapshotCorruptedError,
     SnapshotError,
     "A snapshot's file is corrupted (checksum mismatch, truncated, not a snapshot file); `step` is its step."
@@ -89,14 +89,14 @@ pub(crate) fn snapshot_error(py: Python<'_>, error: StorageError) -> PyErr {
 /// `SnapshotCorruptedError` (naming the step) if the file no longer
 /// matches its checksum.
 ///
-/// >>> from checkpointing._native import ByteDiskStore
+/// >>> from adjoint_checkpoints._native import ByteDiskStore
 /// >>> store = ByteDiskStore()
 /// >>> store.save(3, [b"ab", b"cd"])
 /// >>> bytes(store.load(3))
 /// b'abcd'
 /// >>> store.remove(3); len(store)
 /// 0
-#[pyclass(module = "checkpointing._native")]
+#[pyclass(module = "adjoint_checkpoints._native")]
 pub struct ByteDiskStore {
     store: DiskStore<Bytes>,
 }

@@ -1,21 +1,21 @@
 //! Python bindings of the `checkpointing` schedules: the classes of
 //! `checkpoint_schedules` 1.0.4 with the same names, constructor
 //! signatures, attributes, `repr`, equality and iteration, produced by the
-//! Rust schedules. The Python package `checkpointing` (in `python/`) wraps
-//! this module (`checkpointing._native`) and adds `StorageType`, the
+//! Rust schedules. The Python package `adjoint_checkpoints` (in `python/`) wraps
+//! this module (`adjoint_checkpoints._native`) and adds `StorageType`, the
 //! exception classes, `plan`, the batched NumPy API and the JAX
-//! (`checkpointing.jax`, with diffrax) and PyTorch (`checkpointing.torch`)
+//! (`adjoint_checkpoints.jax`, with diffrax) and PyTorch (`adjoint_checkpoints.torch`)
 //! bridges. The guide's Python chapters (`docs/src/python.md`, `jax.md`,
 //! `torch.md`) show them, as tested doctests.
 //!
 //! The package's top level has this project's names (`Multistage`,
 //! `TwoLevel`, ...); the classes keep the reference's names
-//! (`MultistageCheckpointSchedule`, ...) in `checkpointing.checkpoint_schedules`,
+//! (`MultistageCheckpointSchedule`, ...) in `adjoint_checkpoints.checkpoint_schedules`,
 //! the drop-in. Built with `maturin develop -m crates/checkpointing-py/Cargo.toml`:
 //!
 //! ```python
-//! from checkpointing import Multistage
-//! from checkpointing.checkpoint_schedules import MultistageCheckpointSchedule
+//! from adjoint_checkpoints import Multistage
+//! from adjoint_checkpoints.checkpoint_schedules import MultistageCheckpointSchedule
 //! assert Multistage is MultistageCheckpointSchedule
 //! actions = list(Multistage(10, 1, 2))
 //! assert str(actions[-1]) == "EndReverse()"
@@ -43,9 +43,12 @@ use constructors::{
 };
 use schedule::CheckpointSchedule;
 
-/// The native part of the `checkpointing` Python package.
+/// The native part of the `adjoint_checkpoints` Python package.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // The workspace's version: the wheel's, `checkpointing --version`'s and
+    // `ckpt_version()`'s too.
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(registry::_register, m)?)?;
     m.add_function(wrap_pyfunction!(constructors::optimal_steps_binomial, m)?)?;
     m.add_function(wrap_pyfunction!(spec::schedule_from_spec, m)?)?;

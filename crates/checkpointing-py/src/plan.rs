@@ -1,4 +1,4 @@
-//! `checkpointing.plan(...)`: the planner of the schedule crate
+//! `adjoint_checkpoints.plan(...)`: the planner of the schedule crate
 //! ([`checkpointing_schedule::plan`]) from Python. The recommended schedule
 //! comes back as a `PlannedSchedule`, a `CheckpointSchedule` (iterable,
 //! `finalize` for online schedules, accepted wherever the package's
@@ -22,7 +22,7 @@ use pyo3::types::{PyBool, PyDict, PyInt, PyString};
 use crate::schedule::CheckpointSchedule;
 
 pyo3::create_exception!(
-    checkpointing,
+    adjoint_checkpoints,
     PlanError,
     PyValueError,
     "No plan for these arguments: zero steps, a size that is not a byte count, a negative or non-finite time, disk times without a disk, or budgets that nothing fits (the message then gives the smallest RAM budget that would fit)."
@@ -100,7 +100,7 @@ fn to_json(value: &impl serde::Serialize) -> String {
 
 /// One schedule the planner configured, with its predicted time and
 /// peaks: `plan.best` and each of `plan.alternatives`.
-#[pyclass(frozen, module = "checkpointing", name = "PlanCandidate")]
+#[pyclass(frozen, module = "adjoint_checkpoints", name = "PlanCandidate")]
 pub struct PlanCandidate {
     spec: ScheduleSpec,
     /// The schedule's spec, a JSON string for `schedule_from_spec`.
@@ -226,7 +226,7 @@ impl PlanCandidate {
 /// are also the plan's own: `spec`, `name`, `predicted_seconds`...), the
 /// snapshots each level holds, and the other candidates that fit, fastest
 /// first.
-#[pyclass(frozen, module = "checkpointing", name = "Plan")]
+#[pyclass(frozen, module = "adjoint_checkpoints", name = "Plan")]
 pub struct Plan {
     /// The recommendation.
     #[pyo3(get)]
@@ -341,7 +341,7 @@ impl Plan {
         atol: f64,
     ) -> PyResult<Bound<'py, PyAny>> {
         slf.py()
-            .import("checkpointing._plan")?
+            .import("adjoint_checkpoints._plan")?
             .getattr("_verify")?
             .call1((slf, run, alternatives, repeats, rtol, atol))
     }
@@ -365,7 +365,7 @@ impl Plan {
 
 /// The recommended schedule of a plan: a `CheckpointSchedule` with the
 /// plan as its `plan` attribute.
-#[pyclass(extends = CheckpointSchedule, module = "checkpointing", name = "PlannedSchedule")]
+#[pyclass(extends = CheckpointSchedule, module = "adjoint_checkpoints", name = "PlannedSchedule")]
 pub struct PlannedSchedule {
     plan: Py<Plan>,
 }
@@ -385,7 +385,7 @@ impl PlannedSchedule {
 
 /// `_plan(max_n, state_bytes, ram, disk, forward_seconds, adjoint_seconds,
 /// disk_write_seconds, disk_read_seconds, disk_bandwidth,
-/// disk_latency_seconds, compression_ratio)`: the work of `checkpointing.plan` (see its
+/// disk_latency_seconds, compression_ratio)`: the work of `adjoint_checkpoints.plan` (see its
 /// docstring), every argument given.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]

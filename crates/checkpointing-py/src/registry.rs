@@ -19,7 +19,9 @@ static REGISTRY: PyOnceLock<Registry> = PyOnceLock::new();
 
 fn registry(py: Python<'_>) -> PyResult<&Registry> {
     REGISTRY.get(py).ok_or_else(|| {
-        PyRuntimeError::new_err("checkpointing._native used before checkpointing was imported")
+        PyRuntimeError::new_err(
+            "adjoint_checkpoints._native used before adjoint_checkpoints was imported",
+        )
     })
 }
 

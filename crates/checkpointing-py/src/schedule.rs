@@ -12,7 +12,7 @@ use crate::actions::action_object;
 use crate::registry::{parameter_error, storage_level};
 
 /// Base class of the schedules: an iterator of actions.
-#[pyclass(subclass, module = "checkpointing", name = "CheckpointSchedule")]
+#[pyclass(subclass, module = "adjoint_checkpoints", name = "CheckpointSchedule")]
 pub struct CheckpointSchedule {
     /// Behind a mutex only to be `Sync`: Python holds the GIL around every
     /// call, so it is never contended.

@@ -1,4 +1,4 @@
-//! `checkpointing.schedule_from_spec(spec)`: any schedule of the library,
+//! `adjoint_checkpoints.schedule_from_spec(spec)`: any schedule of the library,
 //! named by its parameters as a `ScheduleSpec` JSON string (the form of the
 //! `checkpointing` command, the journal and the C API), including those
 //! without a `checkpoint_schedules` constructor (`hierarchical-revolve`).

@@ -1,4 +1,4 @@
-//! `checkpointing._native.ArrayStore`: the Rust snapshot stores for
+//! `adjoint_checkpoints._native.ArrayStore`: the Rust snapshot stores for
 //! snapshots made of NumPy arrays — in RAM ([`MemoryStore`]), on disk
 //! ([`DiskStore`]: one checksummed file per snapshot, written atomically)
 //! or in one HDF5 file (`Hdf5Store`, feature `hdf5`), each optionally
@@ -399,7 +399,7 @@ impl ArrayMemory {
 /// snapshot: ``"zstd"``, ``"zstd-5"``, ``"lz4"`` (bit for bit) or an
 /// error-bounded lossy codec, ``"zfp:abs=1e-6"``, ``"zfp:rel=1e-5"``,
 /// ``"sz3:abs=1e-6"`` (float arrays only, the bound checked on every
-/// write; see :mod:`checkpointing.codecs`).
+/// write; see :mod:`adjoint_checkpoints.codecs`).
 ///
 /// ``save(step, arrays)`` stores the arrays (any dtype and shape; made
 /// C-contiguous first if they are not); ``load(step)`` returns new arrays
@@ -408,7 +408,7 @@ impl ArrayMemory {
 /// instead; ``remove(step)`` deletes.
 ///
 /// >>> import numpy as np
-/// >>> from checkpointing import ArrayStore
+/// >>> from adjoint_checkpoints import ArrayStore
 /// >>> u, t = np.linspace(0.0, 1.0, 1000).reshape(10, 100), np.array([7], dtype=np.int32)
 /// >>> store = ArrayStore("disk", codec="zstd")
 /// >>> store.save(3, [u, t])
@@ -420,7 +420,7 @@ impl ArrayMemory {
 /// True
 /// >>> store.remove(3); len(store)
 /// 0
-#[pyclass(module = "checkpointing._native")]
+#[pyclass(module = "adjoint_checkpoints._native")]
 pub struct ArrayStore {
     store: BoxedStore,
     level: &'static str,

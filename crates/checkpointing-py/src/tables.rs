@@ -2,7 +2,7 @@
 //! of `checkpoint_schedules.mixed` and `checkpoint_schedules.multistage`
 //! 1.0.4 (`optimal_steps_mixed`, `mixed_step_memoization`,
 //! `mixed_steps_tabulation`, `n_advance`, `optimal_extra_steps`). The Python
-//! wrappers in `python/checkpointing/checkpoint_schedules/` check the
+//! wrappers in `python/adjoint_checkpoints/checkpoint_schedules/` check the
 //! arguments as the reference does (its exception types and messages) and
 //! call these with valid ones.
 

@@ -1,6 +1,6 @@
 """Driving a schedule in the tests: its actions up to the first EndReverse."""
 
-import checkpointing
+import adjoint_checkpoints
 
 
 def actions(schedule, n):
@@ -9,8 +9,8 @@ def actions(schedule, n):
     out = []
     for action in schedule:
         out.append(repr(action))
-        if isinstance(action, checkpointing.EndReverse):
+        if isinstance(action, adjoint_checkpoints.EndReverse):
             break
-        if schedule.max_n is None and isinstance(action, checkpointing.Forward) and action.n1 >= n:
+        if schedule.max_n is None and isinstance(action, adjoint_checkpoints.Forward) and action.n1 >= n:
             schedule.finalize(n)
     return out

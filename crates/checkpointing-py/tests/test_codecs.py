@@ -1,11 +1,11 @@
-"""checkpointing.codecs: the bound holds on random arrays (checked here,
+"""adjoint_checkpoints.codecs: the bound holds on random arrays (checked here,
 not trusted), non-finite, constant and empty arrays come back bit for bit,
 bad input raises typed errors, damaged bytes never decode silently."""
 
 import numpy as np
 import pytest
 
-from checkpointing import codecs
+from adjoint_checkpoints import codecs
 
 CODECS = codecs.available()
 pytestmark = pytest.mark.skipif(not CODECS, reason="built without lossy codecs")

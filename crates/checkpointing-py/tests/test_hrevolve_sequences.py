@@ -15,7 +15,7 @@ import warnings
 
 import pytest
 
-import checkpointing
+import adjoint_checkpoints
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # "Numba not available"
@@ -23,7 +23,7 @@ with warnings.catch_warnings():
 
 MODULES = ["basic_functions", "utils", "revolve", "revolve_1d", "disk_revolve", "periodic_disk_revolve", "hrevolve"]
 REF = "checkpoint_schedules.hrevolve_sequences"
-OURS = "checkpointing.checkpoint_schedules.hrevolve_sequences"
+OURS = "adjoint_checkpoints.checkpoint_schedules.hrevolve_sequences"
 
 
 def namespace(package):
@@ -430,7 +430,7 @@ def test_installed_layout():
     ref_sub = importlib.import_module(REF)
     saved = {k: v for k, v in sys.modules.items() if k.split(".")[0] == "checkpoint_schedules"}
     try:
-        package = checkpointing.install_as_checkpoint_schedules()
+        package = adjoint_checkpoints.install_as_checkpoint_schedules()
         import checkpoint_schedules
 
         assert checkpoint_schedules is package

@@ -11,8 +11,8 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 
-import checkpointing  # noqa: E402
-from checkpointing.jax import checkpointed_scan, last_stats  # noqa: E402
+import adjoint_checkpoints  # noqa: E402
+from adjoint_checkpoints.jax import checkpointed_scan, last_stats  # noqa: E402
 
 STEPS = 37
 
@@ -51,12 +51,12 @@ def reference(step, h0, xs):
 
 
 SCHEDULES = {
-    "revolve": lambda n: checkpointing.Revolve(n, 3),
-    "multistage-disk": lambda n: checkpointing.Multistage(n, 1, 2),
-    "hrevolve": lambda n: checkpointing.HRevolve(n, 2, 3),
-    "disk-revolve": lambda n: checkpointing.DiskRevolve(n, 2),
-    "mixed": lambda n: checkpointing.Mixed(n, 4),
-    "periodic": lambda n: checkpointing.Periodic(n, 6),
+    "revolve": lambda n: adjoint_checkpoints.Revolve(n, 3),
+    "multistage-disk": lambda n: adjoint_checkpoints.Multistage(n, 1, 2),
+    "hrevolve": lambda n: adjoint_checkpoints.HRevolve(n, 2, 3),
+    "disk-revolve": lambda n: adjoint_checkpoints.DiskRevolve(n, 2),
+    "mixed": lambda n: adjoint_checkpoints.Mixed(n, 4),
+    "periodic": lambda n: adjoint_checkpoints.Periodic(n, 6),
 }
 
 
@@ -77,16 +77,16 @@ def test_value_and_gradient_equal_lax_scan(name):
 @pytest.mark.parametrize("snapshots", [1, 2, 5, 12])
 def test_at_most_snapshots_plus_two_carries(snapshots):
     params, xs, h0 = problem()
-    loss = loss_with(lambda s, c, x: checkpointed_scan(s, c, x, schedule=lambda n: checkpointing.Revolve(n, snapshots), mode="host"))
+    loss = loss_with(lambda s, c, x: checkpointed_scan(s, c, x, schedule=lambda n: adjoint_checkpoints.Revolve(n, snapshots), mode="host"))
     jax.grad(loss)(params, xs, h0)
     assert last_stats["peak_carries"] <= snapshots + 2, last_stats
     # The schedule's forward steps, first sweep included: no more recomputation.
-    assert last_stats["forward_steps"] == checkpointing.optimal_steps_binomial(STEPS, snapshots)
+    assert last_stats["forward_steps"] == adjoint_checkpoints.optimal_steps_binomial(STEPS, snapshots)
 
 
 def test_a_length_instead_of_inputs_and_a_schedule_object():
     def f(x0):
-        carry, _ = checkpointed_scan(lambda c, _: (jnp.cos(c) * 1.1, None), x0, 25, schedule=checkpointing.Revolve(25, 4), mode="host")
+        carry, _ = checkpointed_scan(lambda c, _: (jnp.cos(c) * 1.1, None), x0, 25, schedule=adjoint_checkpoints.Revolve(25, 4), mode="host")
         return carry.sum()
 
     def g(x0):
@@ -103,13 +103,13 @@ def test_bad_schedules_are_refused():
         return jax.grad(lambda c: checkpointed_scan(lambda c, _: (c * 2.0, None), c, length, schedule=schedule, mode="host")[0].sum())(x0)
 
     with pytest.raises(ValueError, match="10 steps"):
-        grad_with(lambda n: checkpointing.Revolve(n + 1, 2))
+        grad_with(lambda n: adjoint_checkpoints.Revolve(n + 1, 2))
     with pytest.raises(ValueError, match="offline"):
-        grad_with(lambda n: checkpointing.SingleMemory())
+        grad_with(lambda n: adjoint_checkpoints.SingleMemory())
     with pytest.raises(ValueError, match="is for 9 steps"):
-        grad_with(checkpointing.Revolve(9, 2))
+        grad_with(adjoint_checkpoints.Revolve(9, 2))
     with pytest.raises(ValueError, match="at least one step"):
-        grad_with(lambda n: checkpointing.Revolve(n, 2), length=0)
+        grad_with(lambda n: adjoint_checkpoints.Revolve(n, 2), length=0)
 
 
 def test_a_pytree_carry_through_ram_and_disk_snapshots():
@@ -125,7 +125,7 @@ def test_a_pytree_carry_through_ram_and_disk_snapshots():
         return f
 
     u0, k0, xs = jnp.linspace(0.0, 1.0, 5), jnp.asarray(0.9), jnp.linspace(-1.0, 1.0, 23)
-    ours = loss(lambda s, c, x: checkpointed_scan(s, c, x, schedule=lambda n: checkpointing.Multistage(n, 1, 2), mode="host"))
+    ours = loss(lambda s, c, x: checkpointed_scan(s, c, x, schedule=lambda n: adjoint_checkpoints.Multistage(n, 1, 2), mode="host"))
     g1 = jax.grad(ours, argnums=(0, 1, 2))(u0, k0, xs)
     g2 = jax.grad(loss(jax.lax.scan), argnums=(0, 1, 2))(u0, k0, xs)
     for a, b in zip(g1, g2):
@@ -136,7 +136,7 @@ def test_a_pytree_carry_through_ram_and_disk_snapshots():
 def test_compressed_disk_level_moves_the_gradient_within_the_bound(name):
     """compress= (host mode): the DISK level's carries go through the
     error-bounded codec; the gradient is close to lax.scan's, not equal."""
-    from checkpointing import codecs
+    from adjoint_checkpoints import codecs
 
     if "zfp" not in codecs.available():
         pytest.skip("zfp not in this build")
@@ -157,12 +157,12 @@ def test_compressed_disk_level_moves_the_gradient_within_the_bound(name):
 
 
 def test_compress_is_for_host_mode_with_a_valid_codec():
-    from checkpointing import codecs
+    from adjoint_checkpoints import codecs
 
     step = lambda c, x: (jnp.cos(c), None)  # noqa: E731
     with pytest.raises(ValueError, match="mode='host'"):
-        checkpointed_scan(step, jnp.ones(3), 5, schedule=lambda n: checkpointing.Revolve(n, 2),
+        checkpointed_scan(step, jnp.ones(3), 5, schedule=lambda n: adjoint_checkpoints.Revolve(n, 2),
                           compress="zfp:abs=1e-6")
     with pytest.raises(codecs.CodecError, match="unknown codec"):
-        checkpointed_scan(step, jnp.ones(3), 5, schedule=lambda n: checkpointing.Revolve(n, 2),
+        checkpointed_scan(step, jnp.ones(3), 5, schedule=lambda n: adjoint_checkpoints.Revolve(n, 2),
                           mode="host", compress="gzip:abs=1")

@@ -14,10 +14,10 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 
-import checkpointing  # noqa: E402
-from checkpointing import jax as cjax  # noqa: E402
-from checkpointing._jax_compiled import Plan, ScheduleError  # noqa: E402
-from checkpointing.jax import checkpointed_scan, last_stats  # noqa: E402
+import adjoint_checkpoints  # noqa: E402
+from adjoint_checkpoints import jax as cjax  # noqa: E402
+from adjoint_checkpoints.jax._compiled import Plan, ScheduleError  # noqa: E402
+from adjoint_checkpoints.jax import checkpointed_scan, last_stats  # noqa: E402
 
 STEPS = 29
 RTOL = 1e-12
@@ -61,17 +61,17 @@ def loss_with(scan):
 
 
 SCHEDULES = {
-    "revolve": lambda n: checkpointing.Revolve(n, 3),
-    "multistage": lambda n: checkpointing.Multistage(n, 1, 2),
-    "hrevolve": lambda n: checkpointing.HRevolve(n, 2, 3),
-    "disk-revolve": lambda n: checkpointing.DiskRevolve(n, 2),
-    "periodic-disk-revolve": lambda n: checkpointing.PeriodicDiskRevolve(n, 2),
-    "mixed": lambda n: checkpointing.Mixed(n, 4),
-    "periodic": lambda n: checkpointing.Periodic(n, 6),
-    "two-level (online)": lambda n: checkpointing.TwoLevel(4, 2),
-    "online-r2 (online)": lambda n: checkpointing.OnlineR2(4),
-    "single-memory (online)": lambda n: checkpointing.SingleMemory(),
-    "single-disk (online)": lambda n: checkpointing.SingleDisk(),
+    "revolve": lambda n: adjoint_checkpoints.Revolve(n, 3),
+    "multistage": lambda n: adjoint_checkpoints.Multistage(n, 1, 2),
+    "hrevolve": lambda n: adjoint_checkpoints.HRevolve(n, 2, 3),
+    "disk-revolve": lambda n: adjoint_checkpoints.DiskRevolve(n, 2),
+    "periodic-disk-revolve": lambda n: adjoint_checkpoints.PeriodicDiskRevolve(n, 2),
+    "mixed": lambda n: adjoint_checkpoints.Mixed(n, 4),
+    "periodic": lambda n: adjoint_checkpoints.Periodic(n, 6),
+    "two-level (online)": lambda n: adjoint_checkpoints.TwoLevel(4, 2),
+    "online-r2 (online)": lambda n: adjoint_checkpoints.OnlineR2(4),
+    "single-memory (online)": lambda n: adjoint_checkpoints.SingleMemory(),
+    "single-disk (online)": lambda n: adjoint_checkpoints.SingleDisk(),
 }
 
 
@@ -108,7 +108,7 @@ def test_the_forward_alone_equals_lax_scan_and_stacks_ys():
         h = jnp.tanh(h @ params["w"] + x @ params["u"])
         return h, {"norm": jnp.sum(h**2), "h": h}
 
-    ours = jax.jit(lambda h0: checkpointed_scan(step, h0, xs, schedule=lambda n: checkpointing.Revolve(n, 2)))(h0)
+    ours = jax.jit(lambda h0: checkpointed_scan(step, h0, xs, schedule=lambda n: adjoint_checkpoints.Revolve(n, 2)))(h0)
     assert_close(ours, jax.lax.scan(step, h0, xs), rtol=0)
 
 
@@ -126,7 +126,7 @@ def test_dict_carry_with_a_scalar_and_dict_inputs():
 
     u0, k0 = jnp.linspace(0.0, 1.0, 4), jnp.asarray(0.9)
     xs = {"a": jnp.linspace(-1.0, 1.0, 23), "b": jnp.cos(jnp.arange(23.0))[:, None] * jnp.ones((23, 4))}
-    for schedule in (lambda n: checkpointing.HRevolve(n, 1, 2), lambda n: checkpointing.Mixed(n, 3)):
+    for schedule in (lambda n: adjoint_checkpoints.HRevolve(n, 1, 2), lambda n: adjoint_checkpoints.Mixed(n, 3)):
         ours = loss(lambda s, c, x: checkpointed_scan(s, c, x, schedule=schedule))
         g1 = jax.jit(jax.grad(ours, argnums=(0, 1, 2)))(u0, k0, xs)
         g2 = jax.grad(loss(jax.lax.scan), argnums=(0, 1, 2))(u0, k0, xs)
@@ -141,7 +141,7 @@ def test_tuple_carry_and_a_length():
     def f(scan):
         return lambda a, b: jnp.sum(scan((a, b))[0] ** 2) + scan((a, b))[1]
 
-    ours = f(lambda c: checkpointed_scan(step, c, 31, schedule=lambda n: checkpointing.Revolve(n, 4))[0])
+    ours = f(lambda c: checkpointed_scan(step, c, 31, schedule=lambda n: adjoint_checkpoints.Revolve(n, 4))[0])
     theirs = f(lambda c: jax.lax.scan(step, c, None, length=31)[0])
     a, b = jnp.arange(3.0) / 3, jnp.asarray(0.2)
     assert_close(jax.jit(jax.grad(ours, argnums=(0, 1)))(a, b), jax.grad(theirs, argnums=(0, 1))(a, b))
@@ -150,7 +150,7 @@ def test_tuple_carry_and_a_length():
 def test_vmap_over_initial_states_and_parameters_outside():
     params, xs, h0 = problem()
     batch = jnp.stack([h0 * s for s in (0.5, 1.0, -0.7)])
-    schedule = lambda n: checkpointing.Revolve(n, 3)  # noqa: E731
+    schedule = lambda n: adjoint_checkpoints.Revolve(n, 3)  # noqa: E731
     ours = loss_with(lambda s, c, x: checkpointed_scan(s, c, x, schedule=schedule))
     theirs = loss_with(jax.lax.scan)
     # Per-example gradients with respect to the initial states.
@@ -171,7 +171,7 @@ def test_jit_of_grad_twice_traces_once():
             traces.append(1)  # runs when traced only
             return jnp.tanh(h @ params["w"] + x @ params["u"]), None
 
-        return jnp.sum(checkpointed_scan(step, h0, xs, schedule=lambda n: checkpointing.Revolve(n, 3))[0] ** 2)
+        return jnp.sum(checkpointed_scan(step, h0, xs, schedule=lambda n: adjoint_checkpoints.Revolve(n, 3))[0] ** 2)
 
     f = jax.jit(jax.grad(loss, argnums=(0, 1)))
     g1 = f(params, h0)
@@ -186,7 +186,7 @@ def test_jit_of_grad_twice_traces_once():
 
 
 def test_a_schedule_object_is_planned_once_for_every_trace():
-    schedule = checkpointing.Revolve(25, 4)
+    schedule = adjoint_checkpoints.Revolve(25, 4)
 
     def f(x0):
         return checkpointed_scan(lambda c, _: (jnp.cos(c) * 1.1, None), x0, 25, schedule=schedule)[0].sum()
@@ -208,24 +208,24 @@ def test_bad_schedules_are_refused():
         return jax.jit(jax.grad(f))(x0)
 
     with pytest.raises(ValueError, match="is for 11 steps"):
-        grad_with(lambda n: checkpointing.Revolve(n + 1, 2))
+        grad_with(lambda n: adjoint_checkpoints.Revolve(n + 1, 2))
     with pytest.raises(ValueError, match="is for 9 steps"):
-        grad_with(checkpointing.Revolve(9, 2))
+        grad_with(adjoint_checkpoints.Revolve(9, 2))
     with pytest.raises(ValueError, match="at least one step"):
-        grad_with(lambda n: checkpointing.Revolve(n, 2), length=0)
+        grad_with(lambda n: adjoint_checkpoints.Revolve(n, 2), length=0)
     with pytest.raises(ValueError, match="mode"):
-        grad_with(lambda n: checkpointing.Revolve(n, 2), mode="fast")
+        grad_with(lambda n: adjoint_checkpoints.Revolve(n, 2), mode="fast")
     with pytest.raises(ValueError, match="disk_memory_kind"):
-        grad_with(lambda n: checkpointing.HRevolve(n, 1, 2), disk_memory_kind="nvme")
+        grad_with(lambda n: adjoint_checkpoints.HRevolve(n, 1, 2), disk_memory_kind="nvme")
     # NoneCheckpointSchedule stores nothing: no adjoint is possible.
     with pytest.raises(ScheduleError):
-        grad_with(lambda n: checkpointing.NoneSchedule())
+        grad_with(lambda n: adjoint_checkpoints.NoneSchedule())
 
 
 def test_plans_run_each_forward_step_once_less_than_the_schedule_where_it_only_feeds_an_adjoint():
     n, s = 200, 6
-    plan = Plan(checkpointing.Revolve(n, s), n)
-    assert plan.schedule_forward_steps == checkpointing.optimal_steps_binomial(n, s)
+    plan = Plan(adjoint_checkpoints.Revolve(n, s), n)
+    assert plan.schedule_forward_steps == adjoint_checkpoints.optimal_steps_binomial(n, s)
     # One step per Reverse of one step is left to jax.vjp, which runs it anyway.
     assert plan.forward_steps == plan.schedule_forward_steps - n + 1
     assert plan.slots == (s, 0) and plan.peak_stored == s and plan.adjoint_steps == n
@@ -249,7 +249,7 @@ def stored_at_once(schedule):
 
 
 @pytest.mark.parametrize(
-    "make", [lambda n: checkpointing.HRevolve(n, 2, 4), lambda n: checkpointing.Multistage(n, 3, 5)]
+    "make", [lambda n: adjoint_checkpoints.HRevolve(n, 2, 4), lambda n: adjoint_checkpoints.Multistage(n, 3, 5)]
 )
 def test_two_level_buffers_hold_what_the_schedule_stores_at_once(make):
     """RAM and DISK snapshots go to two buffers, each exactly as large as
@@ -284,7 +284,7 @@ def test_compiled_memory_is_snapshots_plus_two_carries_whatever_the_steps(snapsh
     measured = []
     for steps in (40, 400):
         ours = temp_bytes(
-            lambda u: checkpointed_scan(step, u, steps, schedule=lambda n: checkpointing.Revolve(n, snapshots))[0]
+            lambda u: checkpointed_scan(step, u, steps, schedule=lambda n: adjoint_checkpoints.Revolve(n, snapshots))[0]
         )
         assert last_stats["slots"] == (snapshots, 0)
         assert ours <= (snapshots + 2) * carry_bytes(cells) + small_constant, ours / carry_bytes(cells)
@@ -299,7 +299,7 @@ def test_disk_level_buffer_on_cpu():
     lists, gives the same gradients; a device without it is refused with
     the device's memories named."""
     params, xs, h0 = problem()
-    schedule = lambda n: checkpointing.Multistage(n, 1, 3)  # noqa: E731
+    schedule = lambda n: adjoint_checkpoints.Multistage(n, 1, 3)  # noqa: E731
     reference = jax.grad(loss_with(jax.lax.scan), argnums=(0, 1, 2))(params, xs, h0)
     kinds = {}
     for kind in ("auto", "device", "pinned_host"):

@@ -1,4 +1,4 @@
-"""checkpointing.jax.diffrax.CheckpointAdjoint against diffrax's
+"""adjoint_checkpoints.jax.diffrax.CheckpointAdjoint against diffrax's
 RecursiveCheckpointAdjoint with the same checkpoints, in the cases of
 diffrax's test/test_adjoint.py: every SaveAt kind, events, throw and
 max_steps reached, PyTree states, closed-over parameters, checkpoints=None;
@@ -21,7 +21,7 @@ diffrax = pytest.importorskip("diffrax")
 
 import jax.numpy as jnp  # noqa: E402
 
-from checkpointing.jax.diffrax import CheckpointAdjoint  # noqa: E402
+from adjoint_checkpoints.jax.diffrax import CheckpointAdjoint  # noqa: E402
 
 D = 6
 A = jnp.asarray(np.random.RandomState(3).normal(size=(D, D)) / np.sqrt(D))
@@ -131,7 +131,7 @@ def test_the_first_step_recomputed_where_diffrax_recomputes_another(monkeypatch,
     so that is one more vector-field evaluation, the one at t = 0: the
     neural ODE's 208 against 207 at 10 checkpoints in bench_diffrax.py (11
     steps)."""
-    import checkpointing.jax.diffrax as ours_module
+    import adjoint_checkpoints.jax.diffrax as ours_module
     from diffrax import _adjoint as their_module
 
     bodies, times = [], []
@@ -343,6 +343,6 @@ def test_checkpoints_validated():
 
 def test_without_diffrax_the_import_error_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "diffrax", None)
-    monkeypatch.delitem(sys.modules, "checkpointing.jax.diffrax")
-    with pytest.raises(ImportError, match=r"pip install checkpointing\[diffrax\]"):
-        import checkpointing.jax.diffrax  # noqa: F401
+    monkeypatch.delitem(sys.modules, "adjoint_checkpoints.jax.diffrax")
+    with pytest.raises(ImportError, match=r"pip install adjoint-checkpoints\[diffrax\]"):
+        import adjoint_checkpoints.jax.diffrax  # noqa: F401

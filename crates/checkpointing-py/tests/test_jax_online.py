@@ -14,10 +14,10 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 
-import checkpointing  # noqa: E402
-from checkpointing._jax_compiled import Plan  # noqa: E402
-from checkpointing._jax_online import binomial_forward_steps, last_split  # noqa: E402
-from checkpointing.jax import checkpointed_while_loop  # noqa: E402
+import adjoint_checkpoints  # noqa: E402
+from adjoint_checkpoints.jax._compiled import Plan  # noqa: E402
+from adjoint_checkpoints.jax._online import binomial_forward_steps, last_split  # noqa: E402
+from adjoint_checkpoints.jax import checkpointed_while_loop  # noqa: E402
 
 
 def assert_close(ours, theirs, rtol=1e-12):
@@ -55,7 +55,7 @@ def test_binomial_arithmetic_matches_the_rust_library():
     pairs = [(n, s) for s in (1, 2, 3, 7) for n in (1, 2, 3, 5, 10, 40, 200)]
     n, s = (np.asarray(column) for column in zip(*pairs))
     assert binomial_forward_steps(n, s).astype(int).tolist() == [
-        checkpointing.optimal_steps_binomial(int(a), int(b)) for a, b in pairs
+        adjoint_checkpoints.optimal_steps_binomial(int(a), int(b)) for a, b in pairs
     ]
     # Revolve(8, 3)'s first checkpoints: 4, then 4 + 2.
     assert int(last_split(8, 3)) == 4 and int(last_split(4, 2)) == 2
@@ -87,7 +87,7 @@ def test_step_evaluations_equal_the_rust_online_schedule(n, s):
     jax.block_until_ready(f(Y0))
     calls.clear()
     jax.block_until_ready(f(Y0))
-    assert len(calls) == Plan(checkpointing.OnlineR2(s), n).schedule_forward_steps
+    assert len(calls) == Plan(adjoint_checkpoints.OnlineR2(s), n).schedule_forward_steps
 
 
 def grow(carry):
@@ -186,7 +186,7 @@ def test_no_more_step_evaluations_than_equinox(s, longest):
     fewer = 0
     for n in range(1, longest + 1):
         a, b = ours(n), theirs(n)
-        assert len(a) == Plan(checkpointing.OnlineR2(s), n).schedule_forward_steps, n
+        assert len(a) == Plan(adjoint_checkpoints.OnlineR2(s), n).schedule_forward_steps, n
         if n <= u:
             assert len(a) == len(b) == (2 * n if n <= s else 3 * n - s), n
             if np.sum(a == 0) != np.sum(b == 0):

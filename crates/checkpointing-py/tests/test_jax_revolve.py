@@ -1,5 +1,5 @@
 """checkpointed_scan with Revolve(n, s) runs as a program that generates
-Revolve's actions itself (checkpointing._jax_revolve): gradients bitwise
+Revolve's actions itself (adjoint_checkpoints.jax._revolve): gradients bitwise
 equal to the record path (the schedule's actions from Rust, baked in as
 records), the same step evaluations (counted by a host callback, and equal
 to the Rust schedule's count less the steps that jax.vjp recomputes), a
@@ -14,9 +14,9 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 
-import checkpointing  # noqa: E402
-from checkpointing import _jax_compiled, _jax_program, _jax_revolve  # noqa: E402
-from checkpointing.jax import checkpointed_scan, last_stats  # noqa: E402
+import adjoint_checkpoints  # noqa: E402
+from adjoint_checkpoints.jax import _compiled as _jax_compiled, _program as _jax_program, _revolve as _jax_revolve  # noqa: E402
+from adjoint_checkpoints.jax import checkpointed_scan, last_stats  # noqa: E402
 
 CASES = [(3, 1), (3, 2), (4, 2), (7, 2), (20, 3), (29, 4), (50, 5), (64, 6), (100, 3), (101, 1), (120, 10)]
 
@@ -40,13 +40,13 @@ def _gradient(n, s, program):
             return h, jnp.sum(h**2)
 
         if program == "scan":
-            h, ys = checkpointed_scan(step, h0, xs, schedule=lambda m: checkpointing.Revolve(m, s))
+            h, ys = checkpointed_scan(step, h0, xs, schedule=lambda m: adjoint_checkpoints.Revolve(m, s))
         else:
             fn, consts = jax.closure_convert(step, h0, xs[0])
             if program == "generated":
                 run = _jax_revolve.Generated(fn, n, s)
             else:
-                run = _jax_compiled.Compiled(fn, _jax_program.Plan(checkpointing.Revolve(n, s), n))
+                run = _jax_compiled.Compiled(fn, _jax_program.Plan(adjoint_checkpoints.Revolve(n, s), n))
             h, ys = run(h0, xs, consts)
         return jnp.sum(h**3) + jnp.sum(jnp.sin(ys))
 
@@ -72,12 +72,12 @@ def test_bitwise_equal_to_the_record_path_with_the_same_evaluations(n, s):
     ours, evaluations = _gradient(n, s, "generated")
     theirs, theirs_evaluations = _gradient(n, s, "records")
     _bitwise(ours, theirs)
-    plan = _jax_program.Plan(checkpointing.Revolve(n, s), n)
+    plan = _jax_program.Plan(adjoint_checkpoints.Revolve(n, s), n)
     # Steps outside jax.vjp, plus one inside each step's VJP.
     assert evaluations == theirs_evaluations == plan.forward_steps + n
     # The Rust schedule's count, less the step before each adjoint step
     # (jax.vjp recomputes it) but the last (run by the forward).
-    assert plan.forward_steps == checkpointing.optimal_steps_binomial(n, s) - n + 1
+    assert plan.forward_steps == adjoint_checkpoints.optimal_steps_binomial(n, s) - n + 1
 
 
 @pytest.mark.parametrize("n, s", [(20, 3), (64, 6), (7, 2)])
@@ -93,7 +93,7 @@ def test_checkpointed_scan_takes_the_generated_program_for_revolve(n, s):
 def test_python_replay_of_the_program_counts_the_record_paths_steps():
     for n in range(3, 70):
         for s in range(1, 12):
-            plan = _jax_program.Plan(checkpointing.Revolve(n, s), n)
+            plan = _jax_program.Plan(adjoint_checkpoints.Revolve(n, s), n)
             assert _jax_revolve.forward_steps(n, s) == plan.forward_steps, (n, s)
 
 
@@ -126,7 +126,7 @@ def test_vmap_of_the_generated_program():
         if program == "generated":
             run = _jax_revolve.Generated(fn, n, s)
         else:
-            run = _jax_compiled.Compiled(fn, _jax_program.Plan(checkpointing.Revolve(n, s), n))
+            run = _jax_compiled.Compiled(fn, _jax_program.Plan(adjoint_checkpoints.Revolve(n, s), n))
         return jnp.sum(run(h0, xs, consts)[0] ** 2)
 
     batch = jnp.stack([h0, 2 * h0, -h0])
@@ -138,9 +138,9 @@ def test_vmap_of_the_generated_program():
 @pytest.mark.parametrize(
     "make",
     [
-        lambda n: checkpointing.Revolve(n, 3, trajectory="classic"),  # another sweep
-        lambda n: checkpointing.Revolve(n, 50),  # more snapshots than the sweep shows
-        lambda n: checkpointing.HRevolve(n, 2, 1),
+        lambda n: adjoint_checkpoints.Revolve(n, 3, trajectory="classic"),  # another sweep
+        lambda n: adjoint_checkpoints.Revolve(n, 50),  # more snapshots than the sweep shows
+        lambda n: adjoint_checkpoints.HRevolve(n, 2, 1),
     ],
 )
 def test_other_schedules_keep_their_records(make):
@@ -166,7 +166,7 @@ def _lowered_size(n, s, schedule=None):
     def step(x, _):
         return jnp.sin(x) * 0.5 + x, None
 
-    schedule = schedule or (lambda m: checkpointing.Revolve(m, s))
+    schedule = schedule or (lambda m: adjoint_checkpoints.Revolve(m, s))
     loss = lambda x: jnp.sum(checkpointed_scan(step, x, n, schedule=schedule)[0])  # noqa: E731
     return len(jax.jit(jax.grad(loss)).lower(jnp.ones(3)).as_text())
 
@@ -180,7 +180,7 @@ def test_program_size_does_not_grow_with_n():
 def test_record_programs_do_grow_with_n():
     # The check above can fail: a schedule that keeps its records (HRevolve)
     # gives a program that grows with n.
-    make = lambda s: (lambda m: checkpointing.HRevolve(m, s, 1))  # noqa: E731
+    make = lambda s: (lambda m: adjoint_checkpoints.HRevolve(m, s, 1))  # noqa: E731
     small, large = _lowered_size(100, 0, make(3)), _lowered_size(1000, 0, make(3))
     assert last_stats["program"] == "records"
     assert large > 1.5 * small

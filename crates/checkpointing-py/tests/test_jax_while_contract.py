@@ -18,8 +18,8 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 
-from checkpointing._jax_online import default_checkpoints  # noqa: E402
-from checkpointing.jax import checkpointed_while_loop  # noqa: E402
+from adjoint_checkpoints.jax._online import default_checkpoints  # noqa: E402
+from adjoint_checkpoints.jax import checkpointed_while_loop  # noqa: E402
 
 W = jnp.asarray(np.random.RandomState(1).normal(size=(4, 4)) * 0.4)
 Y0 = jnp.linspace(-1.0, 1.0, 4)

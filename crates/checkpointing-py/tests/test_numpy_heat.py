@@ -9,8 +9,8 @@ import warnings
 import numpy as np
 import pytest
 
-import checkpointing
-import checkpointing.checkpoint_schedules  # the drop-in: the reference's names
+import adjoint_checkpoints
+import adjoint_checkpoints.checkpoint_schedules  # the drop-in: the reference's names
 import heat1d
 from heat1d import adjoint_step, step
 
@@ -103,7 +103,7 @@ SCHEDULES = [
 @pytest.mark.parametrize("make", SCHEDULES)
 def test_the_gradient_is_store_all_bitwise(make):
     expected = store_all()
-    ours, held_ours = checkpointed(checkpointing, eval(make, {"STEPS": STEPS, **vars(checkpointing.checkpoint_schedules)}))
+    ours, held_ours = checkpointed(adjoint_checkpoints, eval(make, {"STEPS": STEPS, **vars(adjoint_checkpoints.checkpoint_schedules)}))
     assert np.array_equal(ours, expected), make
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -1,4 +1,4 @@
-"""`checkpointing.plan`: the planner's pick as a schedule of this package.
+"""`adjoint_checkpoints.plan`: the planner's pick as a schedule of this package.
 
 The pick and its prediction are the `checkpointing plan` command's for the
 same input (when the command has been built), the schedule is the pick's
@@ -16,14 +16,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import checkpointing
+import adjoint_checkpoints
 from driving import actions
-from checkpointing import PlanError
+from adjoint_checkpoints import PlanError
 from test_numpy_heat import CELLS, STEPS, checkpointed, store_all
 
 ONLINE = {"single-memory", "single-disk", "two-level", "online-r2"}
 
-# (positional, keyword) arguments of checkpointing.plan, and the same input
+# (positional, keyword) arguments of adjoint_checkpoints.plan, and the same input
 # as flags of the `checkpointing plan` command.
 INPUTS = [
     ((1000, "1MiB", "12MiB"), {}, "--steps 1000 --state-bytes 1MiB --ram 12MiB"),
@@ -78,7 +78,7 @@ def test_the_pick_and_its_prediction_are_the_commands(args, kwargs, flags):
         [binary, "plan", *flags.split(), "--format", "json"], capture_output=True, text=True, check=True
     )
     expected = json.loads(command.stdout)
-    planned = checkpointing.plan(*args, **kwargs).plan
+    planned = adjoint_checkpoints.plan(*args, **kwargs).plan
     ours = json.loads(planned.to_json())
     assert ours["input"] == expected["input"]
     assert ours["plan"] == expected["plan"]
@@ -87,13 +87,13 @@ def test_the_pick_and_its_prediction_are_the_commands(args, kwargs, flags):
 
 @pytest.mark.parametrize("args, kwargs, flags", INPUTS, ids=IDS)
 def test_the_schedule_is_the_spec_and_fits(args, kwargs, flags):
-    schedule = checkpointing.plan(*args, **kwargs)
+    schedule = adjoint_checkpoints.plan(*args, **kwargs)
     plan = schedule.plan
-    assert isinstance(schedule, checkpointing.Schedule)
-    assert isinstance(schedule, checkpointing.PlannedSchedule)
+    assert isinstance(schedule, adjoint_checkpoints.Schedule)
+    assert isinstance(schedule, adjoint_checkpoints.PlannedSchedule)
     n = args[0] if args[0] is not None else 137
     ours = actions(schedule, n)
-    assert ours == actions(checkpointing.schedule_from_spec(plan.spec), n)
+    assert ours == actions(adjoint_checkpoints.schedule_from_spec(plan.spec), n)
     assert ours == actions(plan.schedule(), n)
     assert ours[-1] == "EndReverse()"
     assert sum(a.startswith("Reverse(") for a in ours) == n
@@ -123,7 +123,7 @@ def test_the_prediction_follows_the_time_model():
     """predicted = forward s x forward steps + adjoint s x adjoint steps +
     disk write s x writes + disk read s x reads, the disk's times from the
     bandwidth and latency: 80 MB at 500 MB/s after 10 ms is 0.17 s."""
-    plan = checkpointing.plan(
+    plan = adjoint_checkpoints.plan(
         400, "80MB", "1GB", disk="20GB", disk_bandwidth="500MB/s", disk_latency_seconds=0.01,
         forward_seconds=0.5,
     ).plan
@@ -135,8 +135,8 @@ def test_the_prediction_follows_the_time_model():
 
 
 def test_sizes_as_ints_and_strings_are_the_same_input():
-    by_text = json.loads(checkpointing.plan(300, "1MiB", "12MiB", disk="100MB").plan.to_json())
-    by_int = json.loads(checkpointing.plan(300, 1 << 20, 12 << 20, disk=10**8).plan.to_json())
+    by_text = json.loads(adjoint_checkpoints.plan(300, "1MiB", "12MiB", disk="100MB").plan.to_json())
+    by_int = json.loads(adjoint_checkpoints.plan(300, 1 << 20, 12 << 20, disk=10**8).plan.to_json())
     assert by_text == by_int
     assert by_int["input"]["state_bytes"] == 1 << 20
     # The defaults of the command: adjoint = 2 x forward, disk at 1 GB/s.
@@ -146,18 +146,18 @@ def test_sizes_as_ints_and_strings_are_the_same_input():
 
 
 def test_an_online_pick_is_driven_and_finalized():
-    schedule = checkpointing.plan(None, "1MiB", "10MiB")
+    schedule = adjoint_checkpoints.plan(None, "1MiB", "10MiB")
     assert schedule.max_n is None and schedule.plan.name in ONLINE and schedule.plan.steps == 10000
     n, out = 1234, []
     for action in schedule:
         out.append(action)
-        if isinstance(action, checkpointing.Forward) and schedule.max_n is None and action.n1 >= n:
+        if isinstance(action, adjoint_checkpoints.Forward) and schedule.max_n is None and action.n1 >= n:
             schedule.finalize(n)
             assert schedule.max_n == n
-        if isinstance(action, checkpointing.EndReverse):
+        if isinstance(action, adjoint_checkpoints.EndReverse):
             break
     assert schedule.is_exhausted
-    assert sum(a.n1 - a.n0 for a in out if isinstance(a, checkpointing.Reverse)) == n
+    assert sum(a.n1 - a.n0 for a in out if isinstance(a, adjoint_checkpoints.Reverse)) == n
 
 
 @pytest.mark.parametrize(
@@ -175,15 +175,15 @@ def test_the_heat_adjoint_gradient_is_store_all(kwargs):
     """The NumPy heat adjoint of test_numpy_heat.py (singledispatch on the
     actions, finalizing online schedules) with a planned schedule."""
     kwargs = dict(kwargs)
-    schedule = checkpointing.plan(kwargs.pop("max_n"), CELLS * 8, kwargs.pop("ram"), **kwargs)
-    gradient, held = checkpointed(checkpointing, schedule)
+    schedule = adjoint_checkpoints.plan(kwargs.pop("max_n"), CELLS * 8, kwargs.pop("ram"), **kwargs)
+    gradient, held = checkpointed(adjoint_checkpoints, schedule)
     assert np.array_equal(gradient, store_all())
     assert held <= sum(schedule.plan.snapshots.values())
 
 
 def test_the_pytorch_loop_takes_a_planned_schedule():
     torch = pytest.importorskip("torch")
-    from checkpointing.torch import checkpointed_loop
+    from adjoint_checkpoints.torch import checkpointed_loop
 
     w = torch.tensor(0.9, dtype=torch.float64, requires_grad=True)
 
@@ -198,8 +198,8 @@ def test_the_pytorch_loop_takes_a_planned_schedule():
 
     state = 5 * 8
     for n, schedule in [
-        (60, checkpointing.plan(60, state, 6 * state)),  # a schedule object
-        (lambda i, x: i == 60, lambda n: checkpointing.plan(n, state, 6 * state)),  # online
+        (60, adjoint_checkpoints.plan(60, state, 6 * state)),  # a schedule object
+        (lambda i, x: i == 60, lambda n: adjoint_checkpoints.plan(n, state, 6 * state)),  # online
     ]:
         x0 = torch.linspace(0, 1, 5, dtype=torch.float64, requires_grad=True)
         xn = checkpointed_loop(step, x0, n, schedule=schedule, params=[w])
@@ -236,22 +236,22 @@ def test_the_pytorch_loop_takes_a_planned_schedule():
 )
 def test_bad_arguments_raise_plan_errors(args, kwargs, message):
     with pytest.raises(PlanError, match=message.replace("^", r"\^").replace("(", r"\(")):
-        checkpointing.plan(*args, **kwargs)
+        adjoint_checkpoints.plan(*args, **kwargs)
 
 
 def test_nothing_fits_names_the_smallest_ram_that_does():
     assert issubclass(PlanError, ValueError)
     for max_n, disk in [(100, None), (None, None), (500, "1MB")]:
         with pytest.raises(PlanError, match="nothing fits") as error:
-            checkpointing.plan(max_n, 1000, 1500, disk=disk)
+            adjoint_checkpoints.plan(max_n, 1000, 1500, disk=disk)
         smallest = str(error.value).rsplit(" is ", 1)[1]
         # The size the message names is a byte count plan takes, and fits.
-        fits = checkpointing.plan(max_n, 1000, smallest, disk=disk).plan
+        fits = adjoint_checkpoints.plan(max_n, 1000, smallest, disk=disk).plan
         capacity = json.loads(fits.to_json())["input"]["levels"]["ram"]["capacity"]
         assert capacity > 1500 and fits.peak_bytes["RAM"] <= capacity
         # One fewer snapshot does not fit.
         with pytest.raises(PlanError, match="nothing fits"):
-            checkpointing.plan(max_n, 1000, capacity - 1000, disk=disk)
+            adjoint_checkpoints.plan(max_n, 1000, capacity - 1000, disk=disk)
 
 
 @pytest.mark.parametrize(
@@ -260,15 +260,15 @@ def test_nothing_fits_names_the_smallest_ram_that_does():
 )
 def test_wrong_types_raise_type_errors(args):
     with pytest.raises(TypeError):
-        checkpointing.plan(*args)
+        adjoint_checkpoints.plan(*args)
 
 
 def test_alternatives_are_schedules_too():
-    plan = checkpointing.plan(200, "1MiB", "8MiB", disk="1GiB").plan
-    assert plan.alternatives and isinstance(plan.best, checkpointing.PlanCandidate)
+    plan = adjoint_checkpoints.plan(200, "1MiB", "8MiB", disk="1GiB").plan
+    assert plan.alternatives and isinstance(plan.best, adjoint_checkpoints.PlanCandidate)
     for candidate in plan.alternatives[:5]:
         out = actions(candidate.schedule(), 200)
-        assert out == actions(checkpointing.schedule_from_spec(candidate.spec), 200)
+        assert out == actions(adjoint_checkpoints.schedule_from_spec(candidate.spec), 200)
         assert json.loads(candidate.to_json())["spec"] == json.loads(candidate.spec)
     assert "PlanCandidate(name=" in repr(plan.best) and "Plan(name=" in repr(plan)
 
@@ -281,7 +281,7 @@ def test_a_plan_for_known_steps_stops_there():
     take 0.7 to 6 s each to build here), the first of each family."""
     import itertools
 
-    planned = checkpointing.plan(5000, "80MB", "2GiB", disk="100GB", disk_bandwidth="1GB/s")
+    planned = adjoint_checkpoints.plan(5000, "80MB", "2GiB", disk="100GB", disk_bandwidth="1GB/s")
     bounded = set()
     alternatives = []
     for c in planned.plan.alternatives:

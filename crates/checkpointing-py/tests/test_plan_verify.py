@@ -7,21 +7,21 @@ import time
 import numpy as np
 import pytest
 
-import checkpointing
+import adjoint_checkpoints
 from driving import actions
 from test_numpy_heat import STEPS, checkpointed, store_all
 
 
 def heat_gradient(schedule):
     """The NumPy heat adjoint driven by `schedule`: the user's loop."""
-    gradient, _ = checkpointed(checkpointing, schedule)
+    gradient, _ = checkpointed(adjoint_checkpoints, schedule)
     return gradient
 
 
 @pytest.fixture(scope="module")
 def plan():
     # 8 kB states in 60 kB of RAM: the candidates recompute, differently.
-    p = checkpointing.plan(STEPS, 8_000, 60_000, forward_seconds=1e-4).plan
+    p = adjoint_checkpoints.plan(STEPS, 8_000, 60_000, forward_seconds=1e-4).plan
     assert len(p.alternatives) >= 3
     return p
 
@@ -127,8 +127,8 @@ def test_the_table_has_a_header_and_a_row_per_candidate(plan):
         assert line.rstrip().endswith("same")
     assert verified.table() == str(verified)
     assert "Verification(rows=3" in repr(verified)
-    assert isinstance(verified, checkpointing.Verification)
-    assert all(isinstance(row, checkpointing.VerifiedCandidate) for row in verified.rows)
+    assert isinstance(verified, adjoint_checkpoints.Verification)
+    assert all(isinstance(row, adjoint_checkpoints.VerifiedCandidate) for row in verified.rows)
 
 
 def test_bad_arguments_and_user_errors(plan):
@@ -147,7 +147,7 @@ def test_bad_arguments_and_user_errors(plan):
 
 
 def test_an_online_plan_is_verified_with_the_loop_finalizing(plan):
-    online = checkpointing.plan(None, 8_000, 60_000).plan
+    online = adjoint_checkpoints.plan(None, 8_000, 60_000).plan
     verified = online.verify(heat_gradient, alternatives=1, repeats=1)
     assert verified.gradients_agree
     np.testing.assert_allclose(verified.gradient, store_all(), rtol=1e-12)

@@ -1,4 +1,4 @@
-"""checkpointing.pyrevolve, the drop-in for pyrevolve 2.2.8: the index
+"""adjoint_checkpoints.pyrevolve, the drop-in for pyrevolve 2.2.8: the index
 contract Devito relies on, gradients equal to store-all bit for bit for
 every Revolver and many schedules (online ones included), pyrevolve's
 forward-step counts, compression, and typed errors."""
@@ -11,11 +11,11 @@ import sys
 import numpy as np
 import pytest
 
-import checkpointing
+import adjoint_checkpoints
 import heat1d
 from heat1d import adjoint_step, step
-from checkpointing import pyrevolve as pr
-from checkpointing.pyrevolve import compression
+from adjoint_checkpoints import pyrevolve as pr
+from adjoint_checkpoints.pyrevolve import compression
 
 # -- a recording operator: the index contract ---------------------------------
 
@@ -97,19 +97,19 @@ def check_contract(rec, online=False):
 N = 23
 
 SCHEDULES = {
-    "Revolve": lambda n: checkpointing.Revolve(n, 4),
-    "HRevolve": lambda n: checkpointing.HRevolve(n, 2, 4),
-    "Multistage": lambda n: checkpointing.Multistage(n, 2, 3),
-    "Mixed": lambda n: checkpointing.Mixed(n, 5),
-    "DiskRevolve": lambda n: checkpointing.DiskRevolve(n, 3),
-    "PeriodicDiskRevolve": lambda n: checkpointing.PeriodicDiskRevolve(n, 3),
-    "Periodic": lambda n: checkpointing.Periodic(n, 5),
-    "OnlineR2 (online)": lambda n: checkpointing.OnlineR2(4),
-    "SingleMemory (online)": lambda n: checkpointing.SingleMemory(),
-    "SingleDisk (online)": lambda n: checkpointing.SingleDisk(move_data=True),
-    "TwoLevel (online)": lambda n: checkpointing.TwoLevel(7, 2, binomial_storage=checkpointing.StorageType.RAM),
-    "plan": lambda n: checkpointing.plan(n, 8 * 40, 8 * 40 * 6),
-    "plan with disk": lambda n: checkpointing.plan(n, 8 * 40, 8 * 40 * 4, disk=8 * 40 * 50),
+    "Revolve": lambda n: adjoint_checkpoints.Revolve(n, 4),
+    "HRevolve": lambda n: adjoint_checkpoints.HRevolve(n, 2, 4),
+    "Multistage": lambda n: adjoint_checkpoints.Multistage(n, 2, 3),
+    "Mixed": lambda n: adjoint_checkpoints.Mixed(n, 5),
+    "DiskRevolve": lambda n: adjoint_checkpoints.DiskRevolve(n, 3),
+    "PeriodicDiskRevolve": lambda n: adjoint_checkpoints.PeriodicDiskRevolve(n, 3),
+    "Periodic": lambda n: adjoint_checkpoints.Periodic(n, 5),
+    "OnlineR2 (online)": lambda n: adjoint_checkpoints.OnlineR2(4),
+    "SingleMemory (online)": lambda n: adjoint_checkpoints.SingleMemory(),
+    "SingleDisk (online)": lambda n: adjoint_checkpoints.SingleDisk(move_data=True),
+    "TwoLevel (online)": lambda n: adjoint_checkpoints.TwoLevel(7, 2, binomial_storage=adjoint_checkpoints.StorageType.RAM),
+    "plan": lambda n: adjoint_checkpoints.plan(n, 8 * 40, 8 * 40 * 6),
+    "plan with disk": lambda n: adjoint_checkpoints.plan(n, 8 * 40, 8 * 40 * 4, disk=8 * 40 * 50),
 }
 
 
@@ -135,9 +135,9 @@ def revolvers(tmp_path):
         out.append((f"DiskRevolver schedule={name}", lambda c, f, r, n, make=make: pr.DiskRevolver(
             c, f, r, None, n, filedir=str(tmp_path), schedule=make(n))))
     out.append(("Revolver schedule=function", lambda c, f, r, n: pr.Revolver(
-        c, f, r, None, n, schedule=lambda steps, nbytes: checkpointing.HRevolve(steps, 2, 3))))
-    # The Rust stores (checkpointing.ArrayStore) on each level.
-    hrevolve = lambda n: checkpointing.HRevolve(n, 2, 4)  # noqa: E731
+        c, f, r, None, n, schedule=lambda steps, nbytes: adjoint_checkpoints.HRevolve(steps, 2, 3))))
+    # The Rust stores (adjoint_checkpoints.ArrayStore) on each level.
+    hrevolve = lambda n: adjoint_checkpoints.HRevolve(n, 2, 4)  # noqa: E731
     for ram in ("ram", "ram:zstd", "ram:lz4"):
         out.append((f"Revolver ram={ram}", lambda c, f, r, n, ram=ram: pr.Revolver(c, f, r, 3, n, ram=ram)))
     for disk in ("disk", "disk:lz4", "disk:zstd-3", "hdf5", "hdf5:zstd"):
@@ -153,7 +153,7 @@ NAMES = [name for name, _ in revolvers("/nonexistent")]
 
 def _has_store(store):
     try:
-        checkpointing.ArrayStore(store)
+        adjoint_checkpoints.ArrayStore(store)
     except ValueError:
         return False
     return True
@@ -243,7 +243,7 @@ def test_the_default_schedule_applies_to_revolvers_made_afterwards():
 
     def factory(n, nbytes):
         made.append((n, nbytes))
-        return checkpointing.HRevolve(n, 2, 3)
+        return adjoint_checkpoints.HRevolve(n, 2, 3)
 
     previous = pr.set_default_schedule(factory)
     try:
@@ -260,7 +260,7 @@ def test_the_default_schedule_applies_to_revolvers_made_afterwards():
     assert revolver.peak_snapshots["DISK"] > 0
     # An explicit schedule= wins over the default; a plan() as the default
     # gives each Revolver a fresh copy.
-    planned = checkpointing.plan(N, CELLS * 8, CELLS * 8 * 6)
+    planned = adjoint_checkpoints.plan(N, CELLS * 8, CELLS * 8 * 6)
     previous = pr.set_default_schedule(planned)
     try:
         for _ in range(2):
@@ -271,7 +271,7 @@ def test_the_default_schedule_applies_to_revolvers_made_afterwards():
             heat.mu = 2.0 * heat.u
             revolver.apply_reverse()
             assert np.array_equal(heat.mu, store_all(N))
-        explicit = checkpointing.Revolve(N, 2)
+        explicit = adjoint_checkpoints.Revolve(N, 2)
         assert pr.Revolver(heat.cp, heat.fwd, heat.rev, None, N, schedule=explicit).schedule is explicit
     finally:
         pr.set_default_schedule(previous)
@@ -318,7 +318,7 @@ def _real_pyrevolve():
     finally:
         real = {k: sys.modules.pop(k) for k in list(sys.modules) if k == "pyrevolve" or k.startswith("pyrevolve.")}
         sys.modules.update(saved)
-    if module is None or module.__name__ != "pyrevolve" or "checkpointing" in module.__file__:
+    if module is None or module.__name__ != "pyrevolve" or "adjoint_checkpoints" in module.__file__:
         return None
     return module, real
 
@@ -394,8 +394,8 @@ def test_blosc_missing_is_a_clear_error(monkeypatch):
 
 
 def test_zfp_without_checkpointing_codecs_is_a_clear_error(monkeypatch):
-    monkeypatch.setitem(sys.modules, "checkpointing.codecs", None)
-    with pytest.raises(compression.CompressorUnavailableError, match="checkpointing.codecs"):
+    monkeypatch.setitem(sys.modules, "adjoint_checkpoints.codecs", None)
+    with pytest.raises(compression.CompressorUnavailableError, match="adjoint_checkpoints.codecs"):
         compression.init_compression({"scheme": "zfp", "tolerance": 1e-6})
     heat = Heat()
     with pytest.raises(ImportError, match="zfp"):
@@ -403,8 +403,8 @@ def test_zfp_without_checkpointing_codecs_is_a_clear_error(monkeypatch):
 
 
 def test_zfp_keeps_the_tolerance_when_checkpointing_codecs_is_there():
-    """Skipped where checkpointing.codecs is absent (checked above)."""
-    pytest.importorskip("checkpointing.codecs")
+    """Skipped where adjoint_checkpoints.codecs is absent (checked above)."""
+    pytest.importorskip("adjoint_checkpoints.codecs")
     assert "zfp" in compression.compressors_available
     compress, decompress = compression.init_compression({"scheme": "zfp", "tolerance": 1e-6})
     a = np.random.default_rng(1).standard_normal((30, 40))
@@ -465,11 +465,11 @@ def test_bad_counts_are_clear_errors(args, error, message):
 def test_bad_schedules_and_schemes_are_clear_errors():
     heat = Heat()
     with pytest.raises(pr.RevolverError, match="the schedule is for 10 steps, this Revolver for n_timesteps=23"):
-        pr.Revolver(heat.cp, heat.fwd, heat.rev, None, N, schedule=checkpointing.Revolve(10, 2))
+        pr.Revolver(heat.cp, heat.fwd, heat.rev, None, N, schedule=adjoint_checkpoints.Revolve(10, 2))
     with pytest.raises(TypeError, match="schedule must be None, a checkpointing schedule or a function"):
         pr.Revolver(heat.cp, heat.fwd, heat.rev, None, N, schedule="revolve")
     with pytest.raises(TypeError, match="a schedule object runs once"):
-        pr.set_default_schedule(checkpointing.Revolve(N, 2))
+        pr.set_default_schedule(adjoint_checkpoints.Revolve(N, 2))
     with pytest.raises(compression.UnknownCompressionError, match="unknown compression scheme 'gzip'"):
         pr.Revolver(heat.cp, heat.fwd, heat.rev, 3, N, compression_params={"scheme": "gzip"})
     with pytest.raises(compression.UnknownCompressionError, match="needs callable 'compressor'"):
@@ -477,7 +477,7 @@ def test_bad_schedules_and_schemes_are_clear_errors():
     storages = [pr.NumpyStorage(CELLS, 2, np.float64) for _ in range(3)]
     with pytest.raises(pr.RevolverError, match="one or two storages"):
         pr.MultiLevelRevolver(heat.cp, heat.fwd, heat.rev, N, storages)
-    used = checkpointing.Revolve(N, 2)
+    used = adjoint_checkpoints.Revolve(N, 2)
     next(iter(used))
     with pytest.raises(pr.RevolverError, match="already been used"):
         pr.Revolver(heat.cp, heat.fwd, heat.rev, None, N, schedule=used)
@@ -536,7 +536,7 @@ def test_a_corrupted_disk_snapshot_raises_naming_the_step(tmp_path):
         f.seek(os.path.getsize(path) - 1)
         f.write(b"\xff" if f.read(1) != b"\xff" else b"\x00")
     heat.mu = 2.0 * heat.u
-    with pytest.raises(checkpointing._native.SnapshotCorruptedError, match="time step 0") as info:
+    with pytest.raises(adjoint_checkpoints._native.SnapshotCorruptedError, match="time step 0") as info:
         revolver.apply_reverse()
     assert info.value.step == 0
 
@@ -548,7 +548,7 @@ def test_install_as_pyrevolve_gives_pyrevolves_import_paths():
     saved = {k: sys.modules.pop(k) for k in list(sys.modules) if k == "pyrevolve" or k.startswith("pyrevolve.")}
     previous = pr.get_default_schedule()
     try:
-        factory = lambda n, nbytes: checkpointing.Revolve(n, 2)  # noqa: E731
+        factory = lambda n, nbytes: adjoint_checkpoints.Revolve(n, 2)  # noqa: E731
         assert pr.install_as_pyrevolve(schedule=factory) is pr
         import pyrevolve
         from pyrevolve import Checkpoint, Operator, Revolver  # noqa: F401  (Devito's import)
@@ -571,7 +571,7 @@ def test_install_as_pyrevolve_gives_pyrevolves_import_paths():
 @pytest.mark.skipif(not compression.compressors_available.count("zfp"), reason="no zfp codec in this build")
 def test_an_error_bounded_disk_level_gives_a_gradient_within_its_bound(tmp_path):
     heat = Heat()
-    revolver = pr.Revolver(heat.cp, heat.fwd, heat.rev, None, N, schedule=checkpointing.HRevolve(N, 2, 4),
+    revolver = pr.Revolver(heat.cp, heat.fwd, heat.rev, None, N, schedule=adjoint_checkpoints.HRevolve(N, 2, 4),
                            disk="disk:zfp:abs=1e-13")
     revolver.apply_forward()
     heat.mu = 2.0 * heat.u
@@ -585,11 +585,11 @@ def test_the_default_storage_applies_to_revolvers_made_afterwards(tmp_path):
     previous = pr.set_default_storage(ram="ram:zstd", disk="disk:lz4")
     try:
         heat = Heat()
-        revolver = pr.Revolver(heat.cp, heat.fwd, heat.rev, None, N, schedule=checkpointing.HRevolve(N, 2, 4))
+        revolver = pr.Revolver(heat.cp, heat.fwd, heat.rev, None, N, schedule=adjoint_checkpoints.HRevolve(N, 2, 4))
         ram = revolver.storage_list[0]
         assert isinstance(ram, pr.ArrayStorage) and ram._store.codec == "zstd-1"
         revolver.apply_forward()
-        disk = revolver._run.storage(checkpointing.StorageType.DISK)
+        disk = revolver._run.storage(adjoint_checkpoints.StorageType.DISK)
         assert isinstance(disk, pr.DiskStorage) and disk._store.codec == "lz4"
         heat.mu = 2.0 * heat.u
         revolver.apply_reverse()

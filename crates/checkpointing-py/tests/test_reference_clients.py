@@ -8,7 +8,7 @@ import io
 
 import pytest
 
-from checkpointing import checkpoint_schedules as ours  # the drop-in: the reference's names
+from adjoint_checkpoints import checkpoint_schedules as ours  # the drop-in: the reference's names
 from reference import ref
 
 

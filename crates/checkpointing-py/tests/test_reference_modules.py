@@ -12,7 +12,7 @@ import types
 
 import pytest
 
-import checkpointing as ours
+import adjoint_checkpoints as ours
 from reference import ref
 
 #: The reference's public modules that the drop-in provides.
@@ -59,7 +59,7 @@ def public_names(module):
     the classes and functions it defines, and the names of the package it
     imports. Left out: ``njit`` (numba's decorator, or its stand-in when
     numba is missing) and the ``hrevolve_sequences`` functions, which the
-    drop-in does not provide (see ``checkpointing.checkpoint_schedules``)."""
+    drop-in does not provide (see ``adjoint_checkpoints.checkpoint_schedules``)."""
     names = set(getattr(module, "__all__", []))
     for name, value in vars(module).items():
         if name.startswith("_") or isinstance(value, types.ModuleType) or name == "njit":

@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-import checkpointing as ours
-from checkpointing import checkpoint_schedules as drop_in
+import adjoint_checkpoints as ours
+from adjoint_checkpoints import checkpoint_schedules as drop_in
 from reference import ref
 
 
@@ -303,7 +303,7 @@ def test_actions_are_the_reference_actions():
     )
     assert [m.value for m in S] == [m.value for m in R]
     assert [repr(m) for m in S] == [repr(m) for m in R]
-    from checkpointing.checkpoint_schedules.hrevolve import RevolveCheckpointSchedule
+    from adjoint_checkpoints.checkpoint_schedules.hrevolve import RevolveCheckpointSchedule
 
     assert issubclass(ours.Revolve, RevolveCheckpointSchedule)
     assert issubclass(ours.Mixed, ours.Schedule)

@@ -5,25 +5,25 @@ import json
 
 import pytest
 
-import checkpointing
+import adjoint_checkpoints
 from driving import actions
 
 
 @pytest.mark.parametrize(
     "spec, constructor",
     [
-        ({"schedule": "revolve", "max_n": 30, "snapshots_in_ram": 3}, lambda: checkpointing.Revolve(30, 3)),
+        ({"schedule": "revolve", "max_n": 30, "snapshots_in_ram": 3}, lambda: adjoint_checkpoints.Revolve(30, 3)),
         ({"schedule": "multistage", "max_n": 30, "snapshots_in_ram": 2, "snapshots_on_disk": 2},
-         lambda: checkpointing.Multistage(30, 2, 2)),
-        ({"schedule": "periodic", "max_n": 30, "period": 7}, lambda: checkpointing.Periodic(30, 7)),
-        ({"schedule": "online-r2", "steps": 30, "snapshots": 3}, lambda: checkpointing.OnlineR2(3)),
+         lambda: adjoint_checkpoints.Multistage(30, 2, 2)),
+        ({"schedule": "periodic", "max_n": 30, "period": 7}, lambda: adjoint_checkpoints.Periodic(30, 7)),
+        ({"schedule": "online-r2", "steps": 30, "snapshots": 3}, lambda: adjoint_checkpoints.OnlineR2(3)),
         ({"schedule": "revolve", "max_n": 30, "snapshots_in_ram": 3, "trajectory": "classic"},
-         lambda: checkpointing.Revolve(30, 3, trajectory="classic")),
+         lambda: adjoint_checkpoints.Revolve(30, 3, trajectory="classic")),
     ],
 )
 def test_same_actions_as_the_constructor(spec, constructor):
     n = spec.get("max_n", spec.get("steps"))
-    assert actions(checkpointing.schedule_from_spec(json.dumps(spec)), n) == actions(constructor(), n)
+    assert actions(adjoint_checkpoints.schedule_from_spec(json.dumps(spec)), n) == actions(constructor(), n)
 
 
 def test_hierarchical_revolve_runs_from_python():
@@ -35,7 +35,7 @@ def test_hierarchical_revolve_runs_from_python():
             {"level": "DISK", "snapshots": 3, "write_cost": 2.0, "read_cost": 2.0},
         ],
     }
-    out = actions(checkpointing.schedule_from_spec(json.dumps(spec)), 40)
+    out = actions(adjoint_checkpoints.schedule_from_spec(json.dumps(spec)), 40)
     assert out[-1] == "EndReverse()"
     assert sum(a.startswith("Reverse(") for a in out) == 40
     assert any("StorageType.DISK" in a for a in out)
@@ -51,8 +51,8 @@ def test_hierarchical_revolve_runs_from_python():
     ],
 )
 def test_bad_specs_raise(text):
-    with pytest.raises(checkpointing.InvalidScheduleParameters):
-        checkpointing.schedule_from_spec(text)
+    with pytest.raises(adjoint_checkpoints.InvalidScheduleParameters):
+        adjoint_checkpoints.schedule_from_spec(text)
 
 
 def test_classic_revolve_trajectory_writes_less_for_the_same_steps():
@@ -66,9 +66,9 @@ def test_classic_revolve_trajectory_writes_less_for_the_same_steps():
         writes = sum(a.startswith("Forward(") and ", True, False, StorageType.RAM)" in a for a in out)
         return forward, writes
 
-    reference = counts(checkpointing.Revolve(25, 12))
-    classic = counts(checkpointing.Revolve(25, 12, trajectory="classic"))
+    reference = counts(adjoint_checkpoints.Revolve(25, 12))
+    classic = counts(adjoint_checkpoints.Revolve(25, 12, trajectory="classic"))
     assert (reference[1], classic[1]) == (23, 12)
     assert classic[0] == reference[0] > 25
     with pytest.raises(ValueError, match="classic"):
-        checkpointing.Revolve(25, 12, trajectory="binomial")
+        adjoint_checkpoints.Revolve(25, 12, trajectory="binomial")

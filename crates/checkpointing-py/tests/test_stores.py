@@ -1,4 +1,4 @@
-"""checkpointing.ArrayStore, the Rust snapshot stores for NumPy arrays:
+"""adjoint_checkpoints.ArrayStore, the Rust snapshot stores for NumPy arrays:
 every store and codec keeps every dtype and shape (bit for bit, or within
 a lossy codec's bound), the caller's arrays are filled in place, and bad
 input, damaged files and misuse are typed errors naming the step."""
@@ -9,8 +9,8 @@ import threading
 import numpy as np
 import pytest
 
-import checkpointing
-from checkpointing import ArrayStore, SnapshotCorruptedError, SnapshotError, codecs
+import adjoint_checkpoints
+from adjoint_checkpoints import ArrayStore, SnapshotCorruptedError, SnapshotError, codecs
 
 
 def _has_store(store):

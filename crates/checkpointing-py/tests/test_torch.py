@@ -1,4 +1,4 @@
-"""checkpointing.torch.checkpointed_loop against plain autograd through the
+"""adjoint_checkpoints.torch.checkpointed_loop against plain autograd through the
 whole loop, for every schedule kind, a heat-equation step and a small neural
 ODE; snapshot budgets through the counters it exposes; snapshots on disk
 (checksummed files) with corruption raising; online schedules with a stop
@@ -17,8 +17,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import checkpointing as cp  # noqa: E402
-from checkpointing.torch import (  # noqa: E402
+import adjoint_checkpoints as cp  # noqa: E402
+from adjoint_checkpoints.torch import (  # noqa: E402
     LoopStats,
     SnapshotCorruptedError,
     SnapshotError,
@@ -30,7 +30,7 @@ from checkpointing.torch import (  # noqa: E402
 def recount_the_bytes_held(monkeypatch):
     """Every run here checks its running byte count (``peak_bytes``)
     against a recount over every holder, at each step."""
-    from checkpointing._torch_run import _Run
+    from adjoint_checkpoints.torch._run import _Run
 
     monkeypatch.setattr(_Run, "check_ledger", True)
 
@@ -217,7 +217,7 @@ def test_compressed_disk_level(codec, tmp_path):
     """Error-bounded snapshots on the DISK level: the gradient moves by
     about the bound (not bitwise), the files hold fewer bytes, and the
     tensors that are not float32/float64 pass through unchanged."""
-    from checkpointing import codecs
+    from adjoint_checkpoints import codecs
 
     if codec not in codecs.available():
         pytest.skip(f"{codec} not in this build")
@@ -238,7 +238,7 @@ def test_compressed_disk_level(codec, tmp_path):
 
 
 def test_compress_needs_files_and_a_valid_codec(tmp_path):
-    from checkpointing import codecs
+    from adjoint_checkpoints import codecs
 
     problem = Heat()
     with pytest.raises(ValueError, match="disk=.files."):
@@ -289,7 +289,7 @@ def test_missing_snapshot_file_raises(tmp_path):
 
 
 def test_byte_disk_store_roundtrip_and_corruption(tmp_path):
-    from checkpointing._native import ByteDiskStore
+    from adjoint_checkpoints._native import ByteDiskStore
 
     store = ByteDiskStore(str(tmp_path), prefix="t-")
     store.save(5, [b"abc", bytes(range(256))])

@@ -1,4 +1,4 @@
-"""checkpointing.torch with a memory budget: ``checkpointed_loop(...,
+"""adjoint_checkpoints.torch with a memory budget: ``checkpointed_loop(...,
 memory=)`` and ``checkpoint_sequential(..., memory=)`` plan with the
 tape-aware HeterogeneousRevolve from measured step profiles. Gradients
 equal plain autograd's to 1e-12 (float64) for taped and untaped mixes, the
@@ -12,9 +12,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import checkpointing as cp  # noqa: E402
-from checkpointing._torch_plan import modelled_seconds, spill_schedule  # noqa: E402
-from checkpointing.torch import (  # noqa: E402
+import adjoint_checkpoints as cp  # noqa: E402
+from adjoint_checkpoints.torch._plan import modelled_seconds, spill_schedule  # noqa: E402
+from adjoint_checkpoints.torch import (  # noqa: E402
     LoopStats,
     StepProfile,
     checkpoint_sequential,
@@ -29,7 +29,7 @@ RTOL = 1e-12
 def recount_the_bytes_held(monkeypatch):
     """Every run here checks its running byte count (``peak_bytes``)
     against a recount over every holder, at each step."""
-    from checkpointing._torch_run import _Run
+    from adjoint_checkpoints.torch._run import _Run
 
     monkeypatch.setattr(_Run, "check_ledger", True)
 
@@ -205,7 +205,7 @@ cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device"
 
 @cuda
 def test_on_a_gpu_memory_bounds_the_device_and_spills_go_to_pinned_host_memory(monkeypatch):
-    import checkpointing._torch_storage as storage
+    import adjoint_checkpoints.torch._storage as storage
 
     pinned = []
     made = storage._HostCopy.__init__

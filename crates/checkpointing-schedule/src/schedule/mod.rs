@@ -26,7 +26,7 @@
 //!
 //! The Rust names are short; the reference's names
 //! (`MultistageCheckpointSchedule`, ...) are search aliases here and the
-//! class names of the Python drop-in `checkpointing.checkpoint_schedules`.
+//! class names of the Python drop-in `adjoint_checkpoints.checkpoint_schedules`.
 //! A test checks that this table names every schedule of the registry
 //! ([`ScheduleSpec::NAMES`]) and that its "online" column is
 //! [`ScheduleSpec::is_online`].

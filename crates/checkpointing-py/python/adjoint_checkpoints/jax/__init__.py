@@ -1,0 +1,570 @@
+"""``checkpointed_scan``: ``jax.lax.scan`` whose gradient keeps only a
+schedule's snapshots (binomial checkpointing, Revolve, H-Revolve,
+Multistage... for ``lax.scan``).
+
+``jax.grad`` of a ``lax.scan`` over ``n`` steps stores all ``n`` carries;
+``jax.checkpoint`` on the step trades them for recomputation with a fixed
+policy. ``checkpointed_scan`` follows any schedule of this package, two ways:
+
+- ``mode="compiled"`` (the default): the schedule is computed by the Rust
+  library at trace time (``n`` is static there) and compiled into the XLA
+  program: its actions become int32 records that a ``lax.fori_loop``
+  interprets, advancing the carry with the step function, storing and
+  restoring snapshots in a preallocated buffer (``dynamic_update_index`` /
+  ``dynamic_index``) and applying ``jax.vjp`` of one step for each adjoint
+  step (``Revolve(n, s)``, default trajectory: the program computes
+  Revolve's actions itself instead, in constant size whatever ``n``).
+  No host callback: it works inside ``jax.jit``, under ``jax.vmap``,
+  ``jax.grad`` of jitted functions, on any backend. The compiled program
+  holds the schedule's snapshots (one buffer of carries, reused slot by slot)
+  plus the live carry, its adjoint and one step's VJP workspace. Snapshots
+  of the schedule's ``DISK`` level go to a second buffer: in ``pinned_host``
+  memory on backends whose devices have it (GPU, TPU), in the default memory
+  on CPU (host memory already) or when ``disk_memory_kind="device"``.
+- ``mode="host"``: the loop is driven from Python, step by step (each step
+  jitted). It runs eagerly, so it cannot be wrapped in ``jax.jit``; it earns
+  its place when the ``DISK`` snapshots should leave the device for host
+  memory that the compiled program cannot address (a backend without
+  ``pinned_host``), or must exceed what one program may allocate. Its
+  ``DISK`` snapshots are NumPy arrays in host memory.
+
+:func:`checkpointed_while_loop` is the reverse-differentiable
+``lax.while_loop`` for loops whose length is known only at run time
+(adaptive solvers): ``OnlineR2``'s checkpoint placement, computed in ``jnp``
+inside the compiled loop.
+
+JAX is imported only by this module.
+
+>>> import jax, jax.numpy as jnp
+>>> from adjoint_checkpoints import Revolve
+>>> from adjoint_checkpoints.jax import checkpointed_scan
+>>> @jax.jit
+... def f(x0):
+...     carry, _ = checkpointed_scan(lambda c, _: (jnp.sin(c), None), x0, 20,
+...                                  schedule=lambda n: Revolve(n, 3))
+...     return carry.sum()
+>>> g = jax.jit(jax.grad(f))(jnp.ones(3))
+>>> def g_scan(x0):
+...     return jax.lax.scan(lambda c, _: (jnp.sin(c), None), x0, None, length=20)[0].sum()
+>>> bool(jnp.allclose(g, jax.grad(g_scan)(jnp.ones(3))))
+True
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, Callable, Optional, TypeVar, Union
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import adjoint_checkpoints as _cp
+
+from .. import codecs
+from . import _compiled, _online, _program, _revolve
+
+__all__ = ["checkpointed_scan", "checkpointed_while_loop", "last_stats"]
+
+#: A loop's carry: an array or a pytree of arrays.
+Carry = TypeVar("Carry")
+
+last_stats = {}
+"""Counts of the last :func:`checkpointed_scan`. ``mode="host"``: measured
+by the last gradient, ``forward_steps``, ``adjoint_steps`` and
+``peak_carries`` (most carries held at once: snapshots, WORK data and the
+live carry). ``mode="compiled"``: set when the scan is traced, from the
+compiled plan: ``forward_steps`` (step evaluations outside ``jax.vjp``, both
+halves of the gradient), ``schedule_forward_steps`` (the schedule's own
+count: the steps that only produce a ``Reverse``'s dependencies are not run,
+the step's VJP recomputes them), ``adjoint_steps``, ``slots`` (carries in
+the device buffer and in the DISK buffer), ``peak_stored``, ``records``
+(forward and backward program lengths; ``None`` for a generated program)
+``disk_memory_kind`` and ``program``: ``"generated"`` for ``Revolve(n, s)``
+with its default trajectory, whose actions the program computes itself
+(its size does not grow with ``n``, see :mod:`adjoint_checkpoints.jax._revolve`),
+``"records"`` for every other schedule (its actions baked in as records)."""
+
+
+def checkpointed_scan(
+    step: Callable[[Carry, Any], tuple[Carry, Any]],
+    init: Carry,
+    xs_or_length: Any,
+    *,
+    schedule: Union[_cp.Schedule, Callable[[int], _cp.Schedule]],
+    mode: str = "compiled",
+    disk_memory_kind: str = "auto",
+    compress: Optional[str] = None,
+) -> tuple[Carry, Any]:
+    """``jax.lax.scan(step, init, xs)`` (or ``length=`` an int) whose
+    reverse-mode derivative follows ``schedule``.
+
+    ``step(carry, x) -> (carry, y)`` as for ``lax.scan``; it may close over
+    arrays (parameters): gradients flow to them too. Carries, ``xs`` and
+    ``y`` may be any pytrees (of floating-point arrays for the carry).
+    ``schedule`` is a function of the number of steps returning a fresh
+    schedule of this package (e.g. ``lambda n: Revolve(n, 10)``), or such a
+    schedule object. Returns ``(final_carry, ys)`` with ``ys`` stacked as
+    ``lax.scan`` does.
+
+    ``mode="compiled"`` (default) compiles the schedule into the program
+    (works under ``jax.jit`` and ``jax.vmap``; online schedules such as
+    ``OnlineR2`` or ``TwoLevel`` are finalized with the
+    static length); ``mode="host"`` drives it from Python (eager only,
+    offline schedules). ``disk_memory_kind`` (compiled mode) places the
+    ``DISK`` level's buffer: ``"auto"`` (``pinned_host`` where the device is
+    not a CPU and has that memory, else the default memory),
+    ``"pinned_host"`` (a ``ValueError`` naming the device's memories where
+    it has none) or ``"device"`` (the default memory). ``compress``
+    (host mode): error-bounded lossy compression of the ``DISK`` level's
+    float32 and float64 arrays in host memory, a codec of
+    :mod:`adjoint_checkpoints.codecs` with its bound (``"zfp:rel=1e-6"``); the
+    bound is checked on every write, and the gradient becomes that of
+    carries perturbed within it.
+
+    >>> import jax, jax.numpy as jnp
+    >>> from adjoint_checkpoints import HRevolve
+    >>> step = lambda c, x: (jnp.cos(c) + x, c.sum())
+    >>> xs = jnp.linspace(0.0, 1.0, 12)
+    >>> carry, ys = jax.jit(lambda c: checkpointed_scan(
+    ...     step, c, xs, schedule=lambda n: HRevolve(n, 1, 2)))(jnp.ones(2))
+    >>> ys.shape, last_stats["adjoint_steps"], last_stats["slots"]
+    ((12,), 12, (1, 2))
+    """
+    if mode not in ("compiled", "host"):
+        raise ValueError(f"mode is 'compiled' or 'host', got {mode!r}")
+    if isinstance(xs_or_length, (int, np.integer)):
+        length, xs = int(xs_or_length), None
+    else:
+        xs = xs_or_length
+        leaves = jax.tree_util.tree_leaves(xs)
+        if not leaves:
+            raise ValueError("xs has no arrays; pass the number of steps instead")
+        length = int(leaves[0].shape[0])
+    if length < 1:
+        raise ValueError("checkpointed_scan needs at least one step")
+    x0 = None if xs is None else jax.tree_util.tree_map(lambda a: a[0], xs)
+    fn, consts = jax.closure_convert(step, init, x0)
+    if compress is not None and mode != "host":
+        raise ValueError("compress= applies to mode='host' (the DISK level in host memory)")
+    if mode == "host":
+        factory = schedule if callable(schedule) else _Once(schedule)
+        if compress is not None:
+            codecs.check(compress)
+            factory = _Compressing(factory, compress)
+        return _scan(fn, factory, length, init, xs, *consts)
+    plan = _plan(schedule, length)
+    if isinstance(plan, _Generated):
+        last_stats.clear()
+        last_stats.update(
+            mode="compiled",
+            program="generated",
+            forward_steps=_cp.optimal_steps_binomial(length, plan.s) - length + 1,
+            schedule_forward_steps=_cp.optimal_steps_binomial(length, plan.s),
+            adjoint_steps=length,
+            slots=(plan.s, 0),
+            peak_stored=plan.s,
+            records=None,
+            disk_memory_kind="device",
+        )
+        return _revolve.Generated(fn, length, plan.s)(init, xs, consts)
+    kind = _disk_kind(disk_memory_kind, plan)
+    last_stats.clear()
+    last_stats.update(
+        mode="compiled",
+        program="records",
+        forward_steps=plan.forward_steps,
+        schedule_forward_steps=plan.schedule_forward_steps,
+        adjoint_steps=plan.adjoint_steps,
+        slots=plan.slots,
+        peak_stored=plan.peak_stored,
+        records=tuple(len(table) for table in plan.fused),
+        disk_memory_kind=kind or "device",
+    )
+    return _compiled.Compiled(fn, plan, kind)(init, xs, consts)
+
+
+def checkpointed_while_loop(
+    cond_fun: Callable[[Carry], Any],
+    body_fun: Callable[[Carry], Carry],
+    init_val: Carry,
+    *,
+    checkpoints: Optional[int] = None,
+    max_steps: Optional[int] = None,
+    buffers: Optional[Callable[[Carry], Any]] = None,
+) -> Carry:
+    """``jax.lax.while_loop(cond_fun, body_fun, init_val)``, reverse-mode
+    differentiable, for loops whose number of steps is known only when they
+    stop (adaptive ODE solvers), keeping ``checkpoints`` carries for the
+    backward: the contract of equinox's checkpointed while loop
+    (``equinox.internal.while_loop(..., kind="checkpointed")``), with fewer
+    step evaluations.
+
+    The forward places its checkpoints online with ``OnlineR2``'s rule
+    (Stumm & Walther 2010; optimal up to ``(s + 1)(s + 2)/2 - 1`` steps,
+    a greedy choice beyond), computed in ``jnp`` inside the loop; the
+    backward reverses the segments between checkpoints with binomial
+    checkpointing over the snapshots then free. One XLA program: works
+    under ``jax.jit``, ``jax.grad`` of jitted functions and ``jax.vmap``.
+
+    - ``checkpoints``: carries kept for the backward; ``None``: equinox's
+      default ``floor(-1.5 + sqrt(2 max_steps + 0.25)) + 1`` (then
+      ``max_steps`` is required), and never more than ``max_steps``.
+    - ``max_steps``: ``None`` or a Python int; the loop stops after that
+      many steps whatever ``cond_fun`` says (``0``: ``init_val`` back).
+    - ``buffers``: a function of the carry returning some of its parts
+      (subtrees or leaves, e.g. ``lambda c: c[2]``) that the body only
+      writes, each location at most once (``buf.at[i].set(x)``), and reads
+      only where it wrote before. They are kept out of the snapshots: the
+      backward gets the final buffers once, whatever ``checkpoints``. The
+      rules are not checked; breaking them gives wrong gradients.
+
+    ``body_fun`` and ``cond_fun`` may close over arrays of any dtype, traced
+    or not (gradients flow to the floating-point ones; integer and boolean
+    ones get zero cotangents); ``cond_fun`` is not differentiated. The carry
+    is any pytree of arrays or Python scalars; only its floating-point
+    leaves that depend on a differentiated input, and that reach a used
+    output (one whose cotangent is not a symbolic zero), are differentiated
+    (the others cost nothing in the backward, and a backward they contain,
+    such as a ``custom_vjp`` that must not be differentiated, never
+    runs). Under ``jax.vmap`` the batch runs
+    in lockstep: one schedule for the whole batch, the loop going on while
+    any member does (the others keep their carry), as equinox does.
+    ``jax.jvp`` of the loop itself is JAX's error for a ``custom_vjp``;
+    forward-over-reverse (``jax.jvp`` of ``jax.grad``, ``jax.hessian``)
+    works, as with equinox's loop.
+
+    >>> import jax, jax.numpy as jnp
+    >>> def solve(y0, k):  # y' = -k y until t = 1, steps of 0.01
+    ...     body = lambda c: (c[0] + 0.01, c[1] - 0.01 * k * c[1])
+    ...     return checkpointed_while_loop(lambda c: c[0] < 1.0, body, (0.0, y0), checkpoints=4)[1]
+    >>> g = jax.jit(jax.grad(solve, argnums=(0, 1)))(2.0, 0.5)
+    >>> bool(jnp.allclose(g[0], 0.99**(0.5 * 100), rtol=0.05))
+    True
+    """
+    return _while_loop(cond_fun, body_fun, init_val, checkpoints, max_steps, buffers)
+
+
+def _while_loop(cond_fun, body_fun, init_val, checkpoints, max_steps, buffers, _masked_buffers=None):
+    """:func:`checkpointed_while_loop`, with ``_masked_buffers`` for
+    :mod:`adjoint_checkpoints.jax.diffrax` (see ``OnlineLoop``)."""
+    if max_steps is not None:
+        if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)):
+            raise TypeError(f"max_steps is None or a Python int, got {max_steps!r}")
+        if max_steps < 0:
+            raise ValueError(f"max_steps must be >= 0, got {max_steps}")
+        max_steps = int(max_steps)
+    if checkpoints is None:
+        if max_steps is None:
+            raise ValueError(
+                "checkpointed_while_loop needs checkpoints= or max_steps= (with checkpoints=None the "
+                "number of checkpoints is derived from max_steps, as equinox does)"
+            )
+        checkpoints = _online.default_checkpoints(max_steps)
+    elif isinstance(checkpoints, bool) or not isinstance(checkpoints, (int, np.integer)):
+        raise TypeError(f"checkpoints is None or a Python int, got {checkpoints!r}")
+    elif checkpoints < 1:
+        raise ValueError(f"checkpointed_while_loop needs at least one checkpoint, got {checkpoints}")
+    init_val = jax.tree_util.tree_map(jnp.asarray, init_val)
+    if max_steps == 0:
+        return init_val
+    if max_steps is not None:
+        checkpoints = min(int(checkpoints), max_steps)
+    loop = _online.OnlineLoop(cond_fun, body_fun, init_val, int(checkpoints), max_steps, buffers, _masked_buffers)
+    return loop(init_val)
+
+
+_plans = {}
+
+
+class _Generated:
+    """The plan of a ``Revolve(n, s)`` that the program generates itself
+    (:mod:`adjoint_checkpoints.jax._revolve`): its snapshot count."""
+
+    def __init__(self, s, length):
+        self.s, self.length = s, length
+
+
+def _planned(schedule, length):
+    """A fresh schedule's plan: :class:`_Generated` for Revolve with its
+    default trajectory, else its records."""
+    s, prefix = _revolve.identify(schedule, length)
+    if s is not None:
+        return _Generated(s, length)
+    return _program.Plan(schedule, length, prefix=prefix)
+
+
+def _plan(schedule, length):
+    """The compiled plan of a schedule factory's schedule, or of a schedule
+    object (planned once, its plan kept for later traces: tracing a function
+    again, e.g. for ``jax.grad`` after ``jax.jit``, consumes no schedule)."""
+    if callable(schedule):
+        return _planned(schedule(length), length)
+    key = id(schedule)
+    if key in _plans and _plans[key][0] is schedule:
+        plan = _plans[key][1]
+        if plan.length != length:
+            raise ValueError(f"the schedule is for {plan.length} steps, the scan has {length}")
+        return plan
+    plan = _planned(schedule, length)
+    if len(_plans) >= _COMPILED_KEPT:
+        _plans.pop(next(iter(_plans)))
+    _plans[key] = (schedule, plan)
+    return plan
+
+
+def _disk_kind(requested, plan, device=None):
+    """The memory kind of the DISK buffer (``None``: default memory) on
+    ``device`` (default: JAX's first device)."""
+    if requested not in ("auto", "pinned_host", "device"):
+        raise ValueError(f"disk_memory_kind is 'auto', 'pinned_host' or 'device', got {requested!r}")
+    if requested == "device" or not plan.slots[1]:
+        return None
+    device = device or jax.devices()[0]
+    kinds = [m.kind for m in device.addressable_memories()]
+    if requested == "auto":
+        return "pinned_host" if device.platform != "cpu" and "pinned_host" in kinds else None
+    if "pinned_host" not in kinds:
+        raise ValueError(
+            f"disk_memory_kind='pinned_host': the {device.platform} device has memories {kinds}; "
+            "use disk_memory_kind='device' (a second buffer in default memory) or mode='host'"
+        )
+    return "pinned_host"
+
+
+class _Once:
+    """A schedule object given instead of a factory: usable for one run."""
+
+    def __init__(self, schedule):
+        self.schedule = schedule
+
+    def __call__(self, n):
+        schedule, self.schedule = self.schedule, None
+        if schedule is None:
+            raise ValueError("this schedule was used already: pass schedule=lambda n: ...")
+        if schedule.max_n != n:
+            raise ValueError(f"the schedule is for {schedule.max_n} steps, the scan has {n}")
+        return schedule
+
+
+class _Compressing:
+    """A schedule factory carrying the codec for the DISK level (host mode)."""
+
+    def __init__(self, factory, compress):
+        self.factory, self.compress = factory, compress
+
+    def __call__(self, n):
+        return self.factory(n)
+
+
+class _Packed:
+    """A carry in host memory with its float32/float64 leaves compressed."""
+
+    def __init__(self, carry, spec):
+        leaves, self.treedef = jax.tree_util.tree_flatten(jax.device_get(carry))
+        self.compressed = [_compressible(leaf) for leaf in leaves]
+        self.leaves = [codecs.compress(leaf, spec) if c else leaf for leaf, c in zip(leaves, self.compressed)]
+
+    def unpack(self):
+        leaves = [
+            codecs.decompress(leaf) if packed else leaf for leaf, packed in zip(self.leaves, self.compressed)
+        ]
+        return jax.tree_util.tree_unflatten(self.treedef, leaves)
+
+
+def _compressible(leaf):
+    return isinstance(leaf, np.ndarray) and leaf.dtype in (np.float32, np.float64) and leaf.size > 0
+
+
+def _unpacked(carry):
+    return carry.unpack() if isinstance(carry, _Packed) else carry
+
+
+def _on_device(carry):
+    """A carry (any pytree) back on the device, from host memory or not."""
+    return jax.tree_util.tree_map(jnp.asarray, carry)
+
+
+def _at(xs, i):
+    return None if xs is None else jax.tree_util.tree_map(lambda a: a[i], xs)
+
+
+def _stack(items):
+    if all(item is None for item in items):
+        return None
+    return jax.tree_util.tree_map(lambda *a: jnp.stack(a), *items)
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(0, 1, 2))
+def _scan(fn, factory, length, init, xs, *consts):
+    run = _jit(fn)
+    carry, ys = init, []
+    for i in range(length):
+        carry, y = run(carry, _at(xs, i), *consts)
+        ys.append(y)
+    return carry, _stack(ys)
+
+
+_jitted = {}
+_COMPILED_KEPT = 64
+
+
+def _jit(fn):
+    """The jitted step and VJP of a converted step function. A step defined
+    once is converted to the same function on every call (JAX caches the
+    conversion), so its compiled code is reused; a step closure created anew
+    for every call is compiled anew. At most 64 are kept."""
+    if fn not in _jitted:
+        if len(_jitted) >= _COMPILED_KEPT:
+            _jitted.pop(next(iter(_jitted)))
+        _jitted[fn] = (jax.jit(fn), jax.jit(partial(_vjp_step, fn)))
+    return _jitted[fn][0]
+
+
+def _vjp_step(fn, carry, x, consts, ct_carry, ct_y):
+    _, pullback = jax.vjp(fn, carry, x, *consts)
+    return pullback((ct_carry, ct_y))
+
+
+class _Run:
+    """One execution of a schedule: its storage and working data. Passed
+    from the forward to the backward as an opaque residual."""
+
+    def __init__(self, fn, schedule, length, xs, consts, compress=None):
+        if schedule.max_n is None or schedule.max_n != length:
+            raise ValueError(
+                f"checkpointed_scan needs an offline schedule for {length} steps, got max_n={schedule.max_n}"
+            )
+        self.fn, self.schedule, self.length, self.xs, self.consts = fn, schedule, length, xs, consts
+        self.compress = compress
+        self.step = _jit(fn)
+        self.vjp_step = _jitted[fn][1]
+        S = _cp.StorageType
+        self.S = S
+        self.storage = {S.RAM: {}, S.DISK: {}}
+        self.deps = {}
+        self.live = None
+        self.n = 0
+        self.ys = []
+        self.forward_steps = 0
+        self.adjoint_steps = 0
+        self.peak = 0
+
+    def _held(self):
+        stored = sum(
+            (data.get("ics") is not None) + len(data.get("deps", {}))
+            for level in self.storage.values()
+            for data in level.values()
+        )
+        return stored + len(self.deps) + 1
+
+    def _put(self, level, n, key, value):
+        if level == self.S.DISK:
+            value = self._to_disk(value)
+        entry = self.storage[level].setdefault(n, {})
+        if key == "ics":
+            entry["ics"] = value
+        else:
+            entry.setdefault("deps", {}).update(value)
+
+    def _to_disk(self, carry):
+        """A carry as the DISK level keeps it: in host memory, compressed
+        with ``compress=``."""
+        if self.compress is not None:
+            return _Packed(carry, self.compress)
+        return jax.device_get(carry)  # host memory, off the device
+
+    def _advance(self, a, record):
+        if self.n != a.n0:
+            raise RuntimeError(f"schedule asks to advance from {a.n0}, the carry is at {self.n}")
+        if a.write_ics:
+            self._put(a.storage, a.n0, "ics", self.live)
+        for i in range(a.n0, a.n1):
+            if a.write_adj_deps:
+                if a.storage == self.S.WORK:
+                    self.deps[i] = self.live
+                else:
+                    self._put(a.storage, a.n0, "deps", {i: self.live})
+            self.live, y = self.step(self.live, _at(self.xs, i), *self.consts)
+            self.forward_steps += 1
+            if record:
+                self.ys.append(y)
+        self.n = a.n1
+
+    def _transfer(self, a, keep):
+        level = self.storage[a.from_storage]
+        data = level[a.n] if keep else level.pop(a.n)
+        if a.to_storage == self.S.WORK:
+            if data.get("ics") is not None:
+                self.live, self.n = _on_device(_unpacked(data["ics"])), a.n
+            self.deps.update({i: _on_device(_unpacked(v)) for i, v in data.get("deps", {}).items()})
+        elif a.to_storage != self.S.NONE:
+            convert = self._to_disk if a.to_storage == self.S.DISK else _unpacked
+            entry = {}
+            if data.get("ics") is not None:
+                entry["ics"] = convert(_unpacked(data["ics"]))
+            if "deps" in data:
+                entry["deps"] = {i: convert(_unpacked(v)) for i, v in data["deps"].items()}
+            self.storage[a.to_storage][a.n] = entry
+
+    def forward(self, init):
+        """Runs the schedule up to EndForward; returns the final carry and ys."""
+        self.live = init
+        for a in self.schedule:
+            if isinstance(a, _cp.Forward):
+                self._advance(a, record=True)
+            elif isinstance(a, (_cp.Copy, _cp.Move)):
+                self._transfer(a, keep=isinstance(a, _cp.Copy))
+            elif isinstance(a, _cp.EndForward):
+                self.peak = max(self.peak, self._held())
+                return self.live, _stack(self.ys)
+            else:
+                raise RuntimeError(f"unexpected action before EndForward: {a!r}")
+            self.peak = max(self.peak, self._held())
+        raise RuntimeError("the schedule ended before EndForward")
+
+    def backward(self, ct_carry, ct_ys):
+        ct_xs = [None] * self.length
+        ct_consts = [jnp.zeros_like(k) for k in self.consts]
+        self.ys = []
+        for a in self.schedule:
+            if isinstance(a, _cp.Reverse):
+                for i in range(a.n1 - 1, a.n0 - 1, -1):
+                    ct = self.vjp_step(self.deps[i], _at(self.xs, i), self.consts, ct_carry, _at(ct_ys, i))
+                    ct_carry, ct_xs[i] = ct[0], ct[1]
+                    ct_consts = [c + d for c, d in zip(ct_consts, ct[2:])]
+                    self.adjoint_steps += 1
+                    if a.clear_adj_deps:
+                        del self.deps[i]
+            elif isinstance(a, _cp.Forward):
+                self._advance(a, record=False)
+            elif isinstance(a, (_cp.Copy, _cp.Move)):
+                self._transfer(a, keep=isinstance(a, _cp.Copy))
+            elif isinstance(a, _cp.EndReverse):
+                break
+            self.peak = max(self.peak, self._held())
+        last_stats.clear()
+        last_stats.update(
+            mode="host",
+            forward_steps=self.forward_steps,
+            adjoint_steps=self.adjoint_steps,
+            peak_carries=self.peak,
+        )
+        return ct_carry, (None if self.xs is None else _stack(ct_xs)), ct_consts
+
+
+jax.tree_util.register_pytree_node(_Run, lambda run: ((), run), lambda run, _: run)
+
+
+def _scan_fwd(fn, factory, length, init, xs, *consts):
+    run = _Run(fn, factory(length), length, xs, consts, getattr(factory, "compress", None))
+    return run.forward(init), run
+
+
+def _scan_bwd(fn, factory, length, run, cts):
+    ct_carry, ct_ys = cts
+    ct_init, ct_xs, ct_consts = run.backward(ct_carry, ct_ys)
+    return (ct_init, ct_xs, *ct_consts)
+
+
+_scan.defvjp(_scan_fwd, _scan_bwd)

@@ -1,0 +1,336 @@
+"""Memory budgets for :mod:`adjoint_checkpoints.torch`: measure what one step
+costs (:func:`profile_step`: its state's bytes, the bytes its autograd tape
+keeps, its forward, taped and backward times) and turn those measurements
+into the schedule that fits a byte budget with the least time
+(:func:`tape_schedule`): the tape-aware ``HeterogeneousRevolve``, which
+chooses, step by step, between storing a step's input (and recomputing
+the step later) and running the step with autograd in the forward and
+keeping its tape until its reverse (no recomputation), after Beaumont,
+Eyraud-Dubois, Herrmann, Joly and Shilova, "Optimal checkpointing for
+heterogeneous chains", arXiv:1911.13214 (rotor).
+
+Bytes are those of the tensors' storages, each counted once: a tape's are
+the storages autograd saves for the step's backward (found with
+``torch.autograd.graph.saved_tensors_hooks``) together with the step's
+input state, minus the parameters' (always resident); its output is the
+next step's input, counted there.
+"""
+
+import json
+import time
+from dataclasses import dataclass
+
+import torch
+from torch.utils import _pytree as pytree
+
+import adjoint_checkpoints as _cp
+
+from .. import _native
+
+
+@dataclass(frozen=True)
+class StepProfile:
+    """What one step costs, measured (:func:`profile_step`).
+
+    ``state_bytes``: the state's tensors. ``tape_bytes``: what a step run
+    with autograd keeps until its backward (saved activations, its input
+    state; its output is the next step's input). ``forward_seconds``: the
+    step without autograd;
+    ``taped_seconds``: with autograd; ``backward_seconds``: its backward
+    (best of the rounds measured)."""
+
+    state_bytes: int
+    tape_bytes: int
+    forward_seconds: float
+    taped_seconds: float
+    backward_seconds: float
+
+
+def storage_bytes(tensors, exclude=()):
+    """The bytes of the distinct storages of ``tensors``, leaving out those
+    of ``exclude`` (e.g. the parameters)."""
+    seen = add_storages(tensors, {})
+    for t in exclude:
+        seen.pop(_key(t), None)
+    return sum(seen.values())
+
+
+def add_storages(tensors, into):
+    """Adds the storages of ``tensors`` (``None`` skipped) to the dict
+    ``into`` (key -> bytes), each storage once; returns ``into``."""
+    for t in tensors:
+        if t is not None:
+            into[_key(t)] = t.untyped_storage().nbytes()
+    return into
+
+
+def _key(t):
+    return (t.device, t.untyped_storage().data_ptr())
+
+
+class SavedTensors:
+    """A context that records the tensors autograd saves for backward
+    (``saved_tensors_hooks``); ``tensors`` holds them by reference until the
+    context's owner drops it."""
+
+    def __init__(self):
+        self.tensors = []
+        self._hooks = None
+
+    def __enter__(self):
+        # The hook holds the list, not this object: no reference cycle, so
+        # the saved tensors go as soon as the owner drops this context (a
+        # cycle would keep every step's activations until the cyclic
+        # garbage collector runs).
+        tensors = self.tensors
+
+        def pack(t):
+            tensors.append(t)
+            return t
+
+        self._hooks = torch.autograd.graph.saved_tensors_hooks(pack, _unpack)
+        self._hooks.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        hooks, self._hooks = self._hooks, None
+        return hooks.__exit__(*exc)
+
+
+def _unpack(t):
+    return t
+
+
+def _sync(leaves):
+    for t in leaves:
+        if t.device.type == "cuda":
+            torch.cuda.synchronize(t.device)
+            return
+
+
+def profile_call(call, leaves, params, rounds=3):
+    """Measures one step: ``call(leaves) -> out_leaves`` (tensors in,
+    tensors out, the state's flattened leaves) with parameters ``params``.
+    Each of the ``rounds`` runs the step without autograd, then with
+    autograd, then its backward (seeded with ones); times are the best
+    round's, bytes the first's."""
+    state_bytes = storage_bytes(leaves)
+    tape_bytes = None
+    best = [float("inf")] * 3
+    for _ in range(max(1, rounds)):
+        _sync(leaves)
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            out = call(leaves)
+        _sync(out)
+        t1 = time.perf_counter()
+        inputs = [t.detach().requires_grad_(t.is_floating_point() or t.is_complex()) for t in leaves]
+        with torch.enable_grad(), SavedTensors() as saved:
+            out = call(inputs)
+        _sync(out)
+        t2 = time.perf_counter()
+        if tape_bytes is None:
+            # The output is the next step's input (in its tape, a checkpoint
+            # or the live state): counted there, not here.
+            tape_bytes = storage_bytes(saved.tensors + inputs, exclude=params)
+        seeds = [(o, torch.ones_like(o)) for o in out if o.requires_grad]
+        wrt = [t for t in inputs if t.requires_grad] + [p for p in params if p.requires_grad]
+        if seeds and wrt:
+            torch.autograd.grad([o for o, _ in seeds], wrt, grad_outputs=[g for _, g in seeds], allow_unused=True)
+        _sync(leaves)
+        t3 = time.perf_counter()
+        del saved, out, inputs
+        best = [min(b, t) for b, t in zip(best, (t1 - t0, t2 - t1, t3 - t2))]
+    return StepProfile(state_bytes, tape_bytes, *best)
+
+
+def parse_bytes(name, value):
+    """A byte budget: an ``int`` or a string such as ``"400MiB"``."""
+    return _native._parse_bytes(name, value)
+
+
+def tape_schedule(profiles, budget):
+    """The tape-aware ``HeterogeneousRevolve`` for a chain whose step ``i``
+    is ``profiles[i]`` (a :class:`StepProfile`), within ``budget`` bytes
+    for its checkpoints and tapes. A step's forward cost is its time
+    without autograd; its adjoint cost is its backward plus what taping
+    adds to its forward."""
+    spec = {
+        "schedule": "heterogeneous-revolve",
+        "forward": [p.forward_seconds for p in profiles],
+        "adjoint": [p.backward_seconds + max(0.0, p.taped_seconds - p.forward_seconds) for p in profiles],
+        "bytes": [max(1, p.state_bytes) for p in profiles],
+        "tape": [max(1, p.tape_bytes) for p in profiles],
+        "budget": int(budget),
+    }
+    return _cp.schedule_from_spec(json.dumps(spec))
+
+
+class ReplayedSchedule:
+    """A schedule's actions, recorded once and replayed by every run (what
+    a cached ``memory=`` plan gives): ``max_n``, iteration and ``repr`` as
+    the schedule's (or ``actions``, ``max_n`` and ``text`` given)."""
+
+    def __init__(self, schedule=None, *, actions=None, max_n=None, text=None):
+        if schedule is not None:
+            actions, max_n, text = tuple(schedule), schedule.max_n, repr(schedule)
+        self.max_n, self.text, self.actions = max_n, text, tuple(actions)
+
+    def __iter__(self):
+        return iter(self.actions)
+
+    def __repr__(self):
+        return self.text
+
+
+def flat_call(step, spec, i):
+    """``step(i, x)`` on flattened leaves: the form :func:`profile_step`
+    takes."""
+
+    def call(leaves):
+        out = step(i, pytree.tree_unflatten(list(leaves), spec))
+        return pytree.tree_flatten(out)[0]
+
+    return call
+
+
+def modelled_seconds(actions, profiles, transfer_seconds=0.0):
+    """The time ``actions`` take when step ``i`` costs ``profiles[i]``: an
+    untaped forward step its ``forward_seconds``, a taped one its
+    ``taped_seconds``, the reverse of a step its ``backward_seconds`` (plus
+    its ``taped_seconds`` when its tape was not kept: the executor tapes it
+    then), and each read of a ``DISK``-level (host) state
+    ``transfer_seconds`` (writes go on a side stream, overlapping the
+    steps)."""
+    work, disk = _cp.StorageType.WORK, _cp.StorageType.DISK
+    forward, reverse, transfer = _cp.Forward, _cp.Reverse, (_cp.Copy, _cp.Move)
+    seconds, tapes = 0.0, set()
+    for a in actions:
+        if isinstance(a, forward):
+            taped = a.write_adj_deps and a.storage == work
+            for i in range(a.n0, a.n1):
+                seconds += profiles[i].taped_seconds if taped else profiles[i].forward_seconds
+                if taped:
+                    tapes.add(i)
+        elif isinstance(a, reverse):
+            for i in range(a.n0, a.n1):
+                p = profiles[i]
+                seconds += p.backward_seconds + (0.0 if i in tapes else p.taped_seconds)
+                if a.clear_adj_deps:
+                    tapes.discard(i)
+        elif isinstance(a, transfer) and a.from_storage == disk:
+            seconds += transfer_seconds
+    return seconds
+
+
+def spill_schedule(profiles, budget, host_snapshots, transfer_seconds=0.0):
+    """The tape-aware schedule for a device budget of ``budget`` bytes with
+    up to ``host_snapshots`` more states spilled to host memory (the
+    ``DISK`` level; ``disk="host"`` keeps it in pinned memory, copied on a
+    side stream).
+
+    The chain is cut into ``k`` segments at ``b_0 = 0 < b_1 < ... < b_k =
+    n`` (``k - 1 <= host_snapshots``): the forward runs untaped to
+    ``b_{k-1}``, writing each ``b_j`` to the host, then the last segment
+    forward as its own tape-aware ``HeterogeneousRevolve`` (within
+    ``budget``); the reverse runs that segment's reverse, then, for ``j =
+    k-2 ... 0``, reads ``b_j`` back and runs segment ``j``'s whole
+    schedule. This is the two-level scheme of Stumm and Walther
+    ("MultiStage approaches for optimal offline checkpointing", SIAM J.
+    Sci. Comput. 31(3), 2009) with the inner level the rotor DP of
+    Beaumont et al. (arXiv:1911.13214): its time is
+
+        T(k) = sum_{i < b_{k-1}} f_i + sum_j D_j + (k - 1) * t_transfer,
+
+    ``f_i`` a step's untaped forward, ``D_j`` segment ``j``'s optimal time
+    within ``budget`` and ``t_transfer`` one state's copy back to the
+    device. The segment counts tried are ``k = 1`` (no spill), ``h + 1``
+    for ``h = host_snapshots, host_snapshots/2, ...``, and the least ``k``
+    whose segments' tapes all fit the budget; the pick is the least
+    :func:`modelled_seconds`. Returns a :class:`ReplayedSchedule`.
+    """
+    n = len(profiles)
+    uniform = all(p == profiles[0] for p in profiles)
+    inner_cache = {}
+
+    def inner(start, end):
+        key = end - start if uniform else (start, end)
+        if key not in inner_cache:
+            inner_cache[key] = tuple(tape_schedule(profiles[start:end], budget))
+        return [_shifted(a, start) for a in inner_cache[key]]
+
+    best, errors = None, []
+    for k in _segment_counts(n, host_snapshots, profiles, budget):
+        bounds = [(j * n) // k for j in range(k + 1)]
+        try:
+            actions = _segmented(bounds, inner)
+        except ValueError as e:  # a segment's schedule does not fit the budget
+            errors.append(e)
+            continue
+        seconds = modelled_seconds(actions, profiles, transfer_seconds)
+        if best is None or seconds < best[0]:
+            best = (seconds, k, actions)
+    if best is None:
+        raise errors[-1]
+    _, k, actions = best
+    text = f"HeterogeneousRevolve in {k} segment(s), {k - 1} state(s) spilled to the host"
+    return ReplayedSchedule(actions=actions, max_n=n, text=text)
+
+
+def _segment_counts(n, host_snapshots, profiles, budget):
+    counts = {1}
+    h = host_snapshots
+    while h >= 1:
+        counts.add(min(n, h + 1))
+        h //= 2
+    fit = max(1, budget // max(1, max(p.tape_bytes for p in profiles)))
+    k_fit = -(-n // fit)
+    if k_fit - 1 <= host_snapshots:
+        counts.add(min(n, k_fit))
+    return sorted(counts)
+
+
+def _segmented(bounds, inner):
+    """The actions of the segmented schedule of :func:`spill_schedule` with
+    segment boundaries ``bounds``; ``inner(start, end)`` gives a segment's
+    actions, in loop steps."""
+    disk, work = _cp.StorageType.DISK, _cp.StorageType.WORK
+    k = len(bounds) - 1
+    actions = [_cp.Forward(bounds[j], bounds[j + 1], True, False, disk) for j in range(k - 1)]
+    last = inner(bounds[k - 1], bounds[k])
+    end = next(i for i, a in enumerate(last) if isinstance(a, _cp.EndForward))
+    actions += last[: end + 1] + [a for a in last[end + 1 :] if not isinstance(a, _cp.EndReverse)]
+    for j in range(k - 2, -1, -1):
+        actions.append(_cp.Move(bounds[j], disk, work))
+        actions += [a for a in inner(bounds[j], bounds[j + 1]) if not isinstance(a, (_cp.EndForward, _cp.EndReverse))]
+    actions.append(_cp.EndReverse())
+    return actions
+
+
+def _shifted(a, offset):
+    """Action ``a`` of a segment starting at loop step ``offset``."""
+    if isinstance(a, _cp.Forward):
+        return _cp.Forward(a.n0 + offset, a.n1 + offset, a.write_ics, a.write_adj_deps, a.storage)
+    if isinstance(a, _cp.Reverse):
+        return _cp.Reverse(a.n1 + offset, a.n0 + offset, a.clear_adj_deps)
+    if isinstance(a, (_cp.Copy, _cp.Move)):
+        return type(a)(a.n + offset, a.from_storage, a.to_storage)
+    return a
+
+
+def host_transfer_seconds(leaves, rounds=3):
+    """Seconds to bring one state back from pinned host memory to its
+    device (best of ``rounds``); 0 for CPU tensors (the host level holds
+    them by reference)."""
+    cuda = [t for t in leaves if t.device.type == "cuda"]
+    if not cuda:
+        return 0.0
+    host = [torch.empty(t.shape, dtype=t.dtype, pin_memory=True).copy_(t) for t in cuda]
+    best = float("inf")
+    for _ in range(max(1, rounds)):
+        _sync(cuda)
+        t0 = time.perf_counter()
+        back = [h.to(t.device, non_blocking=True) for h, t in zip(host, cuda)]
+        _sync(back)
+        best = min(best, time.perf_counter() - t0)
+    return best

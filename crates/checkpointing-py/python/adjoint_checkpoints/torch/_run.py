@@ -1,0 +1,431 @@
+"""The execution of one :func:`adjoint_checkpoints.torch.checkpointed_loop`:
+:class:`_Run` follows the schedule's actions, the forward ones (up to
+``EndForward``) under ``torch.no_grad()`` and the rest in the backward,
+where it restores snapshots, recomputes steps and differentiates one step
+at a time with ``torch.autograd.grad``. It stores snapshots through the
+holders of :mod:`adjoint_checkpoints.torch._storage`, keeps the activations of
+the steps the schedule holds in ``WORK`` as :class:`_Tape`, and fills the
+run's :class:`~adjoint_checkpoints.torch.LoopStats`.
+"""
+
+import os
+import time
+
+import torch
+from torch.utils import _pytree as pytree
+
+import adjoint_checkpoints as _cp
+from adjoint_checkpoints._native import SnapshotError
+
+from ._plan import SavedTensors, _key, add_storages
+from ._storage import _Files, _Held, _HostCopy
+
+_S = _cp.StorageType
+
+
+def _differentiable(t):
+    return t.is_floating_point() or t.is_complex()
+
+
+class _Tape:
+    """The activations of one step, taped with autograd: its (leaf) inputs,
+    its outputs, and the storages its autograd graph keeps (``storages``:
+    key -> bytes, the saved tensors, inputs and outputs)."""
+
+    __slots__ = ("inputs", "outputs", "storages")
+
+    def __init__(self, inputs, outputs, storages):
+        self.inputs, self.outputs, self.storages = inputs, outputs, storages
+
+
+class _Ledger:
+    """The bytes a run holds, each storage once: a reference count per
+    storage (key -> bytes, as :func:`add_storages` gives them) and their
+    running total, so that the peak is read in constant time after each
+    step instead of summed over every holder. ``exclude``: keys never
+    counted (the parameters')."""
+
+    def __init__(self, exclude):
+        self.exclude = exclude
+        self.refs, self.sizes, self.total = {}, {}, 0
+
+    def add(self, storages):
+        for key, nbytes in storages.items():
+            if key in self.exclude:
+                continue
+            count = self.refs.get(key, 0)
+            if count == 0:
+                self.sizes[key] = nbytes
+                self.total += nbytes
+            self.refs[key] = count + 1
+
+    def remove(self, storages):
+        for key in storages:
+            if key in self.exclude:
+                continue
+            count = self.refs[key] - 1
+            if count == 0:
+                del self.refs[key]
+                self.total -= self.sizes.pop(key)
+            else:
+                self.refs[key] = count
+
+
+class _Run:
+    """One execution of a schedule: its storage and working data, from the
+    forward to the backward. It fills ``stats`` and calls ``publish(stats)``
+    at the end of each phase (:mod:`adjoint_checkpoints.torch` makes them its
+    ``last_stats``)."""
+
+    def __init__(self, step, spec, n_state, params, schedule, n, disk, stats, publish, compress=None):
+        self.step_fn, self.spec, self.n_state, self.params = step, spec, n_state, params
+        self.schedule, self.actions = schedule, iter(schedule)
+        self.total = n if isinstance(n, int) else None
+        if schedule.max_n is not None:
+            if not isinstance(n, int):
+                raise ValueError(f"a stop function needs an online schedule; {schedule!r} is for {schedule.max_n} steps")
+            self.total = schedule.max_n
+        self.stop = None if isinstance(n, int) else n
+        self.stop_cache = (None, False)
+        self.stats, self.publish = stats, publish
+        self.storage = {_S.RAM: {}, _S.DISK: {}}
+        self.deps, self.dep_storages = {}, {}
+        self.lam, self.lam_storages = [], {}
+        self.param_keys = {_key(p) for p in params}
+        self.ledger = _Ledger(self.param_keys)
+        self.live, self.live_storages, self.n = None, {}, 0
+        #: States (restart states and adjoint inputs) held in RAM and DISK.
+        self.stored = 0
+        self.streams = {}
+        if disk == "host":
+            if compress is not None:
+                raise ValueError('compress= applies to the DISK level in files: pass disk="files" or a directory')
+            self.files = None
+        elif disk == "files" or isinstance(disk, (str, os.PathLike)):
+            if compress is not None:
+                from adjoint_checkpoints import codecs
+
+                codecs.check(compress)
+            self.files = _Files(None if disk == "files" else os.fspath(disk), stats, compress)
+        else:
+            raise ValueError('disk must be "host", "files" or a directory')
+        stats.__init__()
+        stats.schedule = repr(schedule)
+
+    # --- steps -----------------------------------------------------------
+
+    def _call(self, i, leaves):
+        out = self.step_fn(i, pytree.tree_unflatten(list(leaves), self.spec))
+        out_leaves, spec = pytree.tree_flatten(out)
+        if spec != self.spec:
+            raise ValueError(f"step({i}, x) returned a state of another structure than x: {spec} != {self.spec}")
+        return out_leaves
+
+    def _run_step(self, i, leaves):
+        with torch.no_grad():
+            out = self._call(i, leaves)
+        self.stats.forward_steps += 1
+        return out
+
+    def _tape(self, i, leaves):
+        inputs = [t.detach().requires_grad_(_differentiable(t)) for t in leaves]
+        with torch.enable_grad(), SavedTensors() as saved:
+            outputs = self._call(i, inputs)
+        self.stats.taped_steps += 1
+        # The parameters' storages are left out where the bytes are summed
+        # (_held_bytes).
+        return _Tape(inputs, outputs, add_storages(saved.tensors + inputs + outputs, {}))
+
+    def _stopped(self, i):
+        if self.stop is None:
+            return i >= self.total
+        if self.stop_cache[0] != i:
+            with torch.no_grad():
+                state = pytree.tree_unflatten([t.detach() for t in self.live], self.spec)
+                self.stop_cache = (i, bool(self.stop(i, state)))
+        return self.stop_cache[1]
+
+    # --- storage ---------------------------------------------------------
+
+    def _store(self, level, n, kind, i, leaves):
+        if level == _S.RAM:
+            held = _Held(leaves, i)
+        elif self.files is not None:
+            held = self.files.save(kind, i, leaves)
+        else:
+            held = _HostCopy(leaves, i, self.streams)
+            self.stats.disk_writes += 1
+        if level == _S.RAM:
+            held.storages = add_storages(held.leaves, {})
+            self.ledger.add(held.storages)
+        self.stored += 1
+        entry = self.storage[level].setdefault(n, {"ics": None, "deps": {}})
+        if kind == "ics":
+            if entry["ics"] is not None:
+                self._release(entry["ics"])
+            entry["ics"] = held
+        else:
+            if i in entry["deps"]:
+                self._release(entry["deps"][i])
+            entry["deps"][i] = held
+
+    def _release(self, held):
+        """Drops a stored state."""
+        if isinstance(held, _Held) and held.storages is not None:
+            self.ledger.remove(held.storages)
+            held.storages = None
+        held.release()
+        self.stored -= 1
+
+    def _set_live(self, leaves):
+        new = add_storages(leaves, {})
+        self.ledger.add(new)
+        self.ledger.remove(self.live_storages)
+        self.live, self.live_storages = leaves, new
+
+    def _set_lam(self, lam):
+        new = add_storages(lam, {})
+        self.ledger.add(new)
+        self.ledger.remove(self.lam_storages)
+        self.lam, self.lam_storages = lam, new
+
+    def _set_dep(self, i, data):
+        """Holds ``data`` (a :class:`_Tape`, or a step's input state) in
+        ``WORK`` for the adjoint of step ``i``."""
+        if i in self.deps:
+            self._pop_dep(i)
+        storages = data.storages if isinstance(data, _Tape) else add_storages(data, {})
+        self.ledger.add(storages)
+        self.deps[i], self.dep_storages[i] = data, storages
+
+    def _pop_dep(self, i):
+        self.ledger.remove(self.dep_storages.pop(i))
+        return self.deps.pop(i)
+
+    def _restore(self, level, held):
+        if level == _S.DISK and self.files is None:
+            self.stats.disk_reads += 1
+        return held.restore()
+
+    def _transfer(self, a, keep):
+        level = self.storage[a.from_storage]
+        if a.n not in level:
+            raise RuntimeError(f"schedule asks for the {a.from_storage} snapshot of step {a.n}, which is not stored")
+        entry = level[a.n] if keep else level.pop(a.n)
+        if a.to_storage == _S.WORK:
+            if entry["ics"] is not None:
+                self._set_live(self._restore(a.from_storage, entry["ics"]))
+                self.n = a.n
+            for i, held in entry["deps"].items():
+                self._set_dep(i, self._restore(a.from_storage, held))
+        elif a.to_storage in (_S.RAM, _S.DISK):
+            if entry["ics"] is not None:
+                self._store(a.to_storage, a.n, "ics", a.n, self._restore(a.from_storage, entry["ics"]))
+            for i, held in entry["deps"].items():
+                self._store(a.to_storage, a.n, "deps", i, self._restore(a.from_storage, held))
+        if not keep:
+            if entry["ics"] is not None:
+                self._release(entry["ics"])
+            for held in entry["deps"].values():
+                self._release(held)
+
+    #: Tests set this to check the running byte count against a recount
+    #: over every holder at each step.
+    check_ledger = False
+
+    def _account(self, extra=None):
+        """Updates the peak counters; ``extra``: the storages of a tape
+        being differentiated, held only now."""
+        s = self.stats
+        ram, disk = self.storage[_S.RAM], self.storage[_S.DISK]
+        s.peak_ram = max(s.peak_ram, len(ram))
+        s.peak_disk = max(s.peak_disk, len(disk))
+        s.peak_work = max(s.peak_work, len(self.deps))
+        s.peak_states = max(s.peak_states, self.stored + len(self.deps) + 1)
+        if extra:
+            self.ledger.add(extra)
+        if self.check_ledger:
+            held = sum((e["ics"] is not None) + len(e["deps"]) for lv in (ram, disk) for e in lv.values())
+            assert held == self.stored, (held, self.stored)
+            assert self.ledger.total == self._recount(extra), (self.ledger.total, self._recount(extra))
+        s.peak_bytes = max(s.peak_bytes, self.ledger.total)
+        if extra:
+            self.ledger.remove(extra)
+
+    def _recount(self, extra):
+        """The bytes held now in the RAM level, in WORK (tapes and adjoint
+        data), the live state, the adjoint and ``extra``, summed afresh
+        over every holder: what the ledger's running total must equal."""
+        storages = dict(extra or {})
+        for entry in self.storage[_S.RAM].values():
+            for held in [entry["ics"], *entry["deps"].values()]:
+                if isinstance(held, _Held) and held.leaves is not None:
+                    add_storages(held.leaves, storages)
+        for data in self.deps.values():
+            if isinstance(data, _Tape):
+                storages.update(data.storages)
+            else:
+                add_storages(data, storages)
+        add_storages(self.live or [], storages)
+        add_storages(self.lam, storages)
+        for key in self.param_keys:
+            storages.pop(key, None)
+        return sum(storages.values())
+
+    # --- the schedule ----------------------------------------------------
+
+    def _advance(self, a, forward_phase):
+        if self.n != a.n0:
+            raise RuntimeError(f"schedule asks to advance from step {a.n0}, the state is at step {self.n}")
+        if a.write_ics:
+            self._store(a.storage, a.n0, "ics", a.n0, self.live)
+        i = a.n0
+        while i < a.n1:
+            if forward_phase and self.schedule.max_n is None and self._stopped(i):
+                break
+            if a.write_adj_deps and a.storage == _S.WORK:
+                tape = self._tape(i, self.live)
+                self._set_dep(i, tape)
+                self._set_live([t.detach() for t in tape.outputs])
+            else:
+                if a.write_adj_deps:
+                    self._store(a.storage, a.n0, "deps", i, self.live)
+                self._set_live(self._run_step(i, self.live))
+            i += 1
+            self._account()
+        self.n = i
+        if forward_phase and self.schedule.max_n is None and self._stopped(i):
+            self.schedule.finalize(i)
+            self.total = i
+
+    def forward(self, x0):
+        t0 = time.perf_counter()
+        self._set_live(list(x0))
+        self.x0_meta = [(t.shape, t.dtype, t.device) for t in x0]
+        if self.stop is not None and self._stopped(0):
+            raise ValueError("the stop function is true at step 0: the loop has no step")
+        try:
+            for a in self.actions:
+                if isinstance(a, _cp.Forward):
+                    self._advance(a, forward_phase=True)
+                elif isinstance(a, (_cp.Copy, _cp.Move)):
+                    self._transfer(a, keep=isinstance(a, _cp.Copy))
+                elif isinstance(a, _cp.EndForward):
+                    self._account()
+                    self.stats.steps = self.n
+                    if self.files is not None:
+                        self.files.check()
+                    return self.live
+                else:
+                    raise RuntimeError(f"unexpected action before EndForward: {a!r}")
+                self._account()
+            raise RuntimeError("the schedule ended before EndForward")
+        except BaseException:
+            self._close()
+            raise
+        finally:
+            self.stats.forward_seconds = time.perf_counter() - t0
+            self.publish(self.stats)
+
+    def _adjoint(self, i, lam, gparams, clear):
+        if i not in self.deps:
+            raise RuntimeError(f"schedule asks for the adjoint of step {i}, whose data is not held")
+        data = self._pop_dep(i) if clear else self.deps[i]
+        tape = data if isinstance(data, _Tape) else self._tape(i, data)
+        self._account(extra=tape.storages)
+        outs, seeds = [], []
+        for o, g in zip(tape.outputs, lam):
+            if g is not None and o.requires_grad:
+                outs.append(o)
+                seeds.append(g)
+        wrt_x = [k for k, t in enumerate(tape.inputs) if t.requires_grad]
+        wrt_p = [k for k, p in enumerate(self.params) if p.requires_grad]
+        new_lam = [None] * self.n_state
+        if outs and (wrt_x or wrt_p):
+            grads = torch.autograd.grad(
+                outs,
+                [tape.inputs[k] for k in wrt_x] + [self.params[k] for k in wrt_p],
+                grad_outputs=seeds,
+                allow_unused=True,
+                # A kept tape is differentiated again later; a fresh one is not.
+                retain_graph=isinstance(data, _Tape) and not clear,
+            )
+            for k, g in zip(wrt_x, grads[: len(wrt_x)]):
+                new_lam[k] = g
+            for k, g in zip(wrt_p, grads[len(wrt_x) :]):
+                if g is None:
+                    continue
+                if gparams[k] is None:
+                    # Our own accumulator (a returned gradient may alias a
+                    # seed), then summed into in place: no new tensor a step.
+                    gparams[k] = g.clone()
+                else:
+                    gparams[k].add_(g)
+        self.stats.adjoint_steps += 1
+        return new_lam
+
+    def backward(self, grads, needs_x, needs_p):
+        t0 = time.perf_counter()
+        lam = [g if _differentiable(t) else None for g, t in zip(grads, self.live)]
+        self._set_lam(lam)
+        gparams = [None] * len(self.params)
+        try:
+            for a in self.actions:
+                if isinstance(a, _cp.Reverse):
+                    if a.n1 > self.total or a.n0 < 0:
+                        raise RuntimeError(f"unexpected {a!r} for a loop of {self.total} steps")
+                    for i in range(a.n1 - 1, a.n0 - 1, -1):
+                        lam = self._adjoint(i, lam, gparams, a.clear_adj_deps)
+                        self._set_lam(lam)
+                        self._account()
+                elif isinstance(a, _cp.Forward):
+                    self._advance(a, forward_phase=False)
+                elif isinstance(a, (_cp.Copy, _cp.Move)):
+                    self._transfer(a, keep=isinstance(a, _cp.Copy))
+                elif isinstance(a, _cp.EndReverse):
+                    break
+                else:
+                    raise RuntimeError(f"unexpected action after EndForward: {a!r}")
+                self._account()
+            else:
+                raise RuntimeError("the schedule ended before EndReverse")
+            if self.stats.adjoint_steps != self.total:
+                raise RuntimeError(
+                    f"the schedule differentiated {self.stats.adjoint_steps} steps of a loop of {self.total}"
+                )
+            if self.files is not None:
+                self.files.check()
+        finally:
+            self._close()
+            self.stats.backward_seconds = time.perf_counter() - t0
+            self.publish(self.stats)
+        gx = [
+            None if not need else (g if g is not None else torch.zeros(shape, dtype=dtype, device=device))
+            for g, need, (shape, dtype, device) in zip(lam, needs_x, self.x0_meta)
+        ]
+        gp = [
+            None if not need else (g if g is not None else torch.zeros_like(p))
+            for g, need, p in zip(gparams, needs_p, self.params)
+        ]
+        return gx, gp
+
+    def _close(self):
+        """Drops every snapshot still held (e.g. a TwoLevel schedule's, kept
+        for another adjoint) and stops the disk thread."""
+        for level in self.storage.values():
+            for entry in level.values():
+                if entry["ics"] is not None:
+                    self._release(entry["ics"])
+                for held in entry["deps"].values():
+                    self._release(held)
+            level.clear()
+        for i in list(self.deps):
+            self._pop_dep(i)
+        self._set_lam([])
+        if self.files is not None:
+            try:
+                self.files.check()
+            except (SnapshotError, OSError):
+                pass
+            self.files.close()
+

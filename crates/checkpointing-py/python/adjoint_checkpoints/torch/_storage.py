@@ -1,0 +1,254 @@
+"""Where :func:`adjoint_checkpoints.torch.checkpointed_loop` keeps a snapshot: a
+holder per stored state, made when the schedule stores it, with
+``restore()`` (the state's tensors again) and ``release()`` (drop it).
+
+* :class:`_Held`: by reference, where the tensors are (the ``RAM`` level,
+  and ``DISK`` with ``disk="host"`` for CPU tensors); version counters
+  detect a state modified in place.
+* :class:`_HostCopy`: the ``DISK`` level in host memory (``disk="host"``):
+  pinned copies of CUDA tensors made on a side stream.
+* :class:`_FileCopy`: the ``DISK`` level in files (``disk="files"`` or a
+  directory), written and read by :class:`_Files` through the package's
+  Rust disk store on a background thread.
+"""
+
+import ctypes
+from concurrent.futures import ThreadPoolExecutor
+
+import torch
+
+from adjoint_checkpoints import codecs as _codecs
+from adjoint_checkpoints._native import ByteDiskStore, SnapshotCorruptedError
+
+
+class _Held:
+    """A state held by reference (``RAM`` level, and ``DISK`` with
+    ``disk="host"`` for CPU tensors); version counters detect in-place
+    changes."""
+
+    def __init__(self, leaves, step):
+        self.leaves, self.step = list(leaves), step
+        self.versions = [t._version for t in self.leaves]
+        #: The leaves' storages (key -> bytes), counted by the run while it
+        #: holds this state in RAM.
+        self.storages = None
+
+    def restore(self):
+        for t, v in zip(self.leaves, self.versions):
+            if t._version != v:
+                raise RuntimeError(
+                    f"checkpointed_loop: the state of step {self.step} was modified in place after it was "
+                    "stored; step() must return new tensors, not modify its input"
+                )
+        return list(self.leaves)
+
+    def release(self):
+        self.leaves = None
+
+
+class _HostCopy:
+    """A state in host memory: pinned copies of CUDA tensors, made on a side
+    stream (overlapping compute), references to CPU tensors."""
+
+    def __init__(self, leaves, step, streams):
+        self.step = step
+        self.devices = [t.device for t in leaves]
+        self.host, self.events = _to_host(leaves, streams)
+        self.versions = [t._version if t.device.type == "cpu" else None for t in leaves]
+
+    def restore(self):
+        out = []
+        for t, dev, ev, v in zip(self.host, self.devices, self.events, self.versions):
+            if v is not None and t._version != v:
+                raise RuntimeError(f"checkpointed_loop: the state of step {self.step} was modified in place")
+            if dev.type == "cuda":
+                torch.cuda.current_stream(dev).wait_event(ev)
+                out.append(t.to(dev, non_blocking=True))
+            else:
+                out.append(t)
+        return out
+
+    def release(self):
+        self.host = None
+
+
+def _to_host(leaves, streams):
+    """Host copies of ``leaves``: CUDA tensors are copied into pinned memory
+    on a side stream (one per device) after the work already queued on the
+    current stream; returns the host tensors and, per tensor, the event
+    marking the end of its copy (``None`` for CPU tensors, kept by
+    reference)."""
+    host, events = [], []
+    for t in leaves:
+        if t.device.type != "cuda":
+            host.append(t)
+            events.append(None)
+            continue
+        side = streams.get(t.device)
+        if side is None:
+            side = streams[t.device] = torch.cuda.Stream(t.device)
+        side.wait_stream(torch.cuda.current_stream(t.device))
+        with torch.cuda.stream(side):
+            buf = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
+            buf.copy_(t, non_blocking=True)
+            ev = torch.cuda.Event()
+            ev.record(side)
+        # The allocator must not reuse t's memory before the copy is done.
+        t.record_stream(side)
+        host.append(buf)
+        events.append(ev)
+    return host, events
+
+
+_ALIGN = 64
+
+
+class _Files:
+    """The ``DISK`` level in files: two Rust byte stores (restart states and
+    adjoint inputs, each keyed by the loop step), used from one background
+    thread so that writes overlap compute."""
+
+    def __init__(self, directory, stats, compress=None):
+        self.compress = compress
+        self.stores = {
+            "ics": ByteDiskStore(directory, prefix="ics-"),
+            "deps": ByteDiskStore(directory, prefix="deps-"),
+        }
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checkpointing-disk")
+        self.pending = []
+        self.stats = stats
+        self.streams = {}
+
+    def save(self, kind, step, leaves):
+        host, events = _to_host(leaves, self.streams)
+        meta = [(t.dtype, t.shape, t.device) for t in leaves]
+        future = self.pool.submit(self._write, self.stores[kind], step, host, events, self.compress, self.stats)
+        self.pending.append(future)
+        self.stats.disk_writes += 1
+        self.stats.disk_bytes_written += sum(t.numel() * t.element_size() for t in leaves)
+        return _FileCopy(self, kind, step, meta, future)
+
+    @staticmethod
+    def _write(store, step, host, events, compress, stats):
+        parts = []
+        for t, ev in zip(host, events):
+            if ev is not None:
+                ev.synchronize()
+            t = t.contiguous()
+            nbytes = t.numel() * t.element_size()
+            if compress is None:
+                parts.append(ctypes.string_at(t.data_ptr(), nbytes) if nbytes else b"")
+                parts.append(bytes(-nbytes % _ALIGN))
+                continue
+            # Compressed: each part is its length (8 bytes) and its bytes;
+            # float32/float64 tensors through the error-bounded codec.
+            if t.dtype in _COMPRESSIBLE and nbytes:
+                data = _codecs.compress(t.detach().numpy(), compress)
+            else:
+                data = ctypes.string_at(t.data_ptr(), nbytes) if nbytes else b""
+            parts.append(len(data).to_bytes(8, "little"))
+            parts.append(data)
+            parts.append(bytes(-len(data) % _ALIGN))
+        stats.disk_bytes_stored += sum(len(p) for p in parts)
+        store.save(step, parts)
+
+    def load(self, kind, step, meta, future):
+        future.result()  # raises the write's error, if any
+        payload = self.pool.submit(self.stores[kind].load, step).result()
+        self.stats.disk_reads += 1
+        if self.compress is not None:
+            return self._decode_compressed(step, payload, meta)
+        buf = torch.frombuffer(payload, dtype=torch.uint8) if len(payload) else torch.empty(0, dtype=torch.uint8)
+        out, offset = [], 0
+        for dtype, shape, device in meta:
+            nbytes = _numel(shape) * _itemsize(dtype)
+            if offset + nbytes > buf.numel():
+                err = SnapshotCorruptedError(f"snapshot of step {step} is shorter than the state it should hold")
+                err.step = step
+                raise err
+            t = buf[offset : offset + nbytes].view(dtype).reshape(shape)
+            out.append(t.to(device, non_blocking=True) if device.type != "cpu" else t)
+            offset += nbytes + (-nbytes % _ALIGN)
+        return out
+
+    @staticmethod
+    def _decode_compressed(step, payload, meta):
+        def corrupted(why):
+            err = SnapshotCorruptedError(f"snapshot of step {step}: {why}")
+            err.step = step
+            return err
+
+        view = memoryview(payload)
+        out, offset = [], 0
+        for dtype, shape, device in meta:
+            if offset + 8 > len(view):
+                raise corrupted("shorter than the state it should hold")
+            length = int.from_bytes(view[offset : offset + 8], "little")
+            start, offset = offset + 8, offset + 8 + length
+            if offset > len(view):
+                raise corrupted("shorter than the state it should hold")
+            data = view[start:offset]
+            offset += -length % _ALIGN
+            nbytes = _numel(shape) * _itemsize(dtype)
+            if dtype in _COMPRESSIBLE and nbytes:
+                try:
+                    array = _codecs.decompress(data)
+                except _codecs.CodecError as e:
+                    raise corrupted(str(e)) from None
+                t = torch.from_numpy(array.copy())
+                if t.dtype != dtype or tuple(t.shape) != tuple(shape):
+                    raise corrupted(f"holds {t.dtype} {tuple(t.shape)} where {dtype} {tuple(shape)} was saved")
+            else:
+                if length != nbytes:
+                    raise corrupted(f"holds {length} bytes where {nbytes} were saved")
+                t = torch.frombuffer(bytearray(data), dtype=torch.uint8).view(dtype).reshape(shape) if nbytes else torch.empty(shape, dtype=dtype)
+            out.append(t.to(device, non_blocking=True) if device.type != "cpu" else t)
+        return out
+
+    def remove(self, kind, step, future):
+        def remove():
+            future.result()
+            self.stores[kind].remove(step)
+
+        self.pending.append(self.pool.submit(remove))
+
+    def check(self):
+        """Waits for every write and removal; raises the first error."""
+        pending, self.pending = self.pending, []
+        for f in pending:
+            f.result()
+
+    def close(self):
+        self.pool.shutdown(wait=True)
+
+
+#: Tensor types the error-bounded codecs take.
+_COMPRESSIBLE = (torch.float32, torch.float64)
+
+
+def _numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _itemsize(dtype):
+    return torch.empty((), dtype=dtype).element_size()
+
+
+class _FileCopy:
+    """A state in a file of :class:`_Files`, read back once its write
+    (``future``) is done; released, the file is removed after the write."""
+
+    def __init__(self, files, kind, step, meta, future):
+        self.files, self.kind, self.step, self.meta, self.future = files, kind, step, meta, future
+
+    def restore(self):
+        return self.files.load(self.kind, self.step, self.meta, self.future)
+
+    def release(self):
+        if self.files is not None:
+            self.files.remove(self.kind, self.step, self.future)
+            self.files = None
+
