@@ -5,9 +5,43 @@
 //! on the stack until the steps after them are reversed.
 
 use super::table::Choice;
-use super::{Frame, HeterogeneousRevolve, Task};
+use super::HeterogeneousRevolve;
 use crate::action::{Action, Step};
 use crate::StorageLevel;
+
+/// A sub-problem `Q(i, l, j, m)` (or `D(i, j, m)` with tapes) to emit;
+/// `live`: the live state is at `i`, not yet stored (it is stored by the
+/// next forward unless that is its last use).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Frame {
+    pub(super) i: usize,
+    pub(super) l: usize,
+    pub(super) j: usize,
+    pub(super) m: usize,
+    pub(super) live: bool,
+}
+
+impl Frame {
+    /// The whole chain of `n` steps with `m` free units, state 0 live.
+    pub(super) fn whole(n: usize, m: usize) -> Self {
+        Self {
+            i: 0,
+            l: 0,
+            j: n,
+            m,
+            live: true,
+        }
+    }
+}
+
+/// What is left to emit, on a stack.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Task {
+    /// A sub-problem.
+    Solve(Frame),
+    /// Reverse step `k`, whose tape is held.
+    Reverse(usize),
+}
 
 impl HeterogeneousRevolve {
     /// Queues `action`, after which the forward is at `n`.

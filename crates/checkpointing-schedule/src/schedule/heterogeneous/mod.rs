@@ -6,11 +6,14 @@
 //! its limits are documented on [`HeterogeneousRevolve`] (this module is
 //! private, the type is public); `table.rs` holds the tables, `uniform.rs`
 //! the table of a uniform chain with tapes and the enum `Solved` over both,
-//! `emit.rs` unfolds either into actions, `params.rs` names the schedule in
-//! a spec.
+//! `granularity.rs` picks the memory unit, `build.rs` solves the table for
+//! a budget, `emit.rs` unfolds it into actions, `params.rs` names the
+//! schedule in a spec.
 
+mod build;
 mod chain;
 mod emit;
+mod granularity;
 mod params;
 mod runs;
 mod table;
@@ -23,12 +26,12 @@ pub use params::{HeterogeneousRevolveParams, PerStep};
 pub use runs::{run_bounds, RunsSchedule};
 
 pub use table::ChainModel;
-use table::{Shape, Table};
-use uniform::{Solved, UniformTable};
+use uniform::Solved;
 
 use super::{impl_schedule_position, Cursor, Pending, Schedule, ScheduleError};
 use crate::action::Step;
 use crate::StorageLevel;
+use emit::Task;
 
 /// The optimal schedule of a [`HeterogeneousChain`] (steps with their own
 /// forward and adjoint costs, states with their own sizes: adaptive time
@@ -338,48 +341,6 @@ pub struct HeterogeneousRevolve {
     all_tapes: bool,
 }
 
-/// A sub-problem `Q(i, l, j, m)` (or `D(i, j, m)` with tapes) to emit;
-/// `live`: the live state is at `i`, not yet stored (it is stored by the
-/// next forward unless that is its last use).
-#[derive(Debug, Clone, Copy)]
-struct Frame {
-    i: usize,
-    l: usize,
-    j: usize,
-    m: usize,
-    live: bool,
-}
-
-impl Frame {
-    /// The whole chain of `n` steps with `m` free units, state 0 live.
-    fn whole(n: usize, m: usize) -> Self {
-        Self {
-            i: 0,
-            l: 0,
-            j: n,
-            m,
-            live: true,
-        }
-    }
-}
-
-/// What is left to emit, on a stack.
-#[derive(Debug, Clone, Copy)]
-enum Task {
-    /// A sub-problem.
-    Solve(Frame),
-    /// Reverse step `k`, whose tape is held.
-    Reverse(usize),
-}
-
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
-}
-
 impl HeterogeneousRevolve {
     /// Most memory units [`HeterogeneousRevolve::new`] uses: with a budget over
     /// `DEFAULT_UNITS` times the greatest common divisor of the sizes, the
@@ -479,161 +440,6 @@ impl HeterogeneousRevolve {
         }
     }
 
-    /// The persistent schedule of a chain with tapes in units of
-    /// `granularity` bytes; where rounding leaves too little for the
-    /// checkpoints and tapes the chain needs (tapes are large and many
-    /// stay held, so rounding each up can lose what the budget would
-    /// hold), halves the unit, down to the sizes' greatest common divisor,
-    /// while the table stays within the limits.
-    fn build_finer(
-        chain: &HeterogeneousChain,
-        budget: u64,
-        mut granularity: u64,
-    ) -> Result<Self, ScheduleError> {
-        let exact = Self::exact_granularity(chain);
-        loop {
-            let result = Self::build(
-                chain,
-                budget,
-                granularity,
-                ChainModel::Persistent,
-                table::WORK_LIMIT,
-                true,
-            );
-            let finer = (granularity / 2).max(exact);
-            match result {
-                Err(ScheduleError::InvalidParameter {
-                    name: "granularity",
-                    ..
-                }) if finer < granularity => {
-                    let units = Self::table_units(chain, budget, finer);
-                    let n = chain.steps();
-                    let shape = Self::shape(chain, ChainModel::Persistent, true);
-                    let fits = table::check_size(shape, n, units, table::WORK_LIMIT).is_ok();
-                    if !fits {
-                        return result;
-                    }
-                    granularity = finer;
-                }
-                other => return other,
-            }
-        }
-    }
-
-    /// The unit in which every state and tape size is a whole number: the
-    /// sizes' greatest common divisor (at least 1).
-    fn exact_granularity(chain: &HeterogeneousChain) -> u64 {
-        let tapes = chain.tape.iter().flatten();
-        chain
-            .bytes
-            .iter()
-            .chain(tapes)
-            .fold(0, |g, &b| gcd(g, b))
-            .max(1)
-    }
-
-    /// The memory unit [`HeterogeneousRevolve::new`] counts in: the sizes'
-    /// greatest common divisor, coarsened to `⌈budget / DEFAULT_UNITS⌉`
-    /// bytes when the budget holds more than [`Self::DEFAULT_UNITS`] of them.
-    fn default_granularity(chain: &HeterogeneousChain, budget: u64) -> u64 {
-        let exact = Self::exact_granularity(chain);
-        if budget / exact > Self::DEFAULT_UNITS {
-            exact.max(budget.div_ceil(Self::DEFAULT_UNITS))
-        } else {
-            exact
-        }
-    }
-
-    /// The memory unit [`HeterogeneousRevolve::new`] counts in for a uniform
-    /// chain with tapes: the greatest common divisor of the state and tape
-    /// sizes while the budget holds at most [`Self::uniform_max_units`] of
-    /// them, else `⌈budget / uniform_max_units⌉` bytes (sizes rounded up,
-    /// the budget down: conservative).
-    fn uniform_granularity(chain: &HeterogeneousChain, budget: u64) -> u64 {
-        let exact = chain
-            .bytes
-            .iter()
-            .chain(chain.tape.iter().flatten())
-            .fold(0, |g, &b| gcd(g, b))
-            .max(1);
-        let most = Self::uniform_max_units(chain.steps());
-        if budget / exact > most {
-            exact.max(budget.div_ceil(most))
-        } else {
-            exact
-        }
-    }
-
-    /// Most memory units of the uniform table `D(l, m)` for `n` steps:
-    /// those that keep it within [`Self::UNIFORM_WORK`] evaluations
-    /// (`n(n+1)/2` per unit), between [`Self::UNIFORM_MIN_UNITS`] and
-    /// [`Self::UNIFORM_MAX_UNITS`].
-    fn uniform_max_units(n: Step) -> u64 {
-        let per_unit = table::dimensions(Shape::Uniform, n).1.max(1);
-        (Self::UNIFORM_WORK / per_unit)
-            .saturating_sub(1)
-            .clamp(Self::UNIFORM_MIN_UNITS, Self::UNIFORM_MAX_UNITS)
-    }
-
-    /// Memory units of `granularity` bytes that a table for `budget` has:
-    /// the budget's, but never more than all the states (and tapes) take
-    /// together.
-    fn table_units(chain: &HeterogeneousChain, budget: u64, granularity: u64) -> u64 {
-        let all = chain
-            .bytes
-            .iter()
-            .chain(chain.tape.iter().flatten())
-            .map(|&b| b.div_ceil(granularity))
-            .fold(0, u64::saturating_add);
-        (budget / granularity).min(all)
-    }
-
-    /// The table [`HeterogeneousRevolve::new`] builds for `chain` and
-    /// `budget`, without building it: the model it picks and the table's
-    /// cells and evaluations (saturated at `u64::MAX`; for a uniform chain
-    /// with tapes, those of the uniform table `D(l, m)`). Lets a caller
-    /// skip a chain too large to solve in its time budget.
-    ///
-    /// ```
-    /// use checkpointing_schedule::{ChainModel, HeterogeneousChain, HeterogeneousRevolve};
-    /// let chain = HeterogeneousChain::uniform(40, 1.0, 1.0, 8).unwrap();
-    /// let (model, cells, evaluations) = HeterogeneousRevolve::table_size(&chain, 80);
-    /// assert_eq!(model, ChainModel::Exact);
-    /// assert_eq!(cells, 40 * 41 * 42 / 6 * 11); // triples (i, l, j) × 10 units + 1
-    /// assert!(evaluations > cells);
-    /// // 400 steps are past the exact model's default work: persistent.
-    /// let longer = HeterogeneousChain::uniform(400, 1.0, 1.0, 8).unwrap();
-    /// assert_eq!(HeterogeneousRevolve::table_size(&longer, 80).0, ChainModel::Persistent);
-    /// ```
-    pub fn table_size(chain: &HeterogeneousChain, budget: u64) -> (ChainModel, u64, u64) {
-        let uniform = chain.uniform_taped().is_some();
-        let granularity = if uniform {
-            Self::uniform_granularity(chain, budget)
-        } else {
-            Self::default_granularity(chain, budget)
-        };
-        let units = Self::table_units(chain, budget, granularity);
-        let n = chain.steps();
-        let size = |shape: Shape| {
-            let (cells, work) = table::dimensions(shape, n);
-            (
-                cells.saturating_mul(units + 1),
-                work.saturating_mul(units + 1),
-            )
-        };
-        if uniform {
-            let (cells, work) = size(Shape::Uniform);
-            return (ChainModel::Persistent, cells, work);
-        }
-        let (cells, work) = size(Shape::Exact);
-        let exact_fits = cells <= Self::CELL_LIMIT && work <= table::EXACT_DEFAULT_WORK;
-        if exact_fits && chain.tape.is_none() {
-            return (ChainModel::Exact, cells, work);
-        }
-        let (cells, work) = size(Shape::Persistent);
-        (ChainModel::Persistent, cells, work)
-    }
-
     /// The optimal schedule of `chain` in `model` with at most `budget`
     /// bytes of checkpoints, memory counted in units of `granularity` bytes
     /// (sizes rounded up, the budget down).
@@ -656,194 +462,6 @@ impl HeterogeneousRevolve {
         model: ChainModel,
     ) -> Result<Self, ScheduleError> {
         Self::build(chain, budget, granularity, model, table::WORK_LIMIT, true)
-    }
-
-    /// The table `model` takes for `chain`: the uniform `D(l, m)` for a
-    /// uniform chain with tapes (when `uniform` allows it), else the
-    /// model's own.
-    fn shape(chain: &HeterogeneousChain, model: ChainModel, uniform: bool) -> Shape {
-        let fast = uniform && model == ChainModel::Persistent && chain.uniform_taped().is_some();
-        if fast {
-            Shape::Uniform
-        } else {
-            model.into()
-        }
-    }
-
-    /// [`HeterogeneousRevolve::with_granularity`] with a limit on the
-    /// table's evaluations; `uniform`: whether a uniform chain with tapes
-    /// may take the uniform table (the tests compare it with the general
-    /// one).
-    fn build(
-        chain: &HeterogeneousChain,
-        budget: u64,
-        granularity: u64,
-        model: ChainModel,
-        work_limit: u64,
-        uniform: bool,
-    ) -> Result<Self, ScheduleError> {
-        if granularity == 0 {
-            return Err(ScheduleError::InvalidParameter {
-                name: "granularity",
-                reason: "must be at least 1 byte".into(),
-            });
-        }
-        if chain.tape.is_some() && model == ChainModel::Exact {
-            return Err(ScheduleError::InvalidParameter {
-                name: "model",
-                reason: "the exact model does not take tapes; a chain with tapes is solved \
-                         in ChainModel::Persistent"
-                    .into(),
-            });
-        }
-        let n = chain.forward.len();
-        let cursor = Cursor::offline(n as Step)?;
-        let units_of = |b: u64| b.div_ceil(granularity);
-        let mut schedule = Self {
-            cursor,
-            pending: Pending::default(),
-            table: None,
-            stack: vec![Task::Solve(Frame::whole(n, 0))],
-            forward_ended: false,
-            all_tapes: false,
-            r: 0,
-            done: false,
-            predicted: chain.forward[0] + chain.adjoint[0],
-            granularity,
-            units: 0,
-            model,
-        };
-        if let Some(tape) = &chain.tape {
-            let shape = Self::shape(chain, model, uniform);
-            return schedule.build_taped(chain, tape, budget, work_limit, shape);
-        }
-        if n == 1 {
-            return Ok(schedule);
-        }
-        if chain.bytes[0] > budget {
-            return Err(ScheduleError::BudgetTooSmall {
-                what: "the checkpoint of state 0",
-                need: chain.bytes[0],
-                got: budget,
-            });
-        }
-        // More units than all states together is never used.
-        let units = Self::table_units(chain, budget, granularity);
-        let first = units_of(chain.bytes[0]);
-        if first > units {
-            return Err(ScheduleError::InvalidParameter {
-                name: "granularity",
-                reason: format!(
-                    "{granularity} bytes rounds the budget of {budget} bytes below state 0's \
-                     {} bytes; use a finer granularity",
-                    chain.bytes[0]
-                ),
-            });
-        }
-        table::check_size(model, n as u64, units, work_limit)?;
-        let size: Vec<usize> = chain
-            .bytes
-            .iter()
-            .map(|&b| units_of(b).min(units + 1) as usize)
-            .collect();
-        let table = Table::solve(
-            model,
-            &chain.forward,
-            &chain.adjoint,
-            size,
-            None,
-            units as usize,
-        );
-        let m = (units - first) as usize;
-        schedule.predicted = table.cost(0, 0, n, m);
-        schedule.stack = vec![Task::Solve(Frame::whole(n, m))];
-        schedule.table = Some(Solved::General(table));
-        schedule.units = units;
-        Ok(schedule)
-    }
-
-    /// The rest of [`HeterogeneousRevolve::build`] for a chain with tapes
-    /// (persistent model, `D`, over pairs or, `shape` uniform, lengths).
-    fn build_taped(
-        mut self,
-        chain: &HeterogeneousChain,
-        tape: &[u64],
-        budget: u64,
-        work_limit: u64,
-        shape: Shape,
-    ) -> Result<Self, ScheduleError> {
-        let n = chain.forward.len();
-        let too_small = || {
-            let need = if n == 1 {
-                tape[0]
-            } else if shape == Shape::Uniform {
-                table::least_bytes_uniform(n, chain.bytes[0], tape[0])
-            } else {
-                table::least_bytes(&chain.bytes, tape)
-            };
-            (need > budget).then_some(ScheduleError::BudgetTooSmall {
-                what: "the checkpoints and tapes of the chain",
-                need,
-                got: budget,
-            })
-        };
-        if n == 1 {
-            return match too_small() {
-                Some(error) => Err(error),
-                None => Ok(self),
-            };
-        }
-        let granularity = self.granularity;
-        let units = Self::table_units(chain, budget, granularity);
-        if tape.iter().fold(0u64, |a, &t| a.saturating_add(t)) <= budget {
-            // Every tape fits at once: tape every step in the forward and
-            // keep them all; every step runs once, the least any schedule
-            // costs, whatever the rounding of a table would give.
-            self.all_tapes = true;
-            let forward: f64 = chain.forward.iter().sum();
-            self.predicted = forward + chain.adjoint.iter().rev().sum::<f64>();
-            self.units = units;
-            return Ok(self);
-        }
-        table::check_size(shape, n as u64, units, work_limit)?;
-        let units_of = |b: u64| b.div_ceil(granularity).min(units + 1) as usize;
-        let table = if shape == Shape::Uniform {
-            Solved::Uniform(UniformTable::solve(
-                n,
-                chain.forward[0],
-                chain.adjoint[0],
-                units_of(chain.bytes[0]),
-                units_of(tape[0]),
-                units as usize,
-            ))
-        } else {
-            Solved::General(Table::solve(
-                ChainModel::Persistent,
-                &chain.forward,
-                &chain.adjoint,
-                chain.bytes.iter().map(|&b| units_of(b)).collect(),
-                Some(tape.iter().map(|&t| units_of(t)).collect()),
-                units as usize,
-            ))
-        };
-        let m = units as usize;
-        let predicted = table.cost(0, 0, n, m);
-        if predicted.is_infinite() {
-            return Err(
-                too_small().unwrap_or_else(|| ScheduleError::InvalidParameter {
-                    name: "granularity",
-                    reason: format!(
-                        "{granularity} bytes rounds the budget of {budget} bytes below what the \
-                     checkpoints and tapes of the chain need; use a finer granularity"
-                    ),
-                }),
-            );
-        }
-        self.predicted = predicted;
-        self.stack = vec![Task::Solve(Frame::whole(n, m))];
-        self.table = Some(table);
-        self.units = units;
-        Ok(self)
     }
 
     /// The cost the schedule attains: the forward cost of every step
