@@ -6,7 +6,7 @@
 # CI do not use this venv.
 #
 # It does not download jax again: a .pth file makes .venv-test's
-# site-packages (jax, jaxlib, numpy, and the checkpointing package built
+# site-packages (jax, jaxlib, numpy, and the adjoint_checkpoints package built
 # there) visible to this venv, so set up .venv-test first; enzyme-ad and
 # absl-py are then installed from scripts/requirements-enzyme.lock (exact
 # versions and hashes, resolved against the test lock's jax and jaxlib by

@@ -5,7 +5,7 @@
 # only: the tests and CI do not use this venv.
 #
 # It does not download torch (a CUDA wheel of several GB): a .pth file
-# makes .venv-test's site-packages (torch, psutil, and the checkpointing
+# makes .venv-test's site-packages (torch, psutil, and the adjoint_checkpoints
 # package built there) visible to this venv, so set up .venv-test first.
 #
 # Two packaging faults of the PyPI releases are mended here:

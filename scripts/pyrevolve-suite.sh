@@ -27,7 +27,7 @@
 # are written here (this project's code, from how the tests use them).
 #
 # Needs a Python ($CHECKPOINTING_PYTHON, default .venv-test/bin/python) with
-# pytest, numpy and the checkpointing package; for the control, pyrevolve
+# pytest, numpy and the adjoint_checkpoints package; for the control, pyrevolve
 # 2.2.8; for the blosc cases, blosc; for `devito`, devito==4.8.23 and scipy
 # (scripts/requirements-test.lock has them all). Each run must give exactly
 # the expected counts.
@@ -62,7 +62,7 @@ run() {
 has() { "$python" -c "import $1" >/dev/null 2>&1; }
 # pyrevolve itself (not the drop-in) importable?
 has_real_pyrevolve() {
-    "$python" -c "import pyrevolve, sys; sys.exit('checkpointing' in pyrevolve.__file__)" >/dev/null 2>&1
+    "$python" -c "import pyrevolve, sys; sys.exit('adjoint_checkpoints' in pyrevolve.__file__)" >/dev/null 2>&1
 }
 
 download() {  # name==version -> the sdist's path
@@ -216,7 +216,7 @@ EOF
     cat >"$work/pr-reference/conftest.py" <<'EOF'
 import pyrevolve
 
-assert "checkpointing" not in pyrevolve.__file__, pyrevolve
+assert "adjoint_checkpoints" not in pyrevolve.__file__, pyrevolve
 EOF
     # 2051 tests, and 2 more for each compression scheme available besides
     # None (test_complete and test_save_and_restore_with_compression are
@@ -283,7 +283,7 @@ import adjoint_checkpoints.pyrevolve
 
 _spec = os.environ.get("PYREVOLVE_DROPIN_SCHEDULE", "")
 adjoint_checkpoints.pyrevolve.install_as_pyrevolve(
-    schedule=eval(_spec, {"checkpointing": checkpointing}) if _spec else None,
+    schedule=eval(_spec, {"adjoint_checkpoints": adjoint_checkpoints}) if _spec else None,
     ram=os.environ.get("PYREVOLVE_DROPIN_RAM") or None,
     disk=os.environ.get("PYREVOLVE_DROPIN_DISK") or None,
 )

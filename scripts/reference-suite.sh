@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test suite of checkpoint_schedules 1.0.4 (tests/ of its sdist), run
 # unchanged against the reference package itself (the control) and against
-# the checkpointing drop-in (a conftest.py calling
+# the adjoint_checkpoints drop-in (a conftest.py calling
 # adjoint_checkpoints.install_as_checkpoint_schedules(), as a user would). Both
 # runs must give exactly the expected counts.
 #
@@ -10,7 +10,7 @@
 # download fails this script.
 #
 # Needs a Python with pytest, the reference (checkpoint-schedules==1.0.4)
-# and the checkpointing package installed: .venv-test after
+# and the adjoint_checkpoints package installed: .venv-test after
 # scripts/install-deps.sh and `maturin develop` (scripts/test.sh does both),
 # or $CHECKPOINTING_PYTHON.
 set -euo pipefail
@@ -46,7 +46,7 @@ cp "$suite"/test_*.py "$work/ours/"
 cat >"$work/reference/conftest.py" <<'EOF'
 import checkpoint_schedules
 
-assert "checkpointing" not in checkpoint_schedules.__name__, checkpoint_schedules
+assert "adjoint_checkpoints" not in checkpoint_schedules.__name__, checkpoint_schedules
 EOF
 cat >"$work/ours/conftest.py" <<'EOF'
 import sys
@@ -77,4 +77,4 @@ run() {
 }
 
 run "$work/reference" "checkpoint_schedules $version (control)"
-run "$work/ours" "checkpointing (drop-in)"
+run "$work/ours" "adjoint_checkpoints (drop-in)"

@@ -10,13 +10,12 @@ checkpointing=True)``, which builds pyrevolve's ``Revolver`` with
 - ``pyrevolve``: pyrevolve 2.2.8 itself (``pip install pyrevolve==2.2.8``);
 - ``ours-default``: ``adjoint_checkpoints.install_as_pyrevolve()``, no schedule
   (classic Revolve: pyrevolve's calls);
-- ``ours-plan``: ``install_as_pyrevolve(schedule=...)`` with
-  ``adjoint_checkpoints.plan(nt, state_bytes, ram, disk=...)`` for the RAM that
-  pyrevolve's default uses and a disk budget, the step's measured time
-  and the disk at the planner's default model (1 GB/s, no latency);
-- ``ours-plan-measured``: the same with the disk's write and read seconds
-  per snapshot measured first (a file of ``state_bytes`` written with
-  ``fsync`` and read back, as the disk store does);
+- ``ours-plan-measured``: ``install_as_pyrevolve(schedule=...)`` with
+  ``adjoint_checkpoints.plan(nt, state_bytes, ram, disk=...)`` for the RAM
+  that pyrevolve's default uses and a disk budget, the step's measured
+  time and the disk's write and read seconds per snapshot measured first
+  (a file of ``state_bytes`` written with ``fsync`` and read back, as the
+  disk store does; the planner assumes no disk speed);
 - ``ours-plan-zstd`` and ``ours-plan-zfp``: ``ours-plan-measured`` with
   the disk level compressed by the Rust stores (``install_as_pyrevolve(
   disk="disk:zstd")``, bit for bit; ``disk="disk:zfp:rel=1e-5"``,
@@ -44,7 +43,7 @@ import time
 
 import numpy as np
 
-VARIANTS = ["pyrevolve", "ours-default", "ours-plan", "ours-plan-measured", "ours-plan-zstd", "ours-plan-zfp"]
+VARIANTS = ["pyrevolve", "ours-default", "ours-plan-measured", "ours-plan-zstd", "ours-plan-zfp"]
 
 #: The codec of each variant that compresses its disk level.
 CODECS = {"ours-plan-zstd": "zstd", "ours-plan-zfp": "zfp:rel=1e-5"}
@@ -94,7 +93,7 @@ def variant(name, root, size, tn, disk, dim, out):
     disk_storages = []
 
     if name.startswith("ours"):
-        import adjoint_checkpoints.pyrevolve as drop_in
+        from adjoint_checkpoints.pyrevolve import _revolvers
 
         schedule = None
         if name.startswith("ours-plan"):
@@ -103,21 +102,20 @@ def variant(name, root, size, tn, disk, dim, out):
             def schedule(n, state_bytes):
                 # The RAM pyrevolve's default holds: adjust(n) snapshots.
                 ram = adjust(n) * state_bytes + 2 * state_bytes
-                extra = {"forward_seconds": measured["forward_seconds"]}
-                if name != "ours-plan":
-                    write, read = _disk_seconds(state_bytes)
-                    extra.update(disk_write_seconds=write + measured["codec_seconds"],
-                                 disk_read_seconds=read + measured["codec_seconds"])
+                write, read = _disk_seconds(state_bytes)
+                extra = {"forward_seconds": measured["forward_seconds"],
+                         "disk_write_seconds": write + measured["codec_seconds"],
+                         "disk_read_seconds": read + measured["codec_seconds"]}
                 return adjoint_checkpoints.plan(n, state_bytes, ram, disk=disk, **extra)
 
-        make_disk = drop_in._disk_storage
+        make_disk = _revolvers._disk_storage
 
         def recorded(*args, **kwargs):
             storage = make_disk(*args, **kwargs)
             disk_storages.append(storage)
             return storage
 
-        drop_in._disk_storage = recorded
+        _revolvers._disk_storage = recorded
         codec = CODECS.get(name)
         adjoint_checkpoints.install_as_pyrevolve(schedule=schedule, disk=codec and f"disk:{codec}")
     sys.path.insert(0, root)

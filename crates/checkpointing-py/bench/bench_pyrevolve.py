@@ -111,7 +111,8 @@ def main():
         ("H-Revolve, 3 RAM + 20 disk", lambda m, b: adjoint_checkpoints.HRevolve(m, 3, 20)),
         ("online R2, 6 snapshots (steps not known ahead)", lambda m, b: adjoint_checkpoints.OnlineR2(6)),
         ("plan(n, 8 MiB, 64 MiB RAM, disk 1 GiB)",
-         lambda m, b: adjoint_checkpoints.plan(m, state, 64 * 2**20, disk=2**30, disk_bandwidth="1GB/s")),
+         lambda m, b: adjoint_checkpoints.plan(m, state, 64 * 2**20, disk=2**30, disk_bandwidth="1GB/s",
+                                             forward_seconds=1e-3)),
     ]
     print(f"{'schedule':<50} {'n':>6} {'pyrevolve':>10} {'ours':>8}")
     for steps in (498, 2998):

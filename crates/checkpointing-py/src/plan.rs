@@ -12,9 +12,7 @@
 //! units are exactly the command's.
 
 use checkpointing::{ScheduleSpec, StorageLevel};
-use checkpointing_schedule::plan::{
-    self, Bytes, Candidate, LevelTimes, PlanInput, DEFAULT_DISK_BYTES_PER_SECOND,
-};
+use checkpointing_schedule::plan::{self, Bytes, Candidate, LevelTimes, PlanInput};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt, PyString};
@@ -395,7 +393,7 @@ pub(crate) fn _plan(
     state_bytes: &Bound<'_, PyAny>,
     ram: &Bound<'_, PyAny>,
     disk: Option<&Bound<'_, PyAny>>,
-    forward_seconds: f64,
+    forward_seconds: Option<f64>,
     adjoint_seconds: Option<f64>,
     disk_write_seconds: Option<f64>,
     disk_read_seconds: Option<f64>,
@@ -429,6 +427,21 @@ pub(crate) fn _plan(
             .transpose()?,
         latency_seconds: disk_latency_seconds,
     };
+    // No made-up step or disk time: a plan priced with an assumed time is a
+    // silently wrong plan. The caller measures them (or lets a bridge do it:
+    // `adjoint_checkpoints.pyrevolve.planned`, `torch`'s `memory=`).
+    let forward_seconds = forward_seconds.ok_or_else(|| {
+        plan_error(
+            "forward_seconds is required: the measured time of one forward step \
+             (e.g. time.perf_counter() around one call of the step); no step time is assumed",
+        )
+    })?;
+    if disk.is_some() && disk_write_seconds.is_none() && disk_bandwidth.is_none() {
+        return Err(plan_error(
+            "a disk needs its measured time: disk_write_seconds (and disk_read_seconds) per snapshot, \
+             or disk_bandwidth (with disk_latency_seconds); no disk speed is assumed",
+        ));
+    }
     let mut input = PlanInput::new(steps, state_bytes, ram);
     input.forward_seconds = forward_seconds;
     input.adjoint_seconds = adjoint_seconds.unwrap_or(plan::ADJOINT_PER_FORWARD * forward_seconds);
@@ -441,7 +454,7 @@ pub(crate) fn _plan(
                     capacity,
                     // Bandwidth times move the stored (compressed) bytes.
                     state_bytes.compressed(compression_ratio),
-                    Some(DEFAULT_DISK_BYTES_PER_SECOND),
+                    None,
                 )
                 .map_err(plan_error)?;
             input = input.with_level(StorageLevel::Disk, budget);

@@ -26,7 +26,7 @@ ONLINE = {"single-memory", "single-disk", "two-level", "online-r2"}
 # (positional, keyword) arguments of adjoint_checkpoints.plan, and the same input
 # as flags of the `checkpointing plan` command.
 INPUTS = [
-    ((1000, "1MiB", "12MiB"), {}, "--steps 1000 --state-bytes 1MiB --ram 12MiB"),
+    ((1000, "1MiB", "12MiB"), {"forward_seconds": 0.001}, "--steps 1000 --state-bytes 1MiB --ram 12MiB --forward-seconds 0.001"),
     (
         (5000, 1 << 20, 64 << 20),
         {"forward_seconds": 0.02, "adjoint_seconds": 0.05},
@@ -34,24 +34,27 @@ INPUTS = [
     ),
     (
         (400, "80MB", "1GB"),
-        {"disk": "20GB", "disk_bandwidth": "500MB/s", "disk_latency_seconds": 0.01},
+        {"disk": "20GB", "disk_bandwidth": "500MB/s", "disk_latency_seconds": 0.01, "forward_seconds": 0.05},
         "--steps 400 --state-bytes 80MB --ram 1GB --disk 20GB --disk-bandwidth 500MB/s "
-        "--disk-latency-seconds 0.01",
+        "--disk-latency-seconds 0.01 --forward-seconds 0.05",
     ),
     (
         (300, "80MB", "800MB"),
-        {"disk": "4GB", "disk_write_seconds": 0.3, "disk_read_seconds": 0.1},
+        {"disk": "4GB", "disk_write_seconds": 0.3, "disk_read_seconds": 0.1, "forward_seconds": 0.1},
         "--steps 300 --state-bytes 80MB --ram 800MB --disk 4GB --disk-write-seconds 0.3 "
-        "--disk-read-seconds 0.1",
+        "--disk-read-seconds 0.1 --forward-seconds 0.1",
     ),
     (
         (None, "80MB", "2GiB"),
-        {"disk": "100GB", "disk_write_seconds": 0.2},
-        "--steps unknown --state-bytes 80MB --ram 2GiB --disk 100GB --disk-write-seconds 0.2",
+        {"disk": "100GB", "disk_write_seconds": 0.2, "forward_seconds": 0.05},
+        "--steps unknown --state-bytes 80MB --ram 2GiB --disk 100GB --disk-write-seconds 0.2 --forward-seconds 0.05",
     ),
-    ((None, 1000, 6000), {}, "--steps unknown --state-bytes 1000 --ram 6000"),
+    ((None, 1000, 6000), {"forward_seconds": 0.001}, "--steps unknown --state-bytes 1000 --ram 6000 --forward-seconds 0.001"),
 ]
 IDS = [flags for _, _, flags in INPUTS]
+
+#: A step's and a disk's times, as a caller measures them (plan assumes none).
+MEASURED = {"forward_seconds": 1.0, "disk_bandwidth": "1GB/s"}
 
 
 def cli_binary():
@@ -135,8 +138,8 @@ def test_the_prediction_follows_the_time_model():
 
 
 def test_sizes_as_ints_and_strings_are_the_same_input():
-    by_text = json.loads(adjoint_checkpoints.plan(300, "1MiB", "12MiB", disk="100MB").plan.to_json())
-    by_int = json.loads(adjoint_checkpoints.plan(300, 1 << 20, 12 << 20, disk=10**8).plan.to_json())
+    by_text = json.loads(adjoint_checkpoints.plan(300, "1MiB", "12MiB", disk="100MB", **MEASURED).plan.to_json())
+    by_int = json.loads(adjoint_checkpoints.plan(300, 1 << 20, 12 << 20, disk=10**8, **MEASURED).plan.to_json())
     assert by_text == by_int
     assert by_int["input"]["state_bytes"] == 1 << 20
     # The defaults of the command: adjoint = 2 x forward, disk at 1 GB/s.
@@ -146,7 +149,7 @@ def test_sizes_as_ints_and_strings_are_the_same_input():
 
 
 def test_an_online_pick_is_driven_and_finalized():
-    schedule = adjoint_checkpoints.plan(None, "1MiB", "10MiB")
+    schedule = adjoint_checkpoints.plan(None, "1MiB", "10MiB", forward_seconds=1.0)
     assert schedule.max_n is None and schedule.plan.name in ONLINE and schedule.plan.steps == 10000
     n, out = 1234, []
     for action in schedule:
@@ -165,7 +168,7 @@ def test_an_online_pick_is_driven_and_finalized():
     [
         {"max_n": STEPS, "ram": 6 * CELLS * 8},
         {"max_n": STEPS, "ram": 4 * CELLS * 8, "disk": 20 * CELLS * 8, "disk_write_seconds": 0.5},
-        {"max_n": STEPS, "ram": 3 * CELLS * 8, "disk": 200 * CELLS * 8},
+        {"max_n": STEPS, "ram": 3 * CELLS * 8, "disk": 200 * CELLS * 8, "disk_bandwidth": "1GB/s"},
         {"max_n": None, "ram": 12 * CELLS * 8},
         {"max_n": None, "ram": 5 * CELLS * 8, "disk": 200 * CELLS * 8, "disk_write_seconds": 0.1},
     ],
@@ -175,7 +178,7 @@ def test_the_heat_adjoint_gradient_is_store_all(kwargs):
     """The NumPy heat adjoint of test_numpy_heat.py (singledispatch on the
     actions, finalizing online schedules) with a planned schedule."""
     kwargs = dict(kwargs)
-    schedule = adjoint_checkpoints.plan(kwargs.pop("max_n"), CELLS * 8, kwargs.pop("ram"), **kwargs)
+    schedule = adjoint_checkpoints.plan(kwargs.pop("max_n"), CELLS * 8, kwargs.pop("ram"), forward_seconds=1.0, **kwargs)
     gradient, held = checkpointed(adjoint_checkpoints, schedule)
     assert np.array_equal(gradient, store_all())
     assert held <= sum(schedule.plan.snapshots.values())
@@ -198,8 +201,8 @@ def test_the_pytorch_loop_takes_a_planned_schedule():
 
     state = 5 * 8
     for n, schedule in [
-        (60, adjoint_checkpoints.plan(60, state, 6 * state)),  # a schedule object
-        (lambda i, x: i == 60, lambda n: adjoint_checkpoints.plan(n, state, 6 * state)),  # online
+        (60, adjoint_checkpoints.plan(60, state, 6 * state, forward_seconds=1.0)),  # a schedule object
+        (lambda i, x: i == 60, lambda n: adjoint_checkpoints.plan(n, state, 6 * state, forward_seconds=1.0)),  # online
     ]:
         x0 = torch.linspace(0, 1, 5, dtype=torch.float64, requires_grad=True)
         xn = checkpointed_loop(step, x0, n, schedule=schedule, params=[w])
@@ -210,28 +213,33 @@ def test_the_pytorch_loop_takes_a_planned_schedule():
 @pytest.mark.parametrize(
     "args, kwargs, message",
     [
-        ((0, "1MiB", "1GiB"), {}, "steps must be positive"),
-        ((-3, "1MiB", "1GiB"), {}, "steps must be positive"),
-        ((10, 0, "1GiB"), {}, "state bytes must be positive"),
-        ((10, "1XB", "1GiB"), {}, 'unknown unit "XB"'),
-        ((10, "1MiB", "GiB"), {}, "is not a byte count"),
-        ((10, "1MiB", -5), {}, "ram must not be negative"),
-        ((10, "1MiB", 1 << 70), {}, "more bytes than 2^64 - 1"),
+        ((0, "1MiB", "1GiB"), {"forward_seconds": 1.0}, "steps must be positive"),
+        ((-3, "1MiB", "1GiB"), {"forward_seconds": 1.0}, "steps must be positive"),
+        ((10, 0, "1GiB"), {"forward_seconds": 1.0}, "state bytes must be positive"),
+        ((10, "1XB", "1GiB"), {"forward_seconds": 1.0}, 'unknown unit "XB"'),
+        ((10, "1MiB", "GiB"), {"forward_seconds": 1.0}, "is not a byte count"),
+        ((10, "1MiB", -5), {"forward_seconds": 1.0}, "ram must not be negative"),
+        ((10, "1MiB", 1 << 70), {"forward_seconds": 1.0}, "more bytes than 2^64 - 1"),
         ((10, "1MiB", "1GiB"), {"forward_seconds": -1.0}, "forward seconds must be a finite number"),
         ((10, "1MiB", "1GiB"), {"forward_seconds": 0.0}, "forward seconds must be a finite number"),
-        ((10, "1MiB", "1GiB"), {"adjoint_seconds": float("nan")}, "adjoint seconds must be a finite"),
-        ((10, "1MiB", "1GiB"), {"disk": "1GB", "disk_write_seconds": -0.5}, "write seconds must be"),
-        ((10, "1MiB", "1GiB"), {"disk": "1GB", "disk_write_seconds": 1.0, "disk_read_seconds": -1.0},
+        ((10, "1MiB", "1GiB"), {"forward_seconds": 1.0, "adjoint_seconds": float("nan")}, "adjoint seconds must be a finite"),
+        ((10, "1MiB", "1GiB"), {"forward_seconds": 1.0, "disk": "1GB", "disk_write_seconds": -0.5}, "write seconds must be"),
+        ((10, "1MiB", "1GiB"), {"forward_seconds": 1.0, "disk": "1GB", "disk_write_seconds": 1.0, "disk_read_seconds": -1.0},
          "read seconds must be"),
-        ((10, "1MiB", "1GiB"), {"disk_write_seconds": 1.0}, "disk times given without disk"),
-        ((10, "1MiB", "1GiB"), {"disk_bandwidth": "1GB/s"}, "disk times given without disk"),
-        ((10, "1MiB", "1GiB"), {"disk": "1GB", "disk_write_seconds": 1.0, "disk_bandwidth": "1GB/s"},
+        ((10, "1MiB", "1GiB"), {"forward_seconds": 1.0, "disk_write_seconds": 1.0}, "disk times given without disk"),
+        ((10, "1MiB", "1GiB"), {"forward_seconds": 1.0, "disk_bandwidth": "1GB/s"}, "disk times given without disk"),
+        ((10, "1MiB", "1GiB"), {"forward_seconds": 1.0, "disk": "1GB", "disk_write_seconds": 1.0, "disk_bandwidth": "1GB/s"},
          "not both"),
-        ((10, "1MiB", "1GiB"), {"disk": "1GB", "disk_write_seconds": 1.0, "disk_latency_seconds": 0.1},
+        ((10, "1MiB", "1GiB"), {"forward_seconds": 1.0, "disk": "1GB", "disk_write_seconds": 1.0, "disk_latency_seconds": 0.1},
          "DISK times: a latency goes with a bandwidth"),
-        ((10, "1MiB", "1GiB"), {"disk": "1GB", "disk_bandwidth": 0}, "bandwidth must be positive"),
-        ((10, "1MiB", "1GiB"), {"disk": "1GB", "disk_bandwidth": "1XB/s"}, "unknown unit"),
-        ((10, "1MiB", "1GiB"), {"disk": "1GB", "disk_latency_seconds": -1.0}, "latency"),
+        ((10, "1MiB", "1GiB"), {"forward_seconds": 1.0, "disk": "1GB", "disk_bandwidth": 0}, "bandwidth must be positive"),
+        ((10, "1MiB", "1GiB"), {"forward_seconds": 1.0, "disk": "1GB", "disk_bandwidth": "1XB/s"}, "unknown unit"),
+        ((10, "1MiB", "1GiB"), {"forward_seconds": 1.0, "disk": "1GB", "disk_bandwidth": "1GB/s", "disk_latency_seconds": -1.0}, "latency"),
+        # No made-up times: the step's and the disk's must be given.
+        ((10, "1MiB", "1GiB"), {}, "forward_seconds is required: the measured time of one forward step"),
+        ((10, "1MiB", "1GiB"), {"forward_seconds": 1.0, "disk": "1GB"}, "a disk needs its measured time"),
+        ((10, "1MiB", "1GiB"), {"forward_seconds": 1.0, "disk": "1GB", "disk_read_seconds": 1.0},
+         "a disk needs its measured time"),
     ],
 )
 def test_bad_arguments_raise_plan_errors(args, kwargs, message):
@@ -242,16 +250,17 @@ def test_bad_arguments_raise_plan_errors(args, kwargs, message):
 def test_nothing_fits_names_the_smallest_ram_that_does():
     assert issubclass(PlanError, ValueError)
     for max_n, disk in [(100, None), (None, None), (500, "1MB")]:
+        measured = {"forward_seconds": 1.0, "disk": disk} | ({"disk_bandwidth": "1GB/s"} if disk else {})
         with pytest.raises(PlanError, match="nothing fits") as error:
-            adjoint_checkpoints.plan(max_n, 1000, 1500, disk=disk)
+            adjoint_checkpoints.plan(max_n, 1000, 1500, **measured)
         smallest = str(error.value).rsplit(" is ", 1)[1]
         # The size the message names is a byte count plan takes, and fits.
-        fits = adjoint_checkpoints.plan(max_n, 1000, smallest, disk=disk).plan
+        fits = adjoint_checkpoints.plan(max_n, 1000, smallest, **measured).plan
         capacity = json.loads(fits.to_json())["input"]["levels"]["ram"]["capacity"]
         assert capacity > 1500 and fits.peak_bytes["RAM"] <= capacity
         # One fewer snapshot does not fit.
         with pytest.raises(PlanError, match="nothing fits"):
-            adjoint_checkpoints.plan(max_n, 1000, capacity - 1000, disk=disk)
+            adjoint_checkpoints.plan(max_n, 1000, capacity - 1000, **measured)
 
 
 @pytest.mark.parametrize(
@@ -260,11 +269,11 @@ def test_nothing_fits_names_the_smallest_ram_that_does():
 )
 def test_wrong_types_raise_type_errors(args):
     with pytest.raises(TypeError):
-        adjoint_checkpoints.plan(*args)
+        adjoint_checkpoints.plan(*args, forward_seconds=1.0)
 
 
 def test_alternatives_are_schedules_too():
-    plan = adjoint_checkpoints.plan(200, "1MiB", "8MiB", disk="1GiB").plan
+    plan = adjoint_checkpoints.plan(200, "1MiB", "8MiB", disk="1GiB", **MEASURED).plan
     assert plan.alternatives and isinstance(plan.best, adjoint_checkpoints.PlanCandidate)
     for candidate in plan.alternatives[:5]:
         out = actions(candidate.schedule(), 200)
@@ -281,7 +290,7 @@ def test_a_plan_for_known_steps_stops_there():
     take 0.7 to 6 s each to build here), the first of each family."""
     import itertools
 
-    planned = adjoint_checkpoints.plan(5000, "80MB", "2GiB", disk="100GB", disk_bandwidth="1GB/s")
+    planned = adjoint_checkpoints.plan(5000, "80MB", "2GiB", disk="100GB", disk_bandwidth="1GB/s", forward_seconds=1.0)
     bounded = set()
     alternatives = []
     for c in planned.plan.alternatives:

@@ -147,7 +147,7 @@ def test_bad_arguments_and_user_errors(plan):
 
 
 def test_an_online_plan_is_verified_with_the_loop_finalizing(plan):
-    online = adjoint_checkpoints.plan(None, 8_000, 60_000).plan
+    online = adjoint_checkpoints.plan(None, 8_000, 60_000, forward_seconds=1e-4).plan
     verified = online.verify(heat_gradient, alternatives=1, repeats=1)
     assert verified.gradients_agree
     np.testing.assert_allclose(verified.gradient, store_all(), rtol=1e-12)

@@ -108,8 +108,10 @@ SCHEDULES = {
     "SingleMemory (online)": lambda n: adjoint_checkpoints.SingleMemory(),
     "SingleDisk (online)": lambda n: adjoint_checkpoints.SingleDisk(move_data=True),
     "TwoLevel (online)": lambda n: adjoint_checkpoints.TwoLevel(7, 2, binomial_storage=adjoint_checkpoints.StorageType.RAM),
-    "plan": lambda n: adjoint_checkpoints.plan(n, 8 * 40, 8 * 40 * 6),
-    "plan with disk": lambda n: adjoint_checkpoints.plan(n, 8 * 40, 8 * 40 * 4, disk=8 * 40 * 50),
+    "plan": lambda n: adjoint_checkpoints.plan(n, 8 * 40, 8 * 40 * 6, forward_seconds=1.0),
+    "plan with disk": lambda n: adjoint_checkpoints.plan(
+        n, 8 * 40, 8 * 40 * 4, disk=8 * 40 * 50, forward_seconds=1.0, disk_bandwidth="1GB/s"
+    ),
 }
 
 
@@ -260,7 +262,7 @@ def test_the_default_schedule_applies_to_revolvers_made_afterwards():
     assert revolver.peak_snapshots["DISK"] > 0
     # An explicit schedule= wins over the default; a plan() as the default
     # gives each Revolver a fresh copy.
-    planned = adjoint_checkpoints.plan(N, CELLS * 8, CELLS * 8 * 6)
+    planned = adjoint_checkpoints.plan(N, CELLS * 8, CELLS * 8 * 6, forward_seconds=1.0)
     previous = pr.set_default_schedule(planned)
     try:
         for _ in range(2):
@@ -466,7 +468,7 @@ def test_bad_schedules_and_schemes_are_clear_errors():
     heat = Heat()
     with pytest.raises(pr.RevolverError, match="the schedule is for 10 steps, this Revolver for n_timesteps=23"):
         pr.Revolver(heat.cp, heat.fwd, heat.rev, None, N, schedule=adjoint_checkpoints.Revolve(10, 2))
-    with pytest.raises(TypeError, match="schedule must be None, a checkpointing schedule or a function"):
+    with pytest.raises(TypeError, match=r"schedule must be None, a checkpointing schedule, planned\(...\) or a function"):
         pr.Revolver(heat.cp, heat.fwd, heat.rev, None, N, schedule="revolve")
     with pytest.raises(TypeError, match="a schedule object runs once"):
         pr.set_default_schedule(adjoint_checkpoints.Revolve(N, 2))
@@ -617,3 +619,80 @@ def test_bad_storage_choices_are_clear_errors(kwargs, error, message):
     heat = Heat()
     with pytest.raises(error, match=message):
         pr.Revolver(heat.cp, heat.fwd, heat.rev, 3, N, **kwargs)
+
+
+# -- planned(): the schedule each Revolver plans from its measurements --------
+
+
+class Counted(pr.Operator):
+    """Records the calls of an operator, then makes them."""
+
+    def __init__(self, operator):
+        self.operator, self.calls = operator, []
+
+    def apply(self, t_start, t_end):
+        self.calls.append((t_start, t_end))
+        self.operator.apply(t_start=t_start, t_end=t_end)
+
+
+def _run(revolver, heat):
+    revolver.apply_forward()
+    heat.mu = 2.0 * heat.u
+    revolver.apply_reverse()
+    return heat.mu
+
+
+@pytest.mark.parametrize("disk", [None, "disk", "disk:zstd"])
+def test_planned_measures_the_step_and_the_disk_then_plans(disk, tmp_path):
+    import json
+
+    heat = Heat()
+    fwd = Counted(heat.fwd)
+    budget = {"ram": CELLS * 8 * 5} | ({"disk": CELLS * 8 * 100} if disk else {})
+    revolver = pr.Revolver(heat.cp, fwd, heat.rev, None, N, filedir=str(tmp_path), disk=disk,
+                           schedule=pr.planned(**budget, repeats=2))
+    # One uncounted and two timed runs of step 0, each from the initial
+    # state, which is put back after each.
+    assert fwd.calls == [(0, 1)] * 3
+    assert np.array_equal(heat.u, initial())
+    measured = revolver.measured
+    assert measured["forward_seconds"] > 0
+    plan_input = json.loads(revolver.schedule.plan.to_json())["input"]
+    assert plan_input["forward_seconds"] == measured["forward_seconds"]
+    if disk:
+        assert measured["disk_write_seconds"] > 0 and measured["disk_read_seconds"] > 0
+        assert plan_input["levels"]["disk"]["write_seconds"] == measured["disk_write_seconds"]
+        assert plan_input["levels"]["disk"]["read_seconds"] == measured["disk_read_seconds"]
+        assert plan_input["levels"]["disk"]["capacity"] == budget["disk"]
+        assert not any(p.is_file() for p in tmp_path.rglob("*")), "the measurement's snapshot was left behind"
+    else:
+        assert plan_input["levels"]["disk"] is None
+    assert plan_input["levels"]["ram"]["capacity"] == budget["ram"]
+    assert np.array_equal(_run(revolver, heat), store_all(N))
+
+
+def test_planned_as_the_default_plans_for_each_revolver():
+    choice = pr.planned(ram=CELLS * 8 * 4, disk=CELLS * 8 * 50, repeats=1)
+    previous = pr.set_default_schedule(choice)
+    try:
+        assert pr.get_default_schedule() is choice
+        for n in (N, 2 * N):
+            heat = Heat()
+            revolver = pr.Revolver(heat.cp, heat.fwd, heat.rev, None, n)
+            assert revolver.schedule.plan.steps == n and revolver.measured["forward_seconds"] > 0
+            assert np.array_equal(_run(revolver, heat), store_all(n))
+    finally:
+        pr.set_default_schedule(previous)
+
+
+def test_planned_refuses_what_it_cannot_plan():
+    with pytest.raises(pr.RevolverError, match="repeats must be an int of at least 1"):
+        pr.planned(ram="1MiB", repeats=0)
+    with pytest.raises(adjoint_checkpoints.PlanError, match='unknown unit "XB"'):
+        pr.planned(ram="1XB")
+    heat = Heat()
+    with pytest.raises(adjoint_checkpoints.PlanError, match="nothing fits"):
+        pr.Revolver(heat.cp, heat.fwd, heat.rev, None, N, schedule=pr.planned(ram=CELLS * 8))
+    storage = pr.NumpyStorage(CELLS, 4, np.float64)
+    with pytest.raises(pr.RevolverError, match="MultiLevelRevolver's are its storage_list's"):
+        pr.MultiLevelRevolver(heat.cp, heat.fwd, heat.rev, N, [storage], schedule=pr.planned(ram="1MiB"))

@@ -26,7 +26,7 @@ def plan(
     ram: Bytes,
     *,
     disk: Optional[Bytes] = None,
-    forward_seconds: float = 1.0,
+    forward_seconds: Optional[float] = None,
     adjoint_seconds: Optional[float] = None,
     disk_write_seconds: Optional[float] = None,
     disk_read_seconds: Optional[float] = None,
@@ -65,15 +65,22 @@ def plan(
       ``"500GB"`` or binary ``"8GiB"``, ``"1.5 MiB"``. RAM holds the live
       state and one step's adjoint data besides the snapshots. No disk if
       ``disk`` is ``None``.
-    - ``forward_seconds``, ``adjoint_seconds``: the time of one forward and
-      one adjoint step (the adjoint's defaults to twice the forward's).
-    - The disk's time per snapshot, either ``disk_write_seconds`` (and
-      ``disk_read_seconds``, by default the same), or ``disk_bandwidth``
-      (bytes per second, an ``int`` or a string such as ``"1GB/s"``;
-      1 GB/s when neither is given) with ``disk_latency_seconds``: a
-      snapshot then takes ``latency + state_bytes / bandwidth`` seconds
-      each way; ``disk_read_seconds`` alone replaces the read time the
-      bandwidth gives.
+    - ``forward_seconds`` (required): the measured time of one forward
+      step. No step time is assumed: the pick between fewer recomputations
+      and more disk traffic depends on it.
+    - ``adjoint_seconds``: the time of one adjoint step. Every schedule runs
+      each adjoint step once, so it adds the same time to every candidate
+      and never changes the pick; without it, ``predicted_seconds`` counts
+      it as twice ``forward_seconds``.
+    - With ``disk`` (required with it): the disk's measured time per
+      snapshot, either ``disk_write_seconds`` (and ``disk_read_seconds``,
+      by default the same), or ``disk_bandwidth`` (bytes per second, an
+      ``int`` or a string such as ``"1GB/s"``) with
+      ``disk_latency_seconds``: a snapshot then takes ``latency +
+      state_bytes / bandwidth`` seconds each way; ``disk_read_seconds``
+      alone replaces the read time the bandwidth gives. No disk speed is
+      assumed. Under Devito, :func:`adjoint_checkpoints.pyrevolve.planned`
+      measures both the step and the disk before it plans.
 
     - ``compression_ratio``: stored snapshots are this many times smaller
       than a state (a ratio you measured, e.g. with
@@ -87,7 +94,8 @@ def plan(
     seconds x disk reads``.
 
     Raises :class:`PlanError` (a ``ValueError``) with the planner's message
-    for arguments with no plan: zero steps, a size that is not a byte count,
+    for arguments with no plan: no ``forward_seconds``, a ``disk`` without
+    its time, zero steps, a size that is not a byte count,
     a negative or non-finite time, disk times without ``disk``, both disk
     write seconds and a bandwidth, a latency without a bandwidth, or budgets that nothing fits (the message gives
     the smallest RAM budget that would fit); ``TypeError`` for arguments of
@@ -95,7 +103,7 @@ def plan(
 
     >>> import json
     >>> import adjoint_checkpoints
-    >>> schedule = adjoint_checkpoints.plan(1000, "1MiB", "12MiB")
+    >>> schedule = adjoint_checkpoints.plan(1000, "1MiB", "12MiB", forward_seconds=1e-3)
     >>> schedule.plan.snapshots  # 12 MiB: the live state, one step's adjoint data, 10 snapshots
     {'RAM': 10}
     >>> schedule.plan.peak_bytes["RAM"] <= 12 * 2**20
@@ -113,22 +121,29 @@ def plan(
 
     With an unknown number of steps and a disk:
 
-    >>> online = adjoint_checkpoints.plan(None, "80MB", "2GiB", disk="100GB", disk_write_seconds=0.2)
+    >>> online = adjoint_checkpoints.plan(None, "80MB", "2GiB", disk="100GB", forward_seconds=0.05, disk_write_seconds=0.2)
     >>> online.max_n is None, online.plan.steps, online.plan.snapshots
     (True, 10000, {'RAM': 24, 'DISK': 1250})
 
     Snapshots compressed 4x: four times as many fit beside the
     uncompressed live state and adjoint data:
 
-    >>> adjoint_checkpoints.plan(1000, "1MiB", "12MiB", compression_ratio=4).plan.snapshots
+    >>> adjoint_checkpoints.plan(1000, "1MiB", "12MiB", forward_seconds=1e-3, compression_ratio=4).plan.snapshots
     {'RAM': 40}
 
     When nothing fits:
 
-    >>> adjoint_checkpoints.plan(100, 1000, 1500)  # doctest: +ELLIPSIS
+    >>> adjoint_checkpoints.plan(100, 1000, 1500, forward_seconds=1e-3)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     adjoint_checkpoints.PlanError: nothing fits 1.5 kB of RAM ... the smallest RAM budget that fits a schedule (with the same disk) is 3 kB
+
+    Without a measured step time, no plan:
+
+    >>> adjoint_checkpoints.plan(1000, "1MiB", "12MiB")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    adjoint_checkpoints.PlanError: forward_seconds is required: the measured time of one forward step ...
     """
     return _native._plan(
         max_n,

@@ -37,7 +37,10 @@ itself, uses it unchanged). A schedule is one of:
   schedules, ``max_n=None``, are finalized at ``n_timesteps``);
 - a function ``f(n_timesteps, state_bytes)`` returning one, called for each
   Revolver (``state_bytes`` is ``checkpoint.nbytes``): e.g.
-  ``lambda n, nbytes: adjoint_checkpoints.plan(n, nbytes, "2GiB", disk="100GB")``.
+  ``lambda n, nbytes: adjoint_checkpoints.HRevolve(n, 3, 20)``;
+- :func:`planned` (``planned(ram="2GiB", disk="100GB")``): each Revolver
+  measures its forward step and its disk level, then plans with
+  :func:`adjoint_checkpoints.plan`.
 
 With a schedule that stores on disk, a :class:`MemoryRevolver` keeps its
 RAM snapshots in memory and the disk ones in a :class:`DiskStorage` under
@@ -110,6 +113,7 @@ import sys
 from . import compression, crevolve, profiling, storage
 from ._defaults import get_default_schedule, get_default_storage, set_default_schedule, set_default_storage
 from ._errors import RevolverError, RevolverStateError
+from ._planned import Planned, planned
 from ._revolvers import (
     BaseRevolver,
     Checkpoint,
@@ -151,6 +155,8 @@ __all__ = [
     "set_default_storage",
     "get_default_storage",
     "install_as_pyrevolve",
+    "planned",
+    "Planned",
     "compression",
     "crevolve",
     "profiling",
@@ -161,7 +167,7 @@ __version__ = "2.2.8"
 
 # The classes defined in the private modules are this package's names: their
 # reprs, tracebacks and pickles say ``adjoint_checkpoints.pyrevolve.X``.
-for _cls in (RevolverError, RevolverStateError, Operator, Checkpoint, BaseRevolver, SingleLevelRevolver,
+for _cls in (RevolverError, RevolverStateError, Planned, Operator, Checkpoint, BaseRevolver, SingleLevelRevolver,
              MemoryRevolver, DiskRevolver, MultiLevelRevolver):
     _cls.__module__ = __name__
 del _cls

@@ -18,7 +18,9 @@ _default_schedule = None
 
 
 def _check_schedule_choice(schedule, what):
-    if schedule is None or callable(schedule) and not isinstance(schedule, Schedule):
+    from ._planned import Planned
+
+    if schedule is None or isinstance(schedule, Planned) or callable(schedule) and not isinstance(schedule, Schedule):
         return schedule
     if isinstance(schedule, Schedule):
         if what == "default" and not hasattr(schedule, "plan"):
@@ -29,7 +31,8 @@ def _check_schedule_choice(schedule, what):
             )
         return schedule
     raise TypeError(
-        f"schedule must be None, a checkpointing schedule or a function f(n_timesteps, state_bytes) returning one, "
+        f"schedule must be None, a checkpointing schedule, planned(...) or a function f(n_timesteps, state_bytes) "
+        f"returning a schedule, "
         f"got {type(schedule).__name__}"
     )
 

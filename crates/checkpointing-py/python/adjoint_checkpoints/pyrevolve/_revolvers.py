@@ -11,6 +11,7 @@ from . import _defaults
 from ._defaults import _check_schedule_choice, _compression_choice, _positive_int, _storage_choice
 from ._driver import _Run
 from ._errors import RevolverError, RevolverStateError
+from ._planned import Planned
 from .compression import init_compression
 from .crevolve import adjust
 from .profiling import Profiler
@@ -123,7 +124,9 @@ class BaseRevolver:
         )
         if choice is None:
             return default(), False
-        if isinstance(choice, Schedule):
+        if isinstance(choice, Planned):
+            picked = choice.schedule_for(self)
+        elif isinstance(choice, Schedule):
             picked = choice.plan.schedule() if not explicit and hasattr(choice, "plan") else choice
         else:
             picked = choice(self.n_timesteps, int(self.checkpoint.nbytes))
@@ -384,6 +387,11 @@ class MultiLevelRevolver(BaseRevolver):
         if not 1 <= len(self.storage_list) <= 2:
             raise RevolverError(
                 f"MultiLevelRevolver takes one or two storages (RAM, then disk), got {len(self.storage_list)}"
+            )
+        if isinstance(schedule, Planned):
+            raise RevolverError(
+                "planned(...) sizes the levels itself, and a MultiLevelRevolver's are its storage_list's: "
+                "give planned(...) to a Revolver (MemoryRevolver, DiskRevolver, SingleLevelRevolver)"
             )
         self.uf, self.ub, self.up = uf, ub, up
         n = self.n_timesteps
