@@ -315,3 +315,54 @@ with h5py.File(sys.argv[1], "r") as f:
         );
     }
 }
+
+/// A memory store whose own flush fails: stands for a disk whose deferred
+/// fsync fails (`Durability::OnFlush`).
+struct FlushFails(MemoryStore<Vec<f64>>);
+
+impl SnapshotStore<Vec<f64>> for FlushFails {
+    fn save(&mut self, step: u64, value: Vec<f64>) -> Result<(), StorageError> {
+        self.0.save(step, value)
+    }
+    fn load(&mut self, step: u64) -> Result<Vec<f64>, StorageError> {
+        self.0.load(step)
+    }
+    fn remove(&mut self, step: u64) -> Result<(), StorageError> {
+        self.0.remove(step)
+    }
+    fn contains(&self, step: u64) -> bool {
+        self.0.contains(step)
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn held_steps(&self) -> Vec<u64> {
+        self.0.held_steps()
+    }
+    fn flush(&mut self) -> Result<(), StorageError> {
+        Err(StorageError::Io {
+            step: 7,
+            path: "sync".into(),
+            source: std::io::Error::other("fsync failed"),
+        })
+    }
+}
+
+#[test]
+fn flushing_a_background_store_flushes_the_store_behind_it() {
+    // The journal flushes each store before it records it: through an
+    // AsyncStore, that must reach the inner store's deferred fsyncs.
+    let mut store = AsyncStore::new(FlushFails(MemoryStore::new()), 2);
+    store.save(7, vec![1.0]).unwrap();
+    let err = store.flush().unwrap_err();
+    assert!(err.to_string().contains("fsync failed"), "{err}");
+    let mut store = AsyncStore::new(
+        DiskStore::<Vec<f64>>::temporary()
+            .unwrap()
+            .with_durability(checkpointing::Durability::OnFlush),
+        2,
+    );
+    store.save(1, vec![1.0]).unwrap();
+    store.flush().unwrap();
+    assert_eq!(store.load(1).unwrap(), vec![1.0]);
+}

@@ -60,6 +60,6 @@ pub use executor::{
     UserError, Verification, VerifiedCandidate, VerifyOptions,
 };
 pub use storage::{
-    Checkpoint, DiskStore, DurableStore, Footprint, MemoryStore, NamedStore, NotDurable,
-    SnapshotNames, SnapshotStore, StorageError, StoreStats,
+    Checkpoint, DiskStore, Durability, DurableStore, Footprint, MemoryStore, NamedStore,
+    NotDurable, SnapshotNames, SnapshotStore, StorageError, StoreStats,
 };

@@ -259,6 +259,7 @@ fn serve<T: Footprint, St: SnapshotStore<T>>(
     in_flight: &AtomicU64,
 ) -> St {
     for request in requests {
+        let mut flushed = None;
         let failure = match request {
             Request::Save(step, value) => {
                 let bytes = value.footprint() as u64;
@@ -269,9 +270,11 @@ fn serve<T: Footprint, St: SnapshotStore<T>>(
             Request::Remove(step) => inner.remove(step).err(),
             Request::Load(step, reply) => answer(inner.load(step), reply, in_flight),
             Request::Take(step, reply) => answer(inner.take(step), reply, in_flight),
+            // The inner store's own flush too (a disk store's deferred
+            // fsyncs): a journal records only what is on the medium.
             Request::Flush(done) => {
-                let _ = done.send(());
-                None
+                flushed = Some(done);
+                inner.flush().err()
             }
             Request::Durable(job) => {
                 job(&mut inner);
@@ -283,6 +286,11 @@ fn serve<T: Footprint, St: SnapshotStore<T>>(
         shared.resident = inner.resident_bytes();
         if shared.failure.is_none() {
             shared.failure = failure;
+        }
+        drop(shared);
+        // Answered once its failure, if any, is recorded for check().
+        if let Some(done) = flushed {
+            let _ = done.send(());
         }
     }
     inner

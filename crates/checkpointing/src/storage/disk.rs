@@ -18,12 +18,15 @@ const HEADER: usize = 8 + 8 + 8 + 4;
 
 /// Snapshots on disk, one file per snapshot in a directory.
 ///
-/// Each file is written to a temporary name, flushed to stable storage
-/// (`fsync`) and renamed into place, so a crash or a full disk never leaves a
-/// partial snapshot visible; the directory is synced after the rename. Files
-/// carry the step, the payload length and a CRC-32 checksum: a corrupted,
-/// truncated or missing file is an error naming the step, never a wrong
-/// value. Values are serialized with serde in `bincode`'s fixed-width
+/// Each file is written to a temporary name and renamed into place, so a
+/// failed or full write never leaves a partial snapshot visible. When a file
+/// reaches stable storage (`fsync` of the file, then of the directory) is
+/// the store's [`Durability`]: only when a journal records it by default
+/// ([`Durability::OnFlush`]: a resumable run waits for exactly what its
+/// journal names, other runs pay nothing), never for a temporary directory
+/// that cannot outlive the process, or after every save. Files carry the
+/// step, the payload length and a CRC-32 checksum: a corrupted, truncated or
+/// missing file is an error naming the step, never a wrong value. Values are serialized with serde in `bincode`'s fixed-width
 /// little-endian format, so a `Vec<f64>` costs 8 bytes per element plus an
 /// 8-byte length.
 ///
@@ -49,12 +52,46 @@ pub struct DiskStore<T> {
     /// The file of each snapshot held, and deferred removals.
     files: SnapshotNames,
     max_snapshots: Option<usize>,
+    durability: Durability,
+    /// Files written since the last sync (`Durability::OnFlush`).
+    unsynced: Vec<(Step, PathBuf)>,
     stats: StoreStats,
     _values: PhantomData<fn(T) -> T>,
 }
 
+/// When a [`DiskStore`]'s snapshot files reach stable storage (`fsync` of
+/// the file and of its directory). A rename makes every written file
+/// complete or absent for the running process in every mode; durability is
+/// about a crash of the machine, which only a resumable (journaled) run
+/// survives.
+///
+/// ```
+/// use checkpointing::{DiskStore, Durability, SnapshotStore};
+/// let dir = tempfile::tempdir().unwrap();
+/// let mut store = DiskStore::<Vec<f64>>::in_dir(dir.path()).unwrap();
+/// assert_eq!(store.durability(), Durability::OnFlush);
+/// store.save(3, vec![1.0]).unwrap(); // written, not yet synced
+/// store.flush().unwrap(); // synced: what a journal commit waits for
+/// let store = DiskStore::<Vec<f64>>::temporary().unwrap();
+/// assert_eq!(store.durability(), Durability::None);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Never synced: for a directory removed with the store
+    /// ([`DiskStore::temporary`]'s default).
+    None,
+    /// Synced by [`SnapshotStore::flush`], which a journaled run calls
+    /// before each journal commit, so the journal names only snapshots on
+    /// stable storage; a run without a journal never waits for a sync
+    /// ([`DiskStore::in_dir`]'s default).
+    OnFlush,
+    /// Every save synced before it returns (the file, then the directory).
+    EverySave,
+}
+
 impl<T> DiskStore<T> {
-    /// A store in a new temporary directory, removed on drop.
+    /// A store in a new temporary directory, removed on drop; its files are
+    /// never synced ([`Durability::None`]).
     pub fn temporary() -> Result<Self, StorageError> {
         let temp = tempfile::Builder::new()
             .prefix("checkpointing-")
@@ -66,10 +103,12 @@ impl<T> DiskStore<T> {
             })?;
         let mut store = Self::with_dir(temp.path().to_path_buf());
         store._temp = Some(temp);
+        store.durability = Durability::None;
         Ok(store)
     }
 
-    /// A store in `dir` (created if needed), kept after the store is dropped.
+    /// A store in `dir` (created if needed), kept after the store is dropped;
+    /// files synced when a journal records them ([`Durability::OnFlush`]).
     /// Snapshot files already there are not adopted.
     pub fn in_dir(dir: impl AsRef<Path>) -> Result<Self, StorageError> {
         let dir = dir.as_ref().to_path_buf();
@@ -88,6 +127,8 @@ impl<T> DiskStore<T> {
             _temp: None,
             files: SnapshotNames::new("snapshot-", ".ckpt"),
             max_snapshots: None,
+            durability: Durability::OnFlush,
+            unsynced: Vec::new(),
             stats: StoreStats::default(),
             _values: PhantomData,
         }
@@ -105,6 +146,17 @@ impl<T> DiskStore<T> {
     pub fn with_max_snapshots(mut self, n: usize) -> Self {
         self.max_snapshots = Some(n);
         self
+    }
+
+    /// When files reach stable storage (see [`Durability`]).
+    pub fn with_durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+
+    /// The store's [`Durability`].
+    pub fn durability(&self) -> Durability {
+        self.durability
     }
 
     /// The directory holding the files.
@@ -135,11 +187,43 @@ impl<T> DiskStore<T> {
         }
     }
 
-    /// Writes `bytes` to `path` atomically: temp file, fsync, rename, fsync
-    /// of the directory. On failure nothing is left under either name.
-    fn write_atomically(&self, step: Step, path: &Path, bytes: &[u8]) -> Result<(), StorageError> {
+    /// Writes `bytes` to `path` atomically (a temporary file renamed into
+    /// place), synced now with [`Durability::EverySave`], at the next flush
+    /// with [`Durability::OnFlush`]. On failure nothing is left under either
+    /// name.
+    fn write_atomically(
+        &mut self,
+        step: Step,
+        path: &Path,
+        bytes: &[u8],
+    ) -> Result<(), StorageError> {
         let temp = self.dir.join(format!(".{}{step:020}.tmp", self.prefix));
-        write_atomically(&self.dir, &temp, path, bytes).map_err(|e| Self::io(step, path, e))
+        let sync = self.durability == Durability::EverySave;
+        write_file(&self.dir, &temp, path, bytes, sync).map_err(|e| Self::io(step, path, e))?;
+        if self.durability == Durability::OnFlush {
+            self.unsynced.push((step, path.to_path_buf()));
+        }
+        Ok(())
+    }
+
+    /// Syncs the files written since the last sync that are still there,
+    /// then the directory.
+    fn sync_written(&mut self) -> Result<(), StorageError> {
+        if self.unsynced.is_empty() {
+            return Ok(());
+        }
+        for (step, path) in &self.unsynced {
+            match File::open(path).and_then(|file| file.sync_all()) {
+                Err(e) if e.kind() != ErrorKind::NotFound => return Err(Self::io(*step, path, e)),
+                _ => {}
+            }
+        }
+        let (step, _) = self.unsynced[0];
+        File::open(&self.dir)
+            .and_then(|dir| dir.sync_all())
+            .map_err(|e| Self::io(step, &self.dir, e))?;
+        self.unsynced.clear();
+        Ok(())
     }
 
     fn delete(&self, step: Step, name: &str) -> Result<(), StorageError> {
@@ -241,13 +325,31 @@ pub(crate) fn write_atomically(
     path: &Path,
     bytes: &[u8],
 ) -> std::io::Result<()> {
+    write_file(dir, temp, path, bytes, true)
+}
+
+/// Writes `bytes` to `temp` and renames it to `path`; with `sync`, the file
+/// is synced before the rename and `dir` after it. On failure nothing is
+/// left under either name.
+fn write_file(
+    dir: &Path,
+    temp: &Path,
+    path: &Path,
+    bytes: &[u8],
+    sync: bool,
+) -> std::io::Result<()> {
     let result = (|| {
         let mut file = File::create(temp)?;
         file.write_all(bytes)?;
-        file.sync_all()?;
+        if sync {
+            file.sync_all()?;
+        }
         drop(file);
         fs::rename(temp, path)?;
-        File::open(dir)?.sync_all()
+        if sync {
+            File::open(dir)?.sync_all()?;
+        }
+        Ok(())
     })();
     if result.is_err() {
         let _ = fs::remove_file(temp);
@@ -316,6 +418,11 @@ impl<T: Serialize + DeserializeOwned> SnapshotStore<T> for DiskStore<T> {
         self.stats
     }
 
+    /// Syncs the files not yet on stable storage ([`Durability::OnFlush`]).
+    fn flush(&mut self) -> Result<(), StorageError> {
+        self.sync_written()
+    }
+
     fn as_durable(&mut self) -> Option<&mut dyn DurableStore> {
         Some(self)
     }
@@ -357,5 +464,51 @@ impl<T> NamedStore for DiskStore<T> {
 
     fn location(&self, name: &str) -> PathBuf {
         self.dir.join(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each mode leaves the right files waiting for a sync: with `OnFlush`,
+    /// those saved since the last flush (a removed one is skipped by the
+    /// sync), and none once flushed; the others never keep any. Values
+    /// round-trip in every mode.
+    #[test]
+    fn files_wait_for_a_sync_only_on_flush() {
+        let dir = tempfile::tempdir().unwrap();
+        for durability in [Durability::None, Durability::OnFlush, Durability::EverySave] {
+            let mut store =
+                DiskStore::<Vec<f64>>::in_dir(dir.path().join(format!("{durability:?}")))
+                    .unwrap()
+                    .with_durability(durability);
+            store.save(1, vec![1.0; 1000]).unwrap();
+            store.save(2, vec![2.0; 1000]).unwrap();
+            store.remove(1).unwrap();
+            let waiting: Vec<Step> = store.unsynced.iter().map(|(step, _)| *step).collect();
+            let expected: &[Step] = if durability == Durability::OnFlush {
+                &[1, 2]
+            } else {
+                &[]
+            };
+            assert_eq!(waiting, expected, "{durability:?}");
+            store.flush().unwrap();
+            assert!(store.unsynced.is_empty(), "{durability:?}");
+            assert_eq!(store.load(2).unwrap(), vec![2.0; 1000]);
+        }
+    }
+
+    #[test]
+    fn defaults_sync_only_what_can_outlive_the_process() {
+        assert_eq!(
+            DiskStore::<u8>::temporary().unwrap().durability(),
+            Durability::None
+        );
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(
+            DiskStore::<u8>::in_dir(dir.path()).unwrap().durability(),
+            Durability::OnFlush
+        );
     }
 }

@@ -15,9 +15,9 @@ mod names;
 mod store;
 
 pub(crate) use disk::write_atomically;
-pub use disk::DiskStore;
 #[cfg(feature = "fuzzing")]
 pub(crate) use disk::{decode_snapshot_file, encode_snapshot_file};
+pub use disk::{DiskStore, Durability};
 pub use error::StorageError;
 pub use memory::MemoryStore;
 pub use names::{NamedStore, SnapshotNames};
