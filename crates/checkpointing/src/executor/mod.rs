@@ -142,6 +142,11 @@ trait AfterAction<S, P: Problem> {
         &mut self,
         stores: &mut PerLevel<Option<LevelStore<'_, S>>>,
     ) -> Result<(), ExecutorError>;
+    /// Whether a run that failed keeps its snapshots: a journaled one does,
+    /// to resume from them.
+    fn keeps_snapshots_on_error(&self) -> bool {
+        false
+    }
 }
 
 /// Plain runs record nothing.
@@ -254,7 +259,60 @@ where
         )
     }
 
+    /// Runs `schedule` and leaves no snapshot behind: after the gradient
+    /// (and after an error, unless a journal keeps them to resume), every
+    /// snapshot still held by a level is removed, whatever the schedule's
+    /// last actions (some of the reference's schedules end with snapshots
+    /// stored).
     fn execute<P, Sc, J>(
+        &mut self,
+        problem: &mut P,
+        schedule: Sc,
+        start: Start<S, P::Adjoint>,
+        stop: Stop<'_, S>,
+        terminal: impl FnOnce(&S) -> Result<P::Adjoint, UserError>,
+        journal: &mut J,
+    ) -> Result<Outcome<P::Adjoint>, ExecutorError>
+    where
+        P: Problem<State = S>,
+        Sc: Schedule,
+        J: AfterAction<S, P>,
+    {
+        match self.execute_schedule(problem, schedule, start, stop, terminal, journal) {
+            Ok(outcome) => {
+                self.remove_snapshots()?;
+                Ok(outcome)
+            }
+            Err(error) => {
+                if !journal.keeps_snapshots_on_error() {
+                    // Best effort: the run's own error is the one to report.
+                    let _ = self.remove_snapshots();
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// Removes every snapshot the levels hold, and waits until the removals
+    /// are done (also a durable store's deferred ones).
+    fn remove_snapshots(&mut self) -> Result<(), ExecutorError> {
+        for level in StorageLevel::STORED {
+            let Some(store) = self.level_store(level) else {
+                continue;
+            };
+            let storage = |source| ExecutorError::Storage { level, source };
+            for step in store.held_steps() {
+                store.remove(step).map_err(storage)?;
+            }
+            store.flush().map_err(storage)?;
+            if let Some(durable) = store.as_durable() {
+                durable.complete_removals().map_err(storage)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn execute_schedule<P, Sc, J>(
         &mut self,
         problem: &mut P,
         mut schedule: Sc,

@@ -138,6 +138,10 @@ where
         }
         complete_removals(stores)
     }
+
+    fn keeps_snapshots_on_error(&self) -> bool {
+        true
+    }
 }
 
 impl<'p, S> Executor<'p, S>
