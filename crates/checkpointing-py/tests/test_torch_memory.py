@@ -13,6 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import adjoint_checkpoints as cp  # noqa: E402
+from adjoint_checkpoints.torch import _cache  # noqa: E402
 from adjoint_checkpoints.torch._plan import modelled_seconds, spill_schedule  # noqa: E402
 from adjoint_checkpoints.torch import (  # noqa: E402
     LoopStats,
@@ -249,7 +250,11 @@ def test_the_signature_is_pytorchs_plus_memory():
     theirs = inspect.signature(torch.utils.checkpoint.checkpoint_sequential)
     params = list(ours.parameters.values())
     ours_only = {"memory", "host_memory"}
-    assert [p for p in params if p.name not in ours_only] == list(theirs.parameters.values())
+
+    def plain(ps):  # names, kinds and defaults: ours are annotated, PyTorch's not
+        return [(p.name, p.kind, p.default) for p in ps]
+
+    assert plain(p for p in params if p.name not in ours_only) == plain(theirs.parameters.values())
     assert all(ours.parameters[name].kind is inspect.Parameter.KEYWORD_ONLY for name in ours_only)
 
 
@@ -341,3 +346,160 @@ def test_the_measurement_and_plan_are_made_once_per_step_and_signature(gru):
     calls.clear()
     checkpointed_loop(counted, x0[:8], 30, memory=memory, params=params).sum().backward()
     assert len(calls) > cp.torch.last_stats.step_evaluations  # another shape: measured again
+
+
+# --- the plan cache --------------------------------------------------------------
+
+
+def counting(step):
+    """``step`` and the list of the steps it was called for."""
+    calls = []
+
+    def counted(i, h):
+        calls.append(i)
+        return step(i, h)
+
+    return counted, calls
+
+
+def measured(calls, stats):
+    """Step calls beyond the loop's own: the measurement's."""
+    return len(calls) - stats.step_evaluations
+
+
+def test_a_new_lambda_each_call_finds_the_cached_measurement_and_plan(gru):
+    step, x0, params = gru
+    cp.torch.clear_plan_cache()
+    n, memory = 30, 20 * x0.numel() * 8
+    ref = plain(step, x0, n, params)
+    calls, extra = [], []
+    for _ in range(3):
+        calls.clear()
+        # A lambda made anew on each call, as in a training loop's body.
+        got, stats = run(lambda i, h: calls.append(i) or step(i, h), x0, n, params, memory=memory)
+        assert_close(got, ref)
+        assert stats.peak_bytes <= memory
+        extra.append(measured(calls, stats))
+    assert extra[0] > 0 and extra[1:] == [0, 0]
+    assert _cache.PLANS.hits >= 2
+
+
+@pytest.mark.parametrize("change", ["shape", "dtype", "budget", "params"])
+def test_a_changed_signature_or_budget_misses_and_gives_plain_autograds_gradient(gru, change):
+    step, x0, params = gru
+    cp.torch.clear_plan_cache()
+    n, memory = 30, 24 * x0.numel() * 8
+    counted, calls = counting(step)
+    run(counted, x0, n, params, memory=memory)
+    plans = len(_cache.PLANS)
+    if change == "shape":
+        x0 = torch.randn(9, 48, dtype=torch.float64, requires_grad=True)
+    elif change == "dtype":
+        step.float()
+        x0 = x0.detach().float().requires_grad_()
+    elif change == "budget":
+        memory = 12 * x0.numel() * 8
+    else:  # the parameters' requires_grad: another tape
+        params[0].requires_grad_(False)
+        params = params[1:]
+    calls.clear()
+    ref = plain(step, x0, n, params)
+    got, stats = run(counted, x0, n, params, memory=memory)
+    if change == "dtype":
+        for g, r in zip(got, ref):
+            assert torch.allclose(g, r, rtol=1e-4, atol=1e-6)
+    else:
+        assert_close(got, ref)
+    assert stats.peak_bytes <= memory, (stats.peak_bytes, memory)
+    assert len(_cache.PLANS) == plans + 1  # planned anew
+    # The budget alone changed: the step's measurement is reused.
+    assert (measured(calls, stats) == 0) == (change == "budget")
+
+
+def test_a_stale_entry_is_detected_not_used(gru):
+    step, x0, params = gru
+    cp.torch.clear_plan_cache()
+    n, memory = 30, 16 * x0.numel() * 8
+    counted, calls = counting(step)
+    small = x0[:4].detach().requires_grad_()
+    small_profile = profile_step(counted, small, params=params)
+    spec = torch.utils._pytree.tree_flatten(x0)[1]
+    key = _cache.step_key(counted)
+    sig = _cache.signature(spec, [x0], params)
+    stale_sig = _cache.signature(spec, [small], params)
+    # Planted under the key this call looks up, but measured on another
+    # shape (a quarter of the bytes): planning with it would overrun the
+    # budget.
+    _cache.PROFILES.put((key, sig), _cache.ProfileEntry(key, stale_sig, small_profile))
+    # And a plan under another entry's key.
+    calls.clear()
+    ref = plain(step, x0, n, params)
+    got, stats = run(counted, x0, n, params, memory=memory)
+    assert_close(got, ref)
+    assert measured(calls, stats) > 0  # measured again
+    assert stats.peak_bytes <= memory, (stats.peak_bytes, memory)
+    entry = _cache.PROFILES.get((key, sig))
+    assert entry.signature == sig and entry.value.state_bytes == x0.numel() * 8
+
+
+def test_a_stale_plan_is_detected_not_used(gru):
+    step, x0, params = gru
+    cp.torch.clear_plan_cache()
+    n, memory = 30, 16 * x0.numel() * 8
+    run(step, x0, n, params, memory=memory)
+    ((key, (_, plan)),) = _cache.PLANS.items()
+    other = cp.torch._plan.ReplayedSchedule(cp.Revolve(n, 1))
+    _cache.PLANS.put(key, (key[:-1] + ("another signature",), other))
+    ref = plain(step, x0, n, params)
+    got, stats = run(step, x0, n, params, memory=memory)
+    assert_close(got, ref)
+    assert stats.schedule == repr(plan)
+    assert _cache.PLANS.get(key)[1] is not other
+
+
+def test_the_caches_are_bounded_and_cleared(gru):
+    step, x0, params = gru
+    cp.torch.clear_plan_cache()
+    for rows in range(1, _cache.MAX_ENTRIES + 6):
+        x = torch.randn(rows, 48, dtype=torch.float64, requires_grad=True)
+        checkpointed_loop(step, x, 4, memory="1MiB", params=params).sum().backward()
+    assert len(_cache.PROFILES) == len(_cache.PLANS) == _cache.MAX_ENTRIES
+    cp.torch.clear_plan_cache()
+    assert len(_cache.PROFILES) == len(_cache.PLANS) == 0
+    counted, calls = counting(step)
+    stats = LoopStats()
+    checkpointed_loop(counted, x0, 4, memory="1MiB", params=params, stats=stats).sum().backward()
+    assert measured(calls, stats) > 0
+
+
+def test_step_keys():
+    lin = torch.nn.Linear(3, 3)
+
+    def make(scale):
+        return lambda i, x: lin(x) * scale
+
+    assert _cache.step_key(make(2)) == _cache.step_key(make(2))
+    assert _cache.step_key(make(2)) != _cache.step_key(make(3))
+    other = torch.nn.Linear(3, 3)
+    assert _cache.step_key(lambda i, x: lin(x)) != _cache.step_key(lambda i, x: other(x))
+    assert _cache.step_key(lin) == _cache.step_key(lin) != _cache.step_key(other)
+    key = _cache.step_key(lin)
+    lin.eval()
+    assert _cache.step_key(lin) != key  # training mode is part of a module's key
+    assert _cache.step_key(lin.forward) == _cache.step_key(lin.forward)
+
+
+def test_checkpoint_sequential_of_a_list_caches_and_misses_on_a_new_shape():
+    cp.torch.clear_plan_cache()
+    model = uneven_model()
+    layers = list(model)  # a list, not an nn.Sequential
+    params = list(model.parameters())
+    for rows, runs in ((8, 2), (5, 1)):
+        x = torch.randn(rows, 32, dtype=torch.float64, requires_grad=True)
+        ref = torch.autograd.grad((model(x) ** 2).sum(), [x] + params)
+        for _ in range(runs):
+            x.grad = None
+            model.zero_grad()
+            (checkpoint_sequential(layers, 2, x, memory="4MiB") ** 2).sum().backward()
+            assert_close([x.grad] + [p.grad for p in params], ref)
+    assert len(_cache.PROFILES) == 2 and _cache.PROFILES.hits == 1

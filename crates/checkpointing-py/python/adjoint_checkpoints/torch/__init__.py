@@ -62,6 +62,7 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 import time
 from dataclasses import dataclass, field
@@ -74,11 +75,10 @@ from torch.utils import _pytree as pytree
 import adjoint_checkpoints as _cp
 from adjoint_checkpoints._native import SnapshotCorruptedError, SnapshotError
 
-import weakref
-
 #: The loop's state: a tensor or a pytree of tensors.
 State = TypeVar("State")
 
+from . import _cache
 from ._plan import (
     ReplayedSchedule,
     StepProfile,
@@ -94,6 +94,7 @@ from ._run import _differentiable, _Run
 __all__ = [
     "checkpointed_loop",
     "checkpoint_sequential",
+    "clear_plan_cache",
     "profile_step",
     "StepProfile",
     "LoopStats",
@@ -187,7 +188,8 @@ def checkpointed_loop(
     (:func:`profile_step`: its state's bytes, its tape's, its times) and
     the loop follows the tape-aware ``HeterogeneousRevolve`` for that
     budget, which keeps whole steps' activations from the forward where
-    they fit instead of recomputing them. ``host_memory`` (with
+    they fit instead of recomputing them; the measurement and the plan
+    are cached for later calls (see :func:`clear_plan_cache`). ``host_memory`` (with
     ``memory=``): a second budget, in host memory, for states spilled out
     of ``memory`` (on a GPU, ``memory`` is the device's and the spilled
     states go to pinned host memory, copied on a side stream): the loop is
@@ -282,35 +284,58 @@ if not TYPE_CHECKING:
     checkpointed_loop = torch.compiler.disable(checkpointed_loop)
 
 
-#: memory= plans, per step function (weakly) and input signature: the step
-#: is measured and the schedule made once, then its actions replayed.
-_LOOP_PLANS = weakref.WeakKeyDictionary()
-
-
 def _memory_schedule(step, leaves, spec, n, params, budget, host_budget=None):
     """The tape-aware schedule of ``n`` steps like step 0 (measured on
     ``x0``) within ``budget`` bytes: the budget less the live state and the
     adjoint (one state each) goes to checkpoints and tapes; with
     ``host_budget``, :func:`spill_schedule` may spill segment boundaries
-    to the host. Cached per step function, number of steps, budgets,
-    parameters and the shapes, dtypes and devices of ``x0``'s tensors."""
-    owner = getattr(step, "__self__", step)
-    key = (getattr(step, "__func__", None), n, budget, host_budget, str(spec), tuple(id(p) for p in params),
-           tuple((t.shape, t.dtype, t.device) for t in leaves))
-    try:
-        cache = _LOOP_PLANS.setdefault(owner, {})
-    except TypeError:  # not weakly referenceable: measured every call
-        cache = {}
-    if key not in cache:
-        profile = profile_call(flat_call(step, spec, 0), leaves, params)
-        for_schedule = budget - 2 * profile.state_bytes
-        if for_schedule <= 0:
-            raise ValueError(
-                f"memory={budget} bytes does not hold the live state and the adjoint "
-                f"({2 * profile.state_bytes} bytes)"
-            )
-        cache[key] = _budget_schedule([profile] * n, for_schedule, host_budget, profile.state_bytes, leaves)
-    return cache[key]
+    to the host. The measurement is cached per step function and
+    signature (the shapes, dtypes, devices and ``requires_grad`` of
+    ``x0``'s tensors and of the parameters), the plan per number of
+    steps, budgets and measured profile (:mod:`._cache`)."""
+    sig = _cache.signature(spec, leaves, params)
+    profile = _cache.cached_profile(
+        _cache.step_key(step), sig, lambda: profile_call(flat_call(step, spec, 0), leaves, params)
+    )
+    for_schedule = budget - 2 * profile.state_bytes
+    if for_schedule <= 0:
+        raise ValueError(
+            f"memory={budget} bytes does not hold the live state and the adjoint "
+            f"({2 * profile.state_bytes} bytes)"
+        )
+    profile = _rounded_profile(profile)
+    return _cache.cached_plan(
+        ("loop", n, for_schedule, host_budget, profile, sig),
+        lambda: _budget_schedule([profile] * n, for_schedule, host_budget, profile.state_bytes, leaves),
+    )
+
+
+def _rounded_profile(p):
+    """``p`` with its times to two significant digits: what plans are made
+    from and cached by, so that a re-measured step whose times moved by
+    a few percent finds its plan."""
+    return dataclasses.replace(
+        p,
+        forward_seconds=_cache.rounded(p.forward_seconds),
+        taped_seconds=_cache.rounded(p.taped_seconds),
+        backward_seconds=_cache.rounded(p.backward_seconds),
+    )
+
+
+def clear_plan_cache() -> None:
+    """Forgets every ``memory=`` measurement and plan: the next
+    :func:`checkpointed_loop` or :func:`checkpoint_sequential` with
+    ``memory=`` measures its step (or layers) and plans again.
+
+    Both are cached (least recently used out first, 32 entries each): a
+    step's :class:`StepProfile` per step function and signature of its
+    input (shapes, dtypes, devices, ``requires_grad``, and the
+    parameters'), measured again when the signature changes; a plan per
+    number of steps, budgets and profile. Call this when a step's cost
+    changed without its signature changing (another step function body
+    behind the same closure, a machine under another load), or to free
+    what the caches hold."""
+    _cache.clear()
 
 
 def _budget_schedule(profiles, budget, host_budget, state_bytes, leaves):
@@ -352,12 +377,6 @@ def profile_step(
     return profile_call(flat_call(step, spec, i), leaves, list(params), rounds)
 
 
-#: checkpoint_sequential's schedules, per model and input signature and
-#: budget: profiling a model costs about one training step, so it is done
-#: once per (shape, dtype, device, memory).
-_SEQUENTIAL_PLANS = weakref.WeakKeyDictionary()
-
-
 def checkpoint_sequential(
     functions: Union[torch.nn.Sequential, Sequence[Callable[..., Any]]],
     segments: int,
@@ -372,8 +391,9 @@ def checkpoint_sequential(
     and, without ``memory``, its behaviour (it is called). With ``memory``
     (a byte budget, ``"400MiB"`` or an ``int``), ``segments`` is not used:
     each layer of ``functions`` (an ``nn.Sequential`` or a list of modules
-    or functions of one input) is measured on its input once per input
-    shape, dtype, device and budget (:func:`profile_step`), and the layers
+    or functions of one input) is measured on its input once per set of
+    layers and input signature (:func:`profile_step`; cached, see
+    :func:`clear_plan_cache`), and the layers
     are run as a :func:`checkpointed_loop` following the tape-aware
     ``HeterogeneousRevolve`` for those measurements: the least time within
     the budget (:attr:`LoopStats.peak_bytes`), keeping the tapes of layers
@@ -426,19 +446,22 @@ def checkpoint_sequential(
     def step(i, x):
         return layers[i](x)
 
-    leaves = pytree.tree_flatten(input)[0]
-    key = (tuple((t.shape, t.dtype, t.device) for t in leaves), memory, host_memory, len(layers))
-    cache = _SEQUENTIAL_PLANS.setdefault(functions, {}) if isinstance(functions, torch.nn.Module) else {}
-    if key not in cache:
-        cache[key] = dict(zip(("profiles", "state_bytes"), _sequential_profiles(step, input, len(layers), params)))
-    profiles, state_bytes = cache[key]["profiles"], cache[key]["state_bytes"]
+    leaves, spec = pytree.tree_flatten(input)
+    sig = _cache.signature(spec, leaves, params)
+    layers_key = ("layers", *(_cache.token(layer) for layer in layers))
+    profiles, state_bytes = _cache.cached_profile(
+        layers_key, sig, lambda: _sequential_profiles(step, input, len(layers), params)
+    )
     budget = parse_bytes("memory", memory) - 2 * state_bytes
     if budget <= 0:
         raise ValueError(f"memory={memory!r} does not hold the input and its gradient ({2 * state_bytes} bytes)")
-    if "schedule" not in cache[key]:
-        host_budget = None if host_memory is None else parse_bytes("host_memory", host_memory)
-        cache[key]["schedule"] = _budget_schedule(profiles, budget, host_budget, state_bytes, leaves)
-    return checkpointed_loop(step, input, len(layers), schedule=cache[key]["schedule"], params=params)
+    host_budget = None if host_memory is None else parse_bytes("host_memory", host_memory)
+    profiles = tuple(_rounded_profile(p) for p in profiles)
+    schedule = _cache.cached_plan(
+        ("sequential", len(layers), budget, host_budget, profiles, sig),
+        lambda: _budget_schedule(list(profiles), budget, host_budget, state_bytes, leaves),
+    )
+    return checkpointed_loop(step, input, len(layers), schedule=schedule, params=params)
 
 
 def _sequential_profiles(step, x, n, params):
