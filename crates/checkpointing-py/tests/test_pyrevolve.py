@@ -527,8 +527,10 @@ def test_a_corrupted_disk_snapshot_raises_naming_the_step(tmp_path):
     heat = Heat()
     revolver = pr.DiskRevolver(heat.cp, heat.fwd, heat.rev, 4, N, filedir=str(tmp_path))
     revolver.apply_forward()
-    files = sorted(p for p in tmp_path.rglob("*") if p.is_file())
+    files = sorted(p for p in tmp_path.rglob("*.ckpt"))
     assert len(files) == 4
+    # Beside them, the lock of the directory while the Revolver holds them.
+    assert [p.name for p in tmp_path.rglob(".*lock")] == [".slot-lock"]
     steps = revolver.storage_ckps(0)
     disk = revolver.storage_list[0]
     slot_of_step_0 = 0  # the first snapshot (step 0) takes the lowest slot

@@ -341,7 +341,7 @@ fn a_damaged_snapshot_is_an_error_naming_its_step() {
         let file = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().path())
-            .find(|p| p.is_file())
+            .find(|p| p.extension().is_some_and(|e| e == "ckpt"))
             .unwrap();
         let mut bytes = std::fs::read(&file).unwrap();
         let middle = bytes.len() / 2;

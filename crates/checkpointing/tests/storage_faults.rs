@@ -170,13 +170,18 @@ fn full_disk_is_an_error_and_leaves_no_partial_snapshot() {
             "{err}"
         );
         assert!(err.to_string().contains("step 1"));
-        let names: Vec<String> = fs::read_dir(&mount)
+        // The snapshot that fits, and the store's directory lock.
+        let mut names: Vec<String> = fs::read_dir(&mount)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
+        names.sort();
         assert_eq!(
             names,
-            vec!["snapshot-00000000000000000000.ckpt".to_string()]
+            vec![
+                ".snapshot-lock".to_string(),
+                "snapshot-00000000000000000000.ckpt".to_string()
+            ]
         );
         assert!(!store.contains(1));
         assert_eq!(store.load(0).unwrap(), vec![1.0; 1000]);

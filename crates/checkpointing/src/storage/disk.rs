@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use super::lock::DirLock;
 use super::{DurableStore, NamedStore, SnapshotNames, SnapshotStore, StorageError, StoreStats};
 use crate::action::Step;
 
@@ -33,7 +34,12 @@ const HEADER: usize = 8 + 8 + 8 + 4;
 /// By default the directory is a fresh temporary one, removed when the store
 /// is dropped (also while unwinding from a panic). [`DiskStore::in_dir`] uses
 /// a directory the user names and leaves it, and any snapshot still held
-/// (e.g. after an error), in place.
+/// (e.g. after an error), in place. There, one store at a time writes with a
+/// given file prefix: a store holding snapshots there holds the directory's
+/// lock (`.{prefix}lock`, naming the holder's pid and host; taken at the
+/// first save, released when the last snapshot is removed), a second store
+/// gets [`StorageError::Locked`] naming the holder, and a lock left by a
+/// process that died is taken over (and said on standard error).
 ///
 /// ```
 /// use checkpointing::{DiskStore, SnapshotStore};
@@ -55,6 +61,10 @@ pub struct DiskStore<T> {
     durability: Durability,
     /// Files written since the last sync (`Durability::OnFlush`).
     unsynced: Vec<(Step, PathBuf)>,
+    /// The directory's lock, from the first write on (named directories).
+    lock: Option<DirLock>,
+    /// Who held a stale lock this store took over.
+    taken_over: Option<String>,
     stats: StoreStats,
     _values: PhantomData<fn(T) -> T>,
 }
@@ -129,6 +139,8 @@ impl<T> DiskStore<T> {
             max_snapshots: None,
             durability: Durability::OnFlush,
             unsynced: Vec::new(),
+            lock: None,
+            taken_over: None,
             stats: StoreStats::default(),
             _values: PhantomData,
         }
@@ -157,6 +169,38 @@ impl<T> DiskStore<T> {
     /// The store's [`Durability`].
     pub fn durability(&self) -> Durability {
         self.durability
+    }
+
+    /// The holder named by a stale lock this store took over (a run that
+    /// died without removing it), if it took one over.
+    pub fn lock_taken_over(&self) -> Option<&str> {
+        self.taken_over.as_deref()
+    }
+
+    /// Releases the directory's lock (its file removed) once the store
+    /// holds no snapshot there and owes no removal.
+    fn release_if_empty(&mut self) {
+        if self.files.is_empty() && !self.files.has_pending() {
+            self.lock = None;
+        }
+    }
+
+    /// Takes the directory's lock before the first write or listing of a
+    /// named directory (a temporary one is this store's alone).
+    fn ensure_locked(&mut self, step: Step) -> Result<(), StorageError> {
+        if self._temp.is_some() || self.lock.is_some() {
+            return Ok(());
+        }
+        let (lock, stale) = DirLock::acquire(&self.dir, &format!(".{}lock", self.prefix), step)?;
+        if let Some(holder) = &stale {
+            eprintln!(
+                "checkpointing: {}: took over the lock of {holder}, which no longer holds it (that run ended without releasing it)",
+                self.dir.display()
+            );
+        }
+        self.lock = Some(lock);
+        self.taken_over = stale;
+        Ok(())
     }
 
     /// The directory holding the files.
@@ -375,6 +419,7 @@ impl<T: Serialize + DeserializeOwned> SnapshotStore<T> for DiskStore<T> {
                 what: format!("{max} snapshots already on disk"),
             });
         }
+        self.ensure_locked(step)?;
         let bytes = encode_snapshot_file(step, &value)?;
         let name = self.files.new_name(step);
         let path = self.dir.join(&name);
@@ -397,7 +442,11 @@ impl<T: Serialize + DeserializeOwned> SnapshotStore<T> for DiskStore<T> {
 
     fn remove(&mut self, step: Step) -> Result<(), StorageError> {
         match self.files.remove(step)? {
-            Some(name) => self.delete(step, &name),
+            Some(name) => {
+                self.delete(step, &name)?;
+                self.release_if_empty();
+                Ok(())
+            }
             None => Ok(()),
         }
     }
@@ -439,6 +488,7 @@ impl<T> NamedStore for DiskStore<T> {
     }
 
     fn list_named(&mut self) -> Result<Vec<(String, u64)>, StorageError> {
+        self.ensure_locked(0)?;
         let listing = fs::read_dir(&self.dir).map_err(|e| Self::io(0, &self.dir, e))?;
         let mut found = Vec::new();
         for entry in listing {
@@ -459,7 +509,9 @@ impl<T> NamedStore for DiskStore<T> {
     }
 
     fn delete_named(&mut self, step: Step, name: &str) -> Result<(), StorageError> {
-        self.delete(step, name)
+        self.delete(step, name)?;
+        self.release_if_empty();
+        Ok(())
     }
 
     fn location(&self, name: &str) -> PathBuf {

@@ -81,6 +81,20 @@ pub enum StorageError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
+    /// The snapshot files' directory (with this store's file prefix) is in
+    /// use by another run: its lock is held.
+    #[error(
+        "snapshot of step {step}: {} is in use by another run ({owner}); give each run its own directory or file prefix",
+        lock.display()
+    )]
+    Locked {
+        /// The step.
+        step: Step,
+        /// The lock file.
+        lock: PathBuf,
+        /// Who holds it, as its lock file says: `pid P on host H`.
+        owner: String,
+    },
     /// The value could not be serialized or deserialized.
     #[error("snapshot of step {step}: cannot (de)serialize: {reason}")]
     Serialization {
@@ -123,6 +137,7 @@ impl StorageError {
             | Self::DiskFull { step, .. }
             | Self::Io { step, .. }
             | Self::Backend { step, .. }
+            | Self::Locked { step, .. }
             | Self::Serialization { step, .. } => *step,
         }
     }

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 mod disk;
 mod error;
 mod forward;
+mod lock;
 mod memory;
 mod names;
 mod store;
