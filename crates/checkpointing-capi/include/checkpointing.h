@@ -19,6 +19,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// The version of this header: what ckpt_version() returns when the
+// library linked is of the same release.
+#define CKPT_VERSION "0.1.0"
+
 // `kind` of a Forward.
 #define CKPT_FORWARD 0
 
@@ -234,8 +238,10 @@ typedef struct CkptCost {
 extern "C" {
 #endif // __cplusplus
 
-// The version of this library, as a static NUL-terminated string
-// (`"0.1.0"`).
+// The version of this library, as a static NUL-terminated string: the
+// workspace's version from `Cargo.toml`, which the header gives as
+// `CKPT_VERSION` (so `strcmp(ckpt_version(), CKPT_VERSION) == 0` when the
+// header and the library linked are of the same release).
 const char *ckpt_version(void);
 
 // The message of the last failed call on this thread, as a NUL-terminated

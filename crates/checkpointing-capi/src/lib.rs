@@ -77,8 +77,10 @@ pub use revolve::{
 };
 pub use schedule::*;
 
-/// The version of this library, as a static NUL-terminated string
-/// (`"0.1.0"`).
+/// The version of this library, as a static NUL-terminated string: the
+/// workspace's version from `Cargo.toml`, which the header gives as
+/// `CKPT_VERSION` (so `strcmp(ckpt_version(), CKPT_VERSION) == 0` when the
+/// header and the library linked are of the same release).
 #[no_mangle]
 pub extern "C" fn ckpt_version() -> *const std::os::raw::c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()

@@ -15,6 +15,9 @@
 //! drop(buffer);
 //! assert!(watch.peak_bytes() >= 1 << 20);
 //! ```
+//!
+//! [`workspace_version`] is the version the workspace's `Cargo.toml` gives
+//! every crate, for the tests that check what a binary or library reports.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -62,4 +65,31 @@ impl HeapWatch {
     pub fn peak_bytes(&self) -> usize {
         PEAK.load(Ordering::Relaxed).saturating_sub(self.base)
     }
+}
+
+/// The version in the workspace's `Cargo.toml` (`[workspace.package]`),
+/// which every crate inherits: what `checkpointing --version`,
+/// `ckpt_version()` and the C header report.
+///
+/// ```
+/// let version = checkpointing_test_support::workspace_version();
+/// assert_eq!(version.split('.').count(), 3);
+/// ```
+pub fn workspace_version() -> String {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../Cargo.toml");
+    let manifest = std::fs::read_to_string(path).expect("the workspace's Cargo.toml");
+    let section = manifest
+        .split("\n[")
+        .find(|s| s.starts_with("workspace.package]"))
+        .expect("a [workspace.package] section");
+    section
+        .lines()
+        .find_map(|line| {
+            let value = line
+                .strip_prefix("version")?
+                .trim_start()
+                .strip_prefix('=')?;
+            Some(value.trim().trim_matches('"').to_string())
+        })
+        .expect("a version in [workspace.package]")
 }
