@@ -14,7 +14,7 @@ use crate::Failure;
 #[derive(Args, Debug)]
 pub(crate) struct DemoArgs {
     /// The problem: the 1D heat equation of Checkpointing.jl.
-    #[arg(value_enum)]
+    #[arg(value_enum, ignore_case = true)]
     problem: Problem,
     /// Cells.
     #[arg(long, default_value_t = DemoConfig::default().cells)]

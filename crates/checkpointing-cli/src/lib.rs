@@ -72,7 +72,7 @@ enum Command {
         #[command(subcommand)]
         spec: ScheduleSpec,
         /// Output format: the reference package's repr, or JSON lines.
-        #[arg(long, value_enum, default_value_t = schedule::Format::Text, global = true)]
+        #[arg(long, value_enum, ignore_case = true, default_value_t = schedule::Format::Text, global = true)]
         format: schedule::Format,
         #[command(flatten)]
         budget: budget::ByteBudget,

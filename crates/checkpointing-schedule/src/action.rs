@@ -88,6 +88,14 @@ impl StorageLevel {
             Self::Device => "DEVICE",
         }
     }
+
+    /// The level whose [`name`](Self::name) is `name` in any case (`ram`,
+    /// `Disk`, `DEVICE`): how the command line takes levels.
+    pub(crate) fn named_ignoring_case(name: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|level| level.name().eq_ignore_ascii_case(name))
+    }
 }
 
 impl fmt::Display for StorageLevel {

@@ -56,6 +56,8 @@
 #![warn(missing_docs)]
 
 pub mod action;
+#[cfg(feature = "clap")]
+mod cli_values;
 pub mod levels;
 pub mod plan;
 pub mod plot;

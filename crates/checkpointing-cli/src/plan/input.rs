@@ -16,7 +16,7 @@ use crate::Failure;
 pub(super) struct Steps(pub(super) Option<Step>);
 
 pub(super) fn parse_steps(text: &str) -> Result<Steps, String> {
-    if text == "unknown" {
+    if text.eq_ignore_ascii_case("unknown") {
         return Ok(Steps(None));
     }
     match text.parse() {

@@ -130,7 +130,7 @@ pub(crate) struct PlanArgs {
     #[arg(long, default_value_t = 10)]
     top: usize,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
+    #[arg(long, value_enum, ignore_case = true, default_value_t = PlanFormat::Text)]
     format: PlanFormat,
     /// Run the pick and the next alternatives on the demo problem (the
     /// heat equation, with its own step and disk times, measured first)

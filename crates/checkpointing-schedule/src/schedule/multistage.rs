@@ -341,7 +341,15 @@ pub struct MultistageParams {
     pub snapshots_on_disk: u64,
     /// Which optimal advance to take: maximum or revolve.
     #[serde(default)]
-    #[cfg_attr(feature = "clap", arg(long, default_value_t))]
+    #[cfg_attr(
+        feature = "clap",
+        arg(
+            long,
+            value_parser = crate::cli_values::trajectory(),
+            ignore_case = true,
+            default_value_t
+        )
+    )]
     pub trajectory: Trajectory,
 }
 

@@ -28,6 +28,7 @@ use crate::StorageLevel;
 /// let host = LevelSpec::new(StorageLevel::Ram, 16, 0.4, 0.4);
 /// assert_eq!(host.snapshots, 16);
 /// assert_eq!("RAM:16:0.4:0.4".parse::<LevelSpec>().unwrap(), host);
+/// assert_eq!("ram:16:0.4:0.4".parse::<LevelSpec>().unwrap(), host);
 /// assert_eq!(host.to_string(), "RAM:16:0.4:0.4");
 /// assert!("RAM:16:0.4".parse::<LevelSpec>().is_err());
 /// ```
@@ -60,7 +61,8 @@ impl LevelSpec {
 impl FromStr for LevelSpec {
     type Err = ScheduleError;
 
-    /// `LEVEL:SNAPSHOTS:WRITE_COST:READ_COST`, e.g. `DISK:20:2:2`.
+    /// `LEVEL:SNAPSHOTS:WRITE_COST:READ_COST`, e.g. `DISK:20:2:2` (the
+    /// level in any case: `disk:20:2:2`).
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let invalid = |reason: String| {
             ScheduleError::InvalidParameter {
@@ -74,7 +76,9 @@ impl FromStr for LevelSpec {
         };
         let level = level
             .parse::<StorageLevel>()
-            .map_err(|_| invalid(format!("unknown level {level:?}")))?;
+            .ok()
+            .or_else(|| StorageLevel::named_ignoring_case(level))
+            .ok_or_else(|| invalid(format!("unknown level {level:?}")))?;
         let snapshots = snapshots
             .parse()
             .map_err(|_| invalid(format!("snapshot count {snapshots:?} is not a number")))?;

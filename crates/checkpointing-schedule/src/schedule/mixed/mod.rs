@@ -309,7 +309,15 @@ pub struct MixedParams {
     pub snapshots: u64,
     /// Where they are stored: RAM or DISK.
     #[serde(default = "default_storage")]
-    #[cfg_attr(feature = "clap", arg(long, default_value_t = default_storage()))]
+    #[cfg_attr(
+        feature = "clap",
+        arg(
+            long,
+            value_parser = crate::cli_values::stored_level(),
+            ignore_case = true,
+            default_value = default_storage().name()
+        )
+    )]
     pub storage: StorageLevel,
 }
 

@@ -412,11 +412,27 @@ pub struct TwoLevelParams {
     pub binomial_snapshots: u64,
     /// Where the extra snapshots go: RAM or DISK.
     #[serde(default = "default_storage")]
-    #[cfg_attr(feature = "clap", arg(long, default_value_t = default_storage()))]
+    #[cfg_attr(
+        feature = "clap",
+        arg(
+            long,
+            value_parser = crate::cli_values::stored_level(),
+            ignore_case = true,
+            default_value = default_storage().name()
+        )
+    )]
     pub binomial_storage: StorageLevel,
     /// Which optimal advance to take within a period: maximum or revolve.
     #[serde(default)]
-    #[cfg_attr(feature = "clap", arg(long, default_value_t))]
+    #[cfg_attr(
+        feature = "clap",
+        arg(
+            long,
+            value_parser = crate::cli_values::trajectory(),
+            ignore_case = true,
+            default_value_t
+        )
+    )]
     pub binomial_trajectory: Trajectory,
 }
 
