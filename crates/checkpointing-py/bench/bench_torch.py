@@ -8,6 +8,8 @@ Problems:
 - ``heat``: a nonlinear heat step on 100,000 cells (float64), 400 steps;
 - ``gru``: ``GRUCell(256, 256)`` on a batch of 64 (float64), 200 steps, a
   recurrent model whose tape (gates) is several times its state;
+- ``gru32``: the same cell on a batch of 32, 600 steps (issue 43's loop:
+  a small state, many steps, where the driver's own cost shows);
 - ``transformer``: 16 ``TransformerEncoderLayer`` blocks of d_model 128 (4
   heads, no dropout) whose feed-forward widths differ (128 to 2,048), on 8
   sequences of 128 tokens (float64): layers of uneven cost and size, what
@@ -25,6 +27,10 @@ Variants:
 - on a GPU, ours at (b) with ``host_memory=`` (room for all ``n``
   states in pinned host memory): segment boundaries spilled to the host
   on a side stream, each segment within the device budget;
+- ours, ``memory=`` ample (twice plain autograd's peak, at least
+  64 MiB): every tape kept, each step run once, taped in the forward:
+  the overhead of the driver over plain autograd, which stores
+  everything the same way;
 - ours, ``memory=`` at (a) the peak memory ``checkpoint_sequential``
   reaches (measured first, in its own process) and (b) half of it, each
   less what ours holds beyond its budget (the parameters' gradient
@@ -41,16 +47,18 @@ before the call (Linux VmHWM after resetting it through
 the system at once (``MALLOC_MMAP_THRESHOLD_``), so that it counts the
 tensors held; on CUDA ``torch.cuda.max_memory_allocated`` above the memory
 allocated before. "step evaluations" counts calls of the step (forward,
-recomputation, taping and, for ours, the measuring of step 0). Every
-variant's gradient is checked against plain autograd's (relative 1e-9).
-Times are the best of several rounds with the variants interleaved, in
-one process (one intra-op thread by default).
+recomputation, taping) in a timed call. Every variant's gradient is
+checked against plain autograd's (relative 1e-9). Times are the best of
+several rounds with the variants interleaved, in one process (one
+intra-op thread by default), after a first call of each (its time in
+"first call s": for ours, it measures step 0 (or each layer) and makes
+the plan, which later calls find cached).
 
 Targets (issue 31): at (a), fewer step evaluations than
 ``checkpoint_sequential`` and at most 0.9x its time; at (b), at most 1.1x
 its time. The last lines say which were met.
 
-Run: python bench/bench_torch.py [--quick] [--problem heat|gru|transformer]
+Run: python bench/bench_torch.py [--quick] [--problem heat|gru|gru32|transformer]
 [--device cuda] [--threads N] [--rounds R]
 """
 
@@ -68,9 +76,12 @@ from _rss import reset_peak, status_kib
 SIZES = {
     "heat": ((100_000, 400), (20_000, 100)),
     "gru": ((256, 200), (128, 100)),
+    "gru32": ((256, 600), (256, 150)),
     "transformer": ((128, 16), (64, 9)),
 }
 ROUNDS = 3
+#: The recurrent problems' batch.
+BATCH = {"gru": 64, "gru32": 32}
 
 
 def _problem(problem, quick, device, threads):
@@ -94,15 +105,15 @@ def _problem(problem, quick, device, threads):
             return u + kappa * lap - 0.01 * u**3 + 1e-3 * math.sin(0.01 * i)
 
         x0 = torch.sin(torch.linspace(0.0, 20.0, width, dtype=torch.float64, device=dev))
-    elif problem == "gru":
+    elif problem in BATCH:
         cell = torch.nn.GRUCell(width, width).double().to(dev)
         params = list(cell.parameters())
-        drive = torch.randn(64, width, dtype=torch.float64, device=dev) * 0.1
+        drive = torch.randn(BATCH[problem], width, dtype=torch.float64, device=dev) * 0.1
 
         def body(i, h):
             return cell(drive * math.sin(0.1 * i), h)
 
-        x0 = torch.randn(64, width, dtype=torch.float64, device=dev) * 0.1
+        x0 = torch.randn(BATCH[problem], width, dtype=torch.float64, device=dev) * 0.1
     else:
         widths = [256, 4096, 512, 1024, 256, 2048, 512, 4096, 256, 1024, 512, 2048, 256, 4096, 512, 1024][:n]
         layers = [
@@ -388,8 +399,10 @@ def grad_of(torch, variant, memory, step, params, x0, n, model):
 
 def time_variants(problem, quick, variants, device, threads, rounds):
     torch, step, params, x0, n, model = _problem(problem, quick, device, threads)
+    grad_of(torch, "plain autograd", 0, step, params, x0, n, model)  # the process's own warm-up
+    first = {}
     for variant, memory in variants:
-        grad_of(torch, variant, memory, step, params, x0, n, model)  # warm-up
+        first[f"{variant}/{memory}"] = grad_of(torch, variant, memory, step, params, x0, n, model)[0]
     best = {}
     for _ in range(rounds):
         for variant, memory in variants:
@@ -397,7 +410,8 @@ def time_variants(problem, quick, variants, device, threads, rounds):
             seconds, evaluations, loss, norm = grad_of(torch, variant, memory, step, params, x0, n, model)
             key = f"{variant}/{memory}"
             if key not in best or seconds < best[key]["seconds"]:
-                best[key] = {"seconds": seconds, "evaluations": evaluations, "loss": loss, "grad_norm": norm}
+                best[key] = {"seconds": seconds, "evaluations": evaluations, "loss": loss, "grad_norm": norm,
+                             "first_seconds": first[key]}
     return best
 
 
@@ -451,13 +465,16 @@ def bench(problem, quick, device, threads, rounds):
 
     measure("checkpoint_sequential")
     seq_peak = memory["checkpoint_sequential/0"]
+    measure("plain autograd")
+    plain_peak = memory["plain autograd/0"]
     # What ours holds beyond what memory= counts (the parameters' gradient
     # accumulator, one step's backward temporaries), measured once at
     # checkpoint_sequential's peak and taken off both budgets, so that (a)
     # compares at the peak RSS checkpoint_sequential reaches.
     rss, held = _subprocess(["--calibrate", *common, int(seq_peak)], device)
     beyond = max(0, rss - held)
-    budgets = {"a": int(seq_peak - beyond), "b": int(seq_peak // 2 - beyond)}
+    budgets = {"a": int(seq_peak - beyond), "b": int(seq_peak // 2 - beyond),
+               "ample": int(max(2 * plain_peak, 64 * 2**20))}
     print(f"   {problem}: ours holds {beyond / 2**20:.1f} MiB beyond its memory= budget; budgets "
           f"(a) {budgets['a'] / 2**20:.1f} MiB, (b) {budgets['b'] / 2**20:.1f} MiB", file=sys.stderr)
     variants = [
@@ -465,6 +482,7 @@ def bench(problem, quick, device, threads, rounds):
         ("checkpoint every step", 0, "`checkpoint` on every step"),
         ("checkpoint_sequential", 0, f"`checkpoint_sequential`, {k} segments"),
         ("rockmate", budgets["a"], "rockmate 2.0.0, (a)"),
+        ("ours", budgets["ample"], "ours, `memory=` ample: every tape kept"),
         ("ours", budgets["a"], "ours, `memory=` (a): `checkpoint_sequential`'s peak"),
         ("ours", budgets["b"], "ours, `memory=` (b): half of it"),
     ]
@@ -475,28 +493,34 @@ def bench(problem, quick, device, threads, rounds):
             measure(variant, budget)
     runnable = [(v, b) for v, b, _ in variants if memory.get(f"{v}/{b}") is not None]
     times = _subprocess(["--time", *common, json.dumps(runnable), rounds], device)
-    print(f"\n{problem}: {n} steps, width {width}, float64, {device}, {threads} thread(s); time: best of "
+    batch = f", batch {BATCH[problem]}" if problem in BATCH else ""
+    print(f"\n{problem}: {n} steps, width {width}{batch}, float64, {device}, {threads} thread(s); time: best of "
           f"{rounds} interleaved rounds; memory: {'max_memory_allocated' if device != 'cpu' else 'peak RSS'} "
           "above baseline, fresh process")
-    print("| variant | forward+backward s | peak MiB | step evaluations | time vs `checkpoint_sequential` "
-          "| memory vs `checkpoint_sequential` |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| variant | forward+backward s | first call s | peak MiB | step evaluations | time vs plain autograd "
+          "| time vs `checkpoint_sequential` | memory vs `checkpoint_sequential` |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     reference = times["plain autograd/0"]
     seq = times["checkpoint_sequential/0"]
     for variant, budget, label in variants:
         key = f"{variant}/{budget}"
         if key not in times:
-            print(f"| {label} | did not run | | | | |")
+            print(f"| {label} | did not run | | | | | | |")
             continue
         r, peak = times[key], memory[key]
         assert math.isclose(r["grad_norm"], reference["grad_norm"], rel_tol=1e-9), (label, r, reference)
-        print(f"| {label} | {r['seconds']:.3f} | {peak / 2**20:.0f} | {r['evaluations']} "
-              f"| {r['seconds'] / seq['seconds']:.2f}× | {peak / seq_peak:.2f}× |")
+        print(f"| {label} | {r['seconds']:.3f} | {r['first_seconds']:.3f} | {peak / 2**20:.0f} | {r['evaluations']} "
+              f"| {r['seconds'] / reference['seconds']:.2f}× | {r['seconds'] / seq['seconds']:.2f}× "
+              f"| {peak / seq_peak:.2f}× |")
     a, b = times.get(f"ours/{budgets['a']}"), times.get(f"ours/{budgets['b']}")
     if a:
         print(f"target (a): fewer evaluations ({a['evaluations']} vs {seq['evaluations']}): "
               f"{'met' if a['evaluations'] < seq['evaluations'] else 'not met'}; time <= 0.9x "
               f"({a['seconds'] / seq['seconds']:.2f}x): {'met' if a['seconds'] <= 0.9 * seq['seconds'] else 'not met'}")
+    ample = times.get(f"ours/{budgets['ample']}")
+    if ample:
+        print(f"overhead at ample memory: {ample['seconds'] / reference['seconds']:.2f}x plain autograd "
+              f"({ample['evaluations']} step evaluations for {n} steps)")
     if b:
         print(f"target (b): time <= 1.1x ({b['seconds'] / seq['seconds']:.2f}x): "
               f"{'met' if b['seconds'] <= 1.1 * seq['seconds'] else 'not met'}")
