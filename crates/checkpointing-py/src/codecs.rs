@@ -58,7 +58,7 @@ fn _lossy_compress<'py>(
 
 /// Elements of `W` little-endian bytes each.
 fn from_le<const W: usize, T>(data: &[u8], element: fn([u8; W]) -> T) -> PyResult<Vec<T>> {
-    if data.len() % W != 0 {
+    if !data.len().is_multiple_of(W) {
         return Err(PyValueError::new_err(format!(
             "{} bytes are not a whole number of {W}-byte elements",
             data.len()

@@ -44,7 +44,7 @@ mod pod_bytes {
         d: D,
     ) -> Result<Vec<T>, D::Error> {
         let bytes: serde_bytes::ByteBuf = Deserialize::deserialize(d)?;
-        if bytes.len() % std::mem::size_of::<T>() != 0 {
+        if !bytes.len().is_multiple_of(std::mem::size_of::<T>()) {
             return Err(serde::de::Error::custom(format!(
                 "{} bytes are not a whole number of {}-byte elements",
                 bytes.len(),

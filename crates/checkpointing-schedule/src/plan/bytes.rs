@@ -166,7 +166,7 @@ const SI_UNITS: [(&str, u64); 5] = [
 fn exact_in(bytes: u64, units: &[(&'static str, u64)]) -> Option<(&'static str, f64)> {
     units
         .iter()
-        .find(|(_, size)| bytes >= *size && (bytes as u128 * 100) % *size as u128 == 0)
+        .find(|(_, size)| bytes >= *size && (bytes as u128 * 100).is_multiple_of(*size as u128))
         .map(|&(name, size)| (name, bytes as f64 / size as f64))
 }
 
