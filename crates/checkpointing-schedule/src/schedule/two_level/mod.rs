@@ -165,7 +165,7 @@ impl TwoLevel {
     fn replay_full_period(&mut self, max_n: Step) -> bool {
         let r = self.cursor.r();
         let remaining = max_n - r;
-        if !self.snapshots.is_empty() || remaining % self.period != 0 {
+        if !self.snapshots.is_empty() || !remaining.is_multiple_of(self.period) {
             return false;
         }
         if let PeriodActions::NotComputed = self.full_period {
