@@ -81,3 +81,8 @@ pub use schedule::{
     MixedCheckpointSchedule, MultistageCheckpointSchedule, NoneCheckpointSchedule,
     SingleDiskStorageSchedule, SingleMemoryStorageSchedule, TwoLevelCheckpointSchedule,
 };
+
+// The README's examples are tested with the crate's doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

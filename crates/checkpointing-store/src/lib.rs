@@ -55,3 +55,8 @@ pub use lossy::{
     LossyError, LossySpec, LossyStats, LossyStore, ZfpMode, MAX_LOSSY_RATIO,
 };
 pub use quantized::{ErrorBoundError, Quantize, QuantizedStore};
+
+// The README's examples are tested with the crate's doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -63,3 +63,8 @@ pub use storage::{
     Checkpoint, DiskStore, Durability, DurableStore, Footprint, MemoryStore, NamedStore,
     NotDurable, SnapshotNames, SnapshotStore, StorageError, StoreStats,
 };
+
+// The README's examples are tested with the crate's doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Packages every crate of the workspace meant for crates.io (every member
+# without `publish = false`), in dependency order, and verifies each: cargo
+# builds it from its .crate file, resolving the workspace's other crates to
+# their freshly made .crate files (a local overlay), so that nothing needs to
+# be on crates.io yet. What a package holds is `include` in the workspace's
+# Cargo.toml (the library and README; the tests stay in the repository, so
+# cargo warns that it ignores them).
+#
+#   scripts/package-crates.sh               # package and verify (a full build of each)
+#   scripts/package-crates.sh --no-verify   # package only (seconds)
+#
+# Other arguments go to `cargo package` (e.g. --allow-dirty). The packages
+# land in target/package/. Verifying builds checkpointing-mpi, which needs an
+# MPI implementation (mpicc), as the workspace's own build does.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+crates=$(cargo metadata --no-deps --format-version 1 | python3 -c '
+import json, sys
+meta = json.load(sys.stdin)
+members = set(meta["workspace_members"])
+for package in meta["packages"]:
+    # publish = false is an empty list of registries.
+    if package["id"] in members and package["publish"] != []:
+        print(package["name"])
+')
+args=()
+for crate in $crates; do
+    args+=(-p "$crate")
+done
+echo "packaging: $crates" | tr '\n' ' '
+echo
+cargo package "${args[@]}" "$@"
