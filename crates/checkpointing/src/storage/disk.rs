@@ -22,14 +22,14 @@ const HEADER: usize = 8 + 8 + 8 + 4;
 /// Each file is written to a temporary name and renamed into place, so a
 /// failed or full write never leaves a partial snapshot visible. When a file
 /// reaches stable storage (`fsync` of the file, then of the directory) is
-/// the store's [`Durability`]: only when a journal records it by default
+/// the store's [`Durability`]: by default only when a journal records it
 /// ([`Durability::OnFlush`]: a resumable run waits for exactly what its
 /// journal names, other runs pay nothing), never for a temporary directory
 /// that cannot outlive the process, or after every save. Files carry the
-/// step, the payload length and a CRC-32 checksum: a corrupted, truncated or
-/// missing file is an error naming the step, never a wrong value. Values are serialized with serde in `bincode`'s fixed-width
-/// little-endian format, so a `Vec<f64>` costs 8 bytes per element plus an
-/// 8-byte length.
+/// step, the payload length and a CRC-32 checksum: a corrupted, truncated
+/// or missing file is an error naming the step, never a wrong value. Values
+/// are serialized with serde in `bincode`'s fixed-width little-endian
+/// format, so a `Vec<f64>` costs 8 bytes per element plus an 8-byte length.
 ///
 /// By default the directory is a fresh temporary one, removed when the store
 /// is dropped (also while unwinding from a panic). [`DiskStore::in_dir`] uses
@@ -80,8 +80,8 @@ pub struct DiskStore<T> {
 /// let dir = tempfile::tempdir().unwrap();
 /// let mut store = DiskStore::<Vec<f64>>::in_dir(dir.path()).unwrap();
 /// assert_eq!(store.durability(), Durability::OnFlush);
-/// store.save(3, vec![1.0]).unwrap(); // written, not yet synced
-/// store.flush().unwrap(); // synced: what a journal commit waits for
+/// store.save(3, vec![1.0]).unwrap(); // written; no journal: never synced
+/// store.flush().unwrap();
 /// let store = DiskStore::<Vec<f64>>::temporary().unwrap();
 /// assert_eq!(store.durability(), Durability::None);
 /// ```
@@ -90,10 +90,11 @@ pub enum Durability {
     /// Never synced: for a directory removed with the store
     /// ([`DiskStore::temporary`]'s default).
     None,
-    /// Synced by [`SnapshotStore::flush`], which a journaled run calls
-    /// before each journal commit, so the journal names only snapshots on
-    /// stable storage; a run without a journal never waits for a sync
-    /// ([`DiskStore::in_dir`]'s default).
+    /// While a journal records the run (it defers the store's removals),
+    /// the files written since the last sync are synced by
+    /// [`SnapshotStore::flush`], which the journal calls before each commit,
+    /// so it names only snapshots on stable storage; a run without a
+    /// journal never waits for a sync ([`DiskStore::in_dir`]'s default).
     OnFlush,
     /// Every save synced before it returns (the file, then the directory).
     EverySave,
@@ -244,7 +245,7 @@ impl<T> DiskStore<T> {
         let temp = self.dir.join(format!(".{}{step:020}.tmp", self.prefix));
         let sync = self.durability == Durability::EverySave;
         write_file(&self.dir, &temp, path, bytes, sync).map_err(|e| Self::io(step, path, e))?;
-        if self.durability == Durability::OnFlush {
+        if self.durability == Durability::OnFlush && self.files.defers_removals() {
             self.unsynced.push((step, path.to_path_buf()));
         }
         Ok(())
@@ -270,8 +271,9 @@ impl<T> DiskStore<T> {
         Ok(())
     }
 
-    fn delete(&self, step: Step, name: &str) -> Result<(), StorageError> {
+    fn delete(&mut self, step: Step, name: &str) -> Result<(), StorageError> {
         let path = self.dir.join(name);
+        self.unsynced.retain(|(_, written)| *written != path);
         match fs::remove_file(&path) {
             Err(e) if e.kind() != ErrorKind::NotFound => Err(Self::io(step, &path, e)),
             _ => Ok(()),
@@ -523,31 +525,38 @@ impl<T> NamedStore for DiskStore<T> {
 mod tests {
     use super::*;
 
-    /// Each mode leaves the right files waiting for a sync: with `OnFlush`,
-    /// those saved since the last flush (a removed one is skipped by the
-    /// sync), and none once flushed; the others never keep any. Values
-    /// round-trip in every mode.
+    /// Each mode leaves the right files waiting for a sync: with `OnFlush`
+    /// under a journal (removals deferred), those saved since the last
+    /// flush and still on disk, and none once flushed; without a journal,
+    /// and in the other modes, never any. Values round-trip in every mode.
     #[test]
-    fn files_wait_for_a_sync_only_on_flush() {
+    fn files_wait_for_a_sync_only_on_flush_under_a_journal() {
         let dir = tempfile::tempdir().unwrap();
         for durability in [Durability::None, Durability::OnFlush, Durability::EverySave] {
-            let mut store =
-                DiskStore::<Vec<f64>>::in_dir(dir.path().join(format!("{durability:?}")))
+            for journaled in [false, true] {
+                let name = format!("{durability:?}{journaled}");
+                let mut store = DiskStore::<Vec<f64>>::in_dir(dir.path().join(name))
                     .unwrap()
                     .with_durability(durability);
-            store.save(1, vec![1.0; 1000]).unwrap();
-            store.save(2, vec![2.0; 1000]).unwrap();
-            store.remove(1).unwrap();
-            let waiting: Vec<Step> = store.unsynced.iter().map(|(step, _)| *step).collect();
-            let expected: &[Step] = if durability == Durability::OnFlush {
-                &[1, 2]
-            } else {
-                &[]
-            };
-            assert_eq!(waiting, expected, "{durability:?}");
-            store.flush().unwrap();
-            assert!(store.unsynced.is_empty(), "{durability:?}");
-            assert_eq!(store.load(2).unwrap(), vec![2.0; 1000]);
+                if journaled {
+                    store.defer_removals();
+                }
+                store.save(1, vec![1.0; 1000]).unwrap();
+                store.save(2, vec![2.0; 1000]).unwrap();
+                store.save(3, vec![3.0; 1000]).unwrap();
+                store.remove(1).unwrap();
+                store.complete_removals().unwrap();
+                let waiting: Vec<Step> = store.unsynced.iter().map(|(step, _)| *step).collect();
+                let expected: &[Step] = if durability == Durability::OnFlush && journaled {
+                    &[2, 3]
+                } else {
+                    &[]
+                };
+                assert_eq!(waiting, expected, "{durability:?} journaled={journaled}");
+                store.flush().unwrap();
+                assert!(store.unsynced.is_empty(), "{durability:?}");
+                assert_eq!(store.load(2).unwrap(), vec![2.0; 1000]);
+            }
         }
     }
 

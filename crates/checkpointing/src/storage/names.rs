@@ -154,6 +154,12 @@ impl SnapshotNames {
             .unwrap_or_default()
     }
 
+    /// Whether removals are deferred ([`defer_removals`](Self::defer_removals)
+    /// was called: a journal records the run).
+    pub fn defers_removals(&self) -> bool {
+        self.deferred.is_some()
+    }
+
     /// Whether removals are pending.
     pub fn has_pending(&self) -> bool {
         self.deferred.as_ref().is_some_and(|p| !p.is_empty())
