@@ -48,7 +48,7 @@ Examples:
   checkpointing plot revolve --max-n 40 --snapshots-in-ram 3 --out revolve.svg
   checkpointing compare --max-n 1000 --snapshots 10 --disk-snapshots 20
   checkpointing compare --max-n 1000 --ram 1GiB --disk 20GB --state-bytes 80MB
-  checkpointing plan --steps 1000 --state-bytes 80MB --ram 8GiB --disk 500GB
+  checkpointing plan --steps 1000 --state-bytes 80MB --ram 8GiB --forward-seconds 0.05 --disk 500GB --disk-bandwidth 1GB/s
 
 Each schedule lists its parameters: checkpointing schedule <SCHEDULE> --help.
 --ram/--disk with --state-bytes set a schedule's snapshot counts to what fits in bytes

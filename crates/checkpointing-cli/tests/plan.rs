@@ -30,6 +30,8 @@ fn text_output_recommends_a_spec_and_its_command_line() {
         "10GB",
         "--disk-bandwidth",
         "2GB/s",
+        "--forward-seconds",
+        "1",
         "--top",
         "3",
     ]);
@@ -64,6 +66,8 @@ fn json_output_fits_the_budget_and_parses_back() {
         "1MiB",
         "--ram",
         "12MiB",
+        "--forward-seconds",
+        "1",
         "--format",
         "json",
     ]);
@@ -103,6 +107,8 @@ fn unknown_steps_plans_online_schedules() {
         "1MB",
         "--ram",
         "20MB",
+        "--forward-seconds",
+        "1",
         "--format",
         "json",
     ]);
@@ -141,7 +147,7 @@ fn every_schedule_kind_round_trips_through_its_command_line() {
 fn help_has_examples() {
     let text = stdout(&["plan", "--help"]);
     assert!(
-        text.contains("Examples:\n  checkpointing plan --steps"),
+        text.contains("Examples (the times are yours, measured: none is assumed):\n  checkpointing plan --steps"),
         "{text}"
     );
     for needle in [
@@ -155,10 +161,14 @@ fn help_has_examples() {
     }
 }
 
-/// The `plan` command's JSON report for `args` (after `plan`).
+/// The `plan` command's JSON report for `args` (after `plan`), with a step
+/// time of 1 s where `args` give none (the command assumes none).
 fn json_plan(args: &[&str]) -> Value {
     let mut all = vec!["plan"];
     all.extend(args);
+    if !args.contains(&"--forward-seconds") {
+        all.extend(["--forward-seconds", "1"]);
+    }
     all.extend(["--format", "json"]);
     serde_json::from_str(&stdout(&all)).unwrap()
 }
@@ -253,6 +263,8 @@ fn uniform_lists_plan_as_scalars() {
         "9MB",
         "--disk",
         "30MB",
+        "--disk-bandwidth",
+        "1GB/s",
     ]);
     let lists = json_plan(&[
         "--forward-seconds",
@@ -265,6 +277,8 @@ fn uniform_lists_plan_as_scalars() {
         "9MB",
         "--disk",
         "30MB",
+        "--disk-bandwidth",
+        "1GB/s",
     ]);
     assert_eq!(scalars["plan"], lists["plan"]);
 }
@@ -323,6 +337,8 @@ fn alternatives_are_distinct() {
         "2GiB",
         "--disk",
         "100GB",
+        "--disk-bandwidth",
+        "1GB/s",
     ]);
     let mut seen = std::collections::HashSet::new();
     for c in candidates(&report) {
@@ -339,29 +355,33 @@ fn alternatives_are_distinct() {
 fn bad_input_is_a_one_line_error() {
     // (the command line, split at spaces; what its one-line error says)
     let cases = [
-        ("plan --steps 100 --state-bytes 1MB --ram 8XB", "unknown unit"),
-        ("plan --steps 100 --state-bytes 1MB --ram 99999999PiB", "2^64"),
-        ("plan --steps 100 --state-bytes 1MB --ram 1.5MB", "smallest RAM budget that fits a schedule (with the same disk) is 3 MB"),
+        ("plan --steps 100 --state-bytes 1MB --ram 8XB --forward-seconds 1", "unknown unit"),
+        ("plan --steps 100 --state-bytes 1MB --ram 99999999PiB --forward-seconds 1", "2^64"),
+        ("plan --steps 100 --state-bytes 1MB --ram 1.5MB --forward-seconds 1", "smallest RAM budget that fits a schedule (with the same disk) is 3 MB"),
         ("plan --steps 100 --state-bytes 1MB --ram 10MB --forward-seconds 0", "forward seconds"),
-        ("plan --steps 100 --state-bytes 1MB --ram 10MB --disk-latency-seconds 1", "DISK times given without --disk"),
-        ("plan --steps 100 --state-bytes 1MB --ram 10MB --disk 1GB --disk-write-seconds 1 --disk-latency-seconds 1", "DISK times: a latency goes with a bandwidth"),
-        ("plan --steps 100 --state-bytes 1MB --ram 10MB --disk 1GB --disk-latency-seconds=-1", "DISK times: the latency must be a finite number of seconds"),
-        ("plan --steps 100 --state-bytes 1MB --ram 10MB --disk-write-seconds 1", "without --disk"),
-        ("plan --steps 100 --state-bytes 1MB --ram 10MB --disk 1GB --disk-write-seconds 1 --disk-bandwidth 1GB/s", "cannot be used with"),
-        ("plan --steps 100 --state-bytes 1MB --ram 10MB --disk 1GB --disk-bandwidth 0/s", "positive"),
-        ("plan --steps 0 --state-bytes 1MB --ram 1GB", "positive"),
-        ("plan --steps lots --state-bytes 1MB --ram 1GB", "unknown"),
-        ("plan --steps 10 --ram 1GB", "--state-bytes"),
-        ("plan --state-bytes 1MB --ram 10MB", "give --steps"),
+        ("plan --steps 100 --state-bytes 1MB --ram 10MB --disk-latency-seconds 1 --forward-seconds 1", "DISK times given without --disk"),
+        ("plan --steps 100 --state-bytes 1MB --ram 10MB --disk 1GB --disk-write-seconds 1 --disk-latency-seconds 1 --forward-seconds 1", "DISK times: a latency goes with a bandwidth"),
+        ("plan --steps 100 --state-bytes 1MB --ram 10MB --disk 1GB --disk-bandwidth 1GB/s --disk-latency-seconds=-1 --forward-seconds 1", "DISK times: the latency must be a finite number of seconds"),
+        ("plan --steps 100 --state-bytes 1MB --ram 10MB --disk-write-seconds 1 --forward-seconds 1", "without --disk"),
+        ("plan --steps 100 --state-bytes 1MB --ram 10MB --disk 1GB --disk-write-seconds 1 --disk-bandwidth 1GB/s --forward-seconds 1", "cannot be used with"),
+        ("plan --steps 100 --state-bytes 1MB --ram 10MB --disk 1GB --disk-bandwidth 0/s --forward-seconds 1", "positive"),
+        ("plan --steps 0 --state-bytes 1MB --ram 1GB --forward-seconds 1", "positive"),
+        ("plan --steps lots --state-bytes 1MB --ram 1GB --forward-seconds 1", "unknown"),
+        ("plan --steps 10 --ram 1GB --forward-seconds 1", "--state-bytes"),
+        ("plan --state-bytes 1MB --ram 10MB --forward-seconds 1", "give --steps"),
         ("plan --state-bytes 1MB --ram 10MB --steps 10 --forward-seconds 1*9", "--forward-seconds lists 9 values for --steps 10"),
         ("plan --state-bytes 1MB --ram 10MB --forward-seconds 1*9 --adjoint-seconds 1*8", "--forward-seconds lists 9 values but --adjoint-seconds lists 8"),
         ("plan --state-bytes 1MB --ram 10MB --steps unknown --forward-seconds 1*9", "known step count"),
         ("plan --state-bytes 1MB --ram 10MB --forward-seconds 1*9,x", "is not a number"),
         ("plan --state-bytes 1MB --ram 10MB --forward-seconds 1*9,-1", "forward seconds of step 9"),
-        ("plan --steps 9 --state-bytes 1MB,2XB --ram 10MB", "per-step list"),
-        ("plan --steps 9 --state-bytes 8XB --ram 10MB", "unknown unit"),
-        ("plan --state-bytes 1MB --ram 10MB --steps 10 --device-write-seconds 1", "without --device"),
-        ("plan --state-bytes 1MB --ram 10MB --steps 10 --device 1GB --device-write-seconds 1 --device-bandwidth 1GB/s", "cannot be used with"),
+        ("plan --steps 9 --state-bytes 1MB,2XB --ram 10MB --forward-seconds 1", "per-step list"),
+        ("plan --steps 9 --state-bytes 8XB --ram 10MB --forward-seconds 1", "unknown unit"),
+        ("plan --state-bytes 1MB --ram 10MB --steps 10 --device-write-seconds 1 --forward-seconds 1", "without --device"),
+        ("plan --state-bytes 1MB --ram 10MB --steps 10 --device 1GB --device-write-seconds 1 --device-bandwidth 1GB/s --forward-seconds 1", "cannot be used with"),
+        // No assumed times: the step's, and the disk's with a disk.
+        ("plan --steps 100 --state-bytes 1MB --ram 10MB", "--forward-seconds"),
+        ("plan --steps 100 --state-bytes 1MB --ram 10MB --forward-seconds 1 --disk 1GB", "--disk needs its measured time: --disk-write-seconds"),
+        ("plan --steps 100 --state-bytes 1MB --ram 10MB --forward-seconds 1 --disk 1GB --disk-read-seconds 1", "no DISK speed is assumed"),
     ];
     for (line, needle) in cases {
         let args: Vec<&str> = line.split_whitespace().collect();
@@ -383,6 +403,8 @@ fn a_compression_ratio_makes_snapshots_cheaper() {
             "80MB",
             "--ram",
             "8GiB",
+            "--forward-seconds",
+            "1",
         ]
         .iter()
         .chain(extra)

@@ -454,7 +454,6 @@ pub(crate) fn _plan(
                     capacity,
                     // Bandwidth times move the stored (compressed) bytes.
                     state_bytes.compressed(compression_ratio),
-                    None,
                 )
                 .map_err(plan_error)?;
             input = input.with_level(StorageLevel::Disk, budget);

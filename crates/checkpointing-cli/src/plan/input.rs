@@ -2,9 +2,7 @@
 //! each level's flags, the step count and the [`PlanInput`].
 
 use checkpointing::{Step, StorageLevel};
-use checkpointing_schedule::plan::{
-    self, Bytes, LevelBudget, LevelTimes, PlanInput, StepProfile, DEFAULT_DISK_BYTES_PER_SECOND,
-};
+use checkpointing_schedule::plan::{self, Bytes, LevelBudget, LevelTimes, PlanInput, StepProfile};
 use checkpointing_schedule::schedule::{PerStep, ScheduleError};
 
 use super::PlanArgs;
@@ -58,9 +56,9 @@ struct LevelFlags {
     flag: &'static str,
     capacity: Option<Bytes>,
     times: LevelTimes,
-    /// Bytes per second when neither times nor a bandwidth are given;
-    /// `None`: free.
-    default_bandwidth: Option<f64>,
+    /// Whether the level's times must be given (DISK: no disk speed is
+    /// assumed); otherwise a level without times is free.
+    needs_times: bool,
 }
 
 impl LevelFlags {
@@ -76,8 +74,22 @@ impl LevelFlags {
             }
             return Ok(None);
         };
+        if self.needs_times
+            && self.times.write_seconds.is_none()
+            && self.times.bytes_per_second.is_none()
+        {
+            return Err(Failure(
+                format!(
+                    "{flag} needs its measured time: {flag}-write-seconds (and {flag}-read-seconds) \
+                     or {flag}-bandwidth; no {} speed is assumed",
+                    self.level.name(),
+                    flag = self.flag
+                ),
+                2,
+            ));
+        }
         self.times
-            .budget(self.level, capacity, state, self.default_bandwidth)
+            .budget(self.level, capacity, state)
             .map(Some)
             .map_err(|e| Failure(e.to_string(), 2))
     }
@@ -97,7 +109,7 @@ impl PlanArgs {
                     bytes_per_second: self.device_bandwidth.map(|b| b.0 as f64),
                     latency_seconds: self.device_latency_seconds,
                 },
-                default_bandwidth: None,
+                needs_times: false,
             },
             LevelFlags {
                 level: StorageLevel::Ram,
@@ -109,7 +121,7 @@ impl PlanArgs {
                     bytes_per_second: self.ram_bandwidth.map(|b| b.0 as f64),
                     latency_seconds: self.ram_latency_seconds,
                 },
-                default_bandwidth: None,
+                needs_times: false,
             },
             LevelFlags {
                 level: StorageLevel::Disk,
@@ -121,7 +133,7 @@ impl PlanArgs {
                     bytes_per_second: self.disk_bandwidth.map(|b| b.0 as f64),
                     latency_seconds: self.disk_latency_seconds,
                 },
-                default_bandwidth: Some(DEFAULT_DISK_BYTES_PER_SECOND),
+                needs_times: true,
             },
         ]
     }

@@ -20,12 +20,12 @@ use input::{parse_bandwidth, parse_seconds, parse_sizes, parse_steps, Steps};
 use text::print_text;
 
 pub(crate) const EXAMPLES: &str = "\
-Examples:
-  checkpointing plan --steps 1000 --state-bytes 80MB --ram 8GiB
-  checkpointing plan --steps 100000 --state-bytes 80MB --ram 4GiB --disk 500GB --disk-bandwidth 1GB/s
+Examples (the times are yours, measured: none is assumed):
+  checkpointing plan --steps 1000 --state-bytes 80MB --ram 8GiB --forward-seconds 0.05
+  checkpointing plan --steps 100000 --state-bytes 80MB --ram 4GiB --forward-seconds 0.05 --disk 500GB --disk-bandwidth 1GB/s
   checkpointing plan --steps 5000 --state-bytes 1MiB --ram 64MiB --forward-seconds 0.02 --adjoint-seconds 0.05
-  checkpointing plan --steps unknown --state-bytes 80MB --ram 2GiB --disk 100GB --disk-write-seconds 0.2
-  checkpointing plan --steps 1000 --state-bytes 80MB --ram 8GiB --format json
+  checkpointing plan --steps unknown --state-bytes 80MB --ram 2GiB --forward-seconds 0.05 --disk 100GB --disk-write-seconds 0.2
+  checkpointing plan --steps 1000 --state-bytes 80MB --ram 8GiB --forward-seconds 0.05 --format json
 
 Steps that differ (per-step lists, VALUE*COUNT for repeats; their length is the step count):
   checkpointing plan --forward-seconds 0.01*9,0.2 --state-bytes 80MB --ram 1GiB
@@ -33,15 +33,17 @@ Steps that differ (per-step lists, VALUE*COUNT for repeats; their length is the 
   checkpointing plan --steps 300 --forward-seconds 0.01*99,0.5,0.01*99,0.5,0.01*99,0.5 --adjoint-seconds 0.03 --state-bytes 80MB*100,160MB*200 --ram 1.5GB
 
 GPU memory (DEVICE) besides RAM and disk, RAM reached over a 25 GB/s link:
-  checkpointing plan --steps 500 --state-bytes 1GB --device 16GB --ram 8GB --ram-bandwidth 25GB/s --disk 1TB
-  checkpointing plan --steps 500 --state-bytes 1GB --device 16GB --device-bandwidth 1TB/s --ram 8GB --ram-write-seconds 0.05 --disk 1TB
+  checkpointing plan --steps 500 --state-bytes 1GB --forward-seconds 0.2 --device 16GB --ram 8GB --ram-bandwidth 25GB/s --disk 1TB --disk-bandwidth 2GB/s
+  checkpointing plan --steps 500 --state-bytes 1GB --forward-seconds 0.2 --device 16GB --device-bandwidth 1TB/s --ram 8GB --ram-write-seconds 0.05 --disk 1TB --disk-write-seconds 0.6
 
 RAM holds the live state and one step's adjoint data besides the snapshots (the
 largest state each, with per-step sizes); DEVICE and DISK hold snapshots only.
 Predicted time = forward-seconds x forward steps + adjoint-seconds x adjoint steps
                + per level (write-seconds x writes + read-seconds x reads),
-summed step by step with per-step lists. RAM and DEVICE are free to write and read
-unless given times; disk takes 1 GB/s unless given times.
+summed step by step with per-step lists. --forward-seconds is required, and so
+are the disk's times with --disk (--disk-write-seconds or --disk-bandwidth): the
+pick between recomputing and reading back depends on them. RAM and DEVICE are
+free to write and read unless given times.
 Sizes take SI (kB, MB, GB, TB) or binary (KiB, MiB, GiB, TiB) units.";
 
 /// `checkpointing plan ...`
@@ -81,7 +83,8 @@ pub(crate) struct PlanArgs {
     #[arg(long, conflicts_with = "disk_bandwidth")]
     disk_read_seconds: Option<f64>,
     /// Disk bandwidth, e.g. 1GB/s: a snapshot takes latency + state bytes /
-    /// bandwidth each way [default: 1GB/s unless --disk-write-seconds].
+    /// bandwidth each way (with --disk, this or --disk-write-seconds is
+    /// required).
     #[arg(long, value_parser = parse_bandwidth, value_name = "BYTES/s")]
     disk_bandwidth: Option<Bytes>,
     /// Disk latency per snapshot, seconds, with --disk-bandwidth.
@@ -112,8 +115,9 @@ pub(crate) struct PlanArgs {
     /// Device latency per snapshot, seconds, with --device-bandwidth.
     #[arg(long, default_value_t = 0.0)]
     device_latency_seconds: f64,
-    /// Seconds of one forward step, or one per step, e.g. 0.01*9,0.2.
-    #[arg(long, value_parser = parse_seconds, default_value = "1", value_name = "SECONDS|LIST")]
+    /// Seconds of one forward step, as measured, or one per step, e.g.
+    /// 0.01*9,0.2 (required: no step time is assumed).
+    #[arg(long, required = true, value_parser = parse_seconds, value_name = "SECONDS|LIST")]
     forward_seconds: PerStep<f64>,
     /// Seconds of one adjoint step, or one per step [default: twice
     /// --forward-seconds].

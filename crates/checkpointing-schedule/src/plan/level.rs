@@ -95,10 +95,6 @@ impl LevelBudget {
     }
 }
 
-/// The disk's bandwidth when the user gives no disk times: 1 GB/s, both
-/// ways (the command's and Python's default).
-pub const DEFAULT_DISK_BYTES_PER_SECOND: f64 = 1e9;
-
 /// A level's snapshot times as a user gives them: seconds per snapshot
 /// (`write_seconds`, and `read_seconds` when reads differ), or a bandwidth
 /// with a latency, or nothing. `checkpointing plan`'s `--disk-write-seconds`
@@ -108,10 +104,10 @@ pub const DEFAULT_DISK_BYTES_PER_SECOND: f64 = 1e9;
 /// use checkpointing_schedule::plan::{Bytes, LevelTimes};
 /// use checkpointing_schedule::StorageLevel;
 /// let disk = LevelTimes { bytes_per_second: Some(1e9), latency_seconds: 1e-3, ..LevelTimes::default() };
-/// let budget = disk.budget(StorageLevel::Disk, Bytes(500_000_000_000), Bytes(100_000_000), None).unwrap();
+/// let budget = disk.budget(StorageLevel::Disk, Bytes(500_000_000_000), Bytes(100_000_000)).unwrap();
 /// assert!((budget.write_seconds - 0.101).abs() < 1e-12);
 /// let bad = LevelTimes { write_seconds: Some(0.2), latency_seconds: 1e-3, ..LevelTimes::default() };
-/// assert!(bad.budget(StorageLevel::Disk, Bytes(1000), Bytes(10), None).is_err());
+/// assert!(bad.budget(StorageLevel::Disk, Bytes(1000), Bytes(10)).is_err());
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct LevelTimes {
@@ -140,9 +136,10 @@ impl LevelTimes {
     }
 
     /// The budget of `level`, `capacity` bytes, for states of `state_bytes`:
-    /// `write_seconds` per snapshot, or `latency + state_bytes / bandwidth`
-    /// with the bandwidth given or else `default_bytes_per_second`, or free
-    /// when there is neither; `read_seconds` replaces the read time.
+    /// `write_seconds` per snapshot, or `latency + state_bytes / bandwidth`,
+    /// or free when there is neither (the caller decides whether a level
+    /// may go without times: the command and Python require the disk's);
+    /// `read_seconds` replaces the read time.
     ///
     /// Errors ([`PlanError::InvalidLevelTimes`]): both write seconds and a
     /// bandwidth; a latency with write seconds (which include it) or with
@@ -155,7 +152,6 @@ impl LevelTimes {
         level: StorageLevel,
         capacity: Bytes,
         state_bytes: Bytes,
-        default_bytes_per_second: Option<f64>,
     ) -> Result<LevelBudget, PlanError> {
         let invalid = |reason: String| PlanError::InvalidLevelTimes { level, reason };
         let latency = self.latency_seconds;
@@ -169,7 +165,7 @@ impl LevelTimes {
                 "give write seconds per snapshot or a bandwidth, not both".into(),
             ));
         }
-        let bandwidth = self.bytes_per_second.or(default_bytes_per_second);
+        let bandwidth = self.bytes_per_second;
         if latency != 0.0 && (self.write_seconds.is_some() || bandwidth.is_none()) {
             return Err(invalid(
                 "a latency goes with a bandwidth, not with write seconds per snapshot (which include it)"

@@ -154,7 +154,7 @@ mod tests;
 pub use bytes::{Bytes, ParseBytesError};
 pub use error::PlanError;
 pub use input::PlanInput;
-pub use level::{LevelBudget, LevelTimes, DEFAULT_DISK_BYTES_PER_SECOND};
+pub use level::{LevelBudget, LevelTimes};
 pub use outcome::{Candidate, Costing, NotCosted, NotCostedReason, Plan};
 pub use profile::StepProfile;
 
