@@ -54,6 +54,43 @@ def main() -> None:
         assert np.allclose(codecs.decompress(blob), np.linspace(0.0, 1.0, 64), atol=1e-6)
 
 
+def with_pyrevolve() -> None:
+    """pyrevolve's API on this package's drop-in, planned from measurements."""
+    from collections.abc import Sequence
+    from typing import Any
+
+    from adjoint_checkpoints import pyrevolve
+
+    x = np.ones(100)
+
+    class Step(pyrevolve.Operator):
+        def apply(self, **kwargs: Any) -> None:
+            for _ in range(kwargs["t_start"], kwargs["t_end"]):
+                x[:] = np.sin(x)
+
+    class State(pyrevolve.Checkpoint):
+        @property
+        def dtype(self) -> Any:
+            return np.float64
+
+        @property
+        def size(self) -> int:
+            return 100
+
+        def get_data(self, timestep: int) -> Sequence[np.ndarray]:
+            return [x]
+
+        def get_data_location(self, timestep: int) -> Sequence[np.ndarray]:
+            return [x]
+
+    # Step() stands in for the reverse operator too: the API, not an adjoint, is checked.
+    revolver = pyrevolve.Revolver(State(), Step(), Step(), None, 50, schedule=pyrevolve.planned(ram=10 * 800))
+    revolver.apply_forward()
+    revolver.apply_reverse()
+    peak: dict[str, int] = revolver.peak_snapshots
+    assert peak["RAM"] > 0
+
+
 def with_jax() -> None:
     """A JAX loop whose gradient follows a schedule."""
     import jax
@@ -86,5 +123,6 @@ def with_torch() -> None:
 
 if __name__ == "__main__":
     main()
+    with_pyrevolve()
     with_jax()
     with_torch()

@@ -109,6 +109,8 @@ True
 """
 
 import sys
+from types import ModuleType
+from typing import Any, Optional
 
 from . import compression, crevolve, profiling, storage
 from ._defaults import get_default_schedule, get_default_storage, set_default_schedule, set_default_storage
@@ -185,7 +187,7 @@ MODULES = {
 }
 
 
-def install_as_pyrevolve(schedule=None, *, ram=None, disk=None):
+def install_as_pyrevolve(schedule: Any = None, *, ram: Optional[str] = None, disk: Optional[str] = None) -> ModuleType:
     """Make ``import pyrevolve`` give this module (and
     ``pyrevolve.pyrevolve``, ``.crevolve``, ``.compression``, ``.storage``
     and ``.profiling`` its modules), so that code written for pyrevolve

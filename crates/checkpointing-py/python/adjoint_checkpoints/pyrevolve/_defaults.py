@@ -2,6 +2,10 @@
 (:func:`set_default_schedule`, :func:`set_default_storage`) and the checks
 of the arguments that choose a schedule, a store or a compression."""
 
+from __future__ import annotations
+
+from typing import Any, Optional
+
 import numpy as np
 
 import adjoint_checkpoints
@@ -37,7 +41,7 @@ def _check_schedule_choice(schedule, what):
     )
 
 
-def set_default_schedule(schedule):
+def set_default_schedule(schedule: Any) -> Any:
     """The schedule of every Revolver made afterwards without ``schedule=``
     (:class:`MemoryRevolver`, :class:`DiskRevolver`,
     :class:`SingleLevelRevolver`; :class:`MultiLevelRevolver` keeps its
@@ -62,7 +66,7 @@ def set_default_schedule(schedule):
     return previous
 
 
-def get_default_schedule():
+def get_default_schedule() -> Any:
     """The current default (see :func:`set_default_schedule`)."""
     return _default_schedule
 
@@ -106,7 +110,7 @@ def _storage_choice(level, value):
     return value if isinstance(value, _StorageSpec) else _StorageSpec(level, value)
 
 
-def set_default_storage(ram=None, disk=None):
+def set_default_storage(ram: Optional[str] = None, disk: Optional[str] = None) -> dict[str, Optional[str]]:
     """Where every Revolver made afterwards without ``ram=`` / ``disk=``
     keeps its snapshots: ``ram`` is ``"numpy"`` (pyrevolve's
     :class:`NumpyStorage`) or ``"ram"``, ``disk`` is ``"disk"`` or
@@ -135,7 +139,7 @@ def set_default_storage(ram=None, disk=None):
     return previous
 
 
-def get_default_storage():
+def get_default_storage() -> dict[str, Optional[str]]:
     """The current defaults (see :func:`set_default_storage`), as a dict
     of specs (``None``: pyrevolve's)."""
     return {level: None if spec is None else spec.text for level, spec in _default_storage.items()}

@@ -2,6 +2,10 @@
 (:class:`Operator`, :class:`Checkpoint`) and the Revolvers that run a
 schedule over them, each with its storage levels."""
 
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Sequence, Union
+
 import numpy as np
 
 import adjoint_checkpoints
@@ -15,7 +19,11 @@ from ._planned import Planned
 from .compression import init_compression
 from .crevolve import adjust
 from .profiling import Profiler
-from .storage import ArrayStorage, BytesStorage, DiskStorage, NumpyStorage
+from .storage import ArrayStorage, BytesStorage, DiskStorage, NumpyStorage, Storage
+
+#: What ``schedule=`` takes: a schedule, a function ``f(n_timesteps, state_bytes)``
+#: returning one, :func:`planned` (or ``None``: the default).
+ScheduleChoice = Union[adjoint_checkpoints.Schedule, Callable[[int, int], adjoint_checkpoints.Schedule], Planned, None]
 
 
 class Operator:
@@ -24,7 +32,7 @@ class Operator:
     (reverse operator, always one step). Subclass it and define
     ``apply``."""
 
-    def apply(self, **kwargs):
+    def apply(self, **kwargs: Any) -> None:
         raise NotImplementedError(f"{type(self).__name__} must define apply(t_start=..., t_end=...)")
 
 
@@ -36,21 +44,21 @@ class Checkpoint:
     ``dtype`` their NumPy type. ``nbytes`` follows."""
 
     @property
-    def dtype(self):
+    def dtype(self) -> Any:
         raise NotImplementedError(f"{type(self).__name__} must define dtype")
 
     @property
-    def size(self):
+    def size(self) -> int:
         raise NotImplementedError(f"{type(self).__name__} must define size")
 
-    def get_data(self, timestep):
+    def get_data(self, timestep: int) -> Sequence[np.ndarray]:
         raise NotImplementedError(f"{type(self).__name__} must define get_data(timestep)")
 
-    def get_data_location(self, timestep):
+    def get_data_location(self, timestep: int) -> Sequence[np.ndarray]:
         raise NotImplementedError(f"{type(self).__name__} must define get_data_location(timestep)")
 
     @property
-    def nbytes(self):
+    def nbytes(self) -> int:
         return self.size * np.dtype(self.dtype).itemsize
 
 
@@ -66,8 +74,9 @@ class BaseRevolver:
     ``saves``, ``loads`` and ``peak_snapshots`` (the most held at once,
     per level ``"RAM"``/``"DISK"``)."""
 
-    def __init__(self, checkpoint, fwd_operator, rev_operator, n_checkpoints, n_timesteps,
-                 storage_list=None, scheduler=None, timings=None, profiler=None):
+    def __init__(self, checkpoint: Checkpoint, fwd_operator: Operator, rev_operator: Operator,
+                 n_checkpoints: Optional[int], n_timesteps: int, storage_list: Optional[list[Storage]] = None,
+                 scheduler: Any = None, timings: Any = None, profiler: Optional[Profiler] = None) -> None:
         if n_timesteps is None:
             raise RevolverError(
                 "n_timesteps is None: pyrevolve's Revolvers need the number of time steps; "
@@ -88,29 +97,29 @@ class BaseRevolver:
         self._owned = []
 
     # pyrevolve's storage-list helpers
-    def addStorage(self, new_storage):
+    def addStorage(self, new_storage: Storage) -> None:
         self.storage_list.append(new_storage)
 
-    def removeStorage(self, st_idx):
+    def removeStorage(self, st_idx: int) -> None:
         if st_idx < len(self.storage_list):
             del self.storage_list[st_idx]
 
-    def resetStorageList(self):
+    def resetStorageList(self) -> None:
         self.storage_list.clear()
 
-    def addDiskStorage(self, filedir="./", singlefile=False, wd=0, rd=0):
+    def addDiskStorage(self, filedir: str = "./", singlefile: bool = False, wd: float = 0, rd: float = 0) -> int:
         self.addStorage(DiskStorage(self.checkpoint.size, self.n_checkpoints, self.checkpoint.dtype,
                                     profiler=self.profiler, filedir=filedir, singlefile=singlefile, wd=wd, rd=rd))
         return len(self.storage_list) - 1
 
-    def addNumpyStorage(self, compression_params=None):
+    def addNumpyStorage(self, compression_params: Optional[dict[str, Any]] = None) -> int:
         if compression_params is None or compression_params.get("scheme") is None:
             self.addStorage(NumpyStorage(self.checkpoint.size, self.n_checkpoints, self.checkpoint.dtype, profiler=self.profiler))
         else:
             self.addByteStorage(compression_params)
         return len(self.storage_list) - 1
 
-    def addByteStorage(self, compression_params):
+    def addByteStorage(self, compression_params: dict[str, Any]) -> int:
         self.addStorage(BytesStorage(self.checkpoint.nbytes, self.n_checkpoints, self.checkpoint.dtype,
                                      init_compression(compression_params), auto_pickle=True, profiler=self.profiler))
         return len(self.storage_list) - 1
@@ -168,7 +177,7 @@ class BaseRevolver:
                     self._close_owned()
             raise
 
-    def apply_forward(self):
+    def apply_forward(self) -> None:
         """Runs the forward sweep from step 0 to ``n_timesteps``, storing
         the snapshots the schedule asks for."""
         def body():
@@ -178,7 +187,7 @@ class BaseRevolver:
 
         self._guarded(body)
 
-    def apply_reverse(self):
+    def apply_reverse(self) -> None:
         """Runs the adjoint from step ``n_timesteps`` back to 0: each step
         ``i`` as ``rev_operator.apply(t_start=i, t_end=i + 1)``, after
         ``fwd_operator.apply(t_start=i, t_end=i + 1)`` from the restored
@@ -208,13 +217,13 @@ class BaseRevolver:
     loads = property(lambda self: self._stat("loads"), doc="Snapshots restored.")
 
     @property
-    def peak_snapshots(self):
+    def peak_snapshots(self) -> dict[str, int]:
         """The most snapshots held at once, ``{"RAM": k, "DISK": m}``."""
         if self._run is None:
             return {"RAM": 0, "DISK": 0}
         return {level.name: count for level, count in self._run.peak.items()}
 
-    def storage_ckps(self, k=0):
+    def storage_ckps(self, k: int = 0) -> list[int]:
         """The time steps whose snapshots level ``k`` (0: RAM, 1: disk)
         holds now."""
         if self._run is None:
@@ -273,9 +282,11 @@ class SingleLevelRevolver(BaseRevolver):
     ``disk=`` choose each level's store and codec
     (:func:`set_default_storage`)."""
 
-    def __init__(self, checkpoint, fwd_operator, rev_operator, n_checkpoints, n_timesteps, timings=None,
-                 profiler=None, compression_params=None, diskstorage=False, filedir="./", singlefile=True, *,
-                 schedule=None, ram=None, disk=None):
+    def __init__(self, checkpoint: Checkpoint, fwd_operator: Operator, rev_operator: Operator,
+                 n_checkpoints: Optional[int], n_timesteps: int, timings: Any = None,
+                 profiler: Optional[Profiler] = None, compression_params: Optional[dict[str, Any]] = None,
+                 diskstorage: bool = False, filedir: str = "./", singlefile: bool = True, *,
+                 schedule: ScheduleChoice = None, ram: Optional[str] = None, disk: Optional[str] = None) -> None:
         super().__init__(checkpoint, fwd_operator, rev_operator, n_checkpoints, n_timesteps,
                          timings=timings, profiler=profiler)
         if n_checkpoints is None:
@@ -339,8 +350,11 @@ class MemoryRevolver(SingleLevelRevolver):
     ``filedir`` (where a two-level schedule's disk snapshots go; the
     system's temporary directory by default)."""
 
-    def __init__(self, checkpoint, fwd_operator, rev_operator, n_checkpoints, n_timesteps, timings=None,
-                 profiler=None, compression_params=None, *, schedule=None, filedir=None, ram=None, disk=None):
+    def __init__(self, checkpoint: Checkpoint, fwd_operator: Operator, rev_operator: Operator,
+                 n_checkpoints: Optional[int], n_timesteps: int, timings: Any = None,
+                 profiler: Optional[Profiler] = None, compression_params: Optional[dict[str, Any]] = None, *,
+                 schedule: ScheduleChoice = None, filedir: Optional[str] = None, ram: Optional[str] = None,
+                 disk: Optional[str] = None) -> None:
         super().__init__(checkpoint, fwd_operator, rev_operator, n_checkpoints, n_timesteps, timings=timings,
                          profiler=profiler, compression_params=compression_params, diskstorage=False,
                          filedir="./" if filedir is None else filedir, schedule=schedule, ram=ram, disk=disk)
@@ -352,9 +366,11 @@ class DiskRevolver(SingleLevelRevolver):
     ``schedule=``, ``compression_params`` and ``ram=`` / ``disk=`` (each
     level's store and codec: ``disk="hdf5:zstd"``)."""
 
-    def __init__(self, checkpoint, fwd_operator, rev_operator, n_checkpoints, n_timesteps, timings=None,
-                 profiler=None, filedir="./", singlefile=True, *, schedule=None, compression_params=None,
-                 ram=None, disk=None):
+    def __init__(self, checkpoint: Checkpoint, fwd_operator: Operator, rev_operator: Operator,
+                 n_checkpoints: Optional[int], n_timesteps: int, timings: Any = None,
+                 profiler: Optional[Profiler] = None, filedir: str = "./", singlefile: bool = True, *,
+                 schedule: ScheduleChoice = None, compression_params: Optional[dict[str, Any]] = None,
+                 ram: Optional[str] = None, disk: Optional[str] = None) -> None:
         super().__init__(checkpoint, fwd_operator, rev_operator, n_checkpoints, n_timesteps, timings=timings,
                          profiler=profiler, compression_params=compression_params, diskstorage=True,
                          filedir=filedir, singlefile=singlefile, schedule=schedule, ram=ram, disk=disk)
@@ -371,8 +387,9 @@ class MultiLevelRevolver(BaseRevolver):
     and ``up`` are not used). ``schedule=`` replaces it. More than two
     storages is a :class:`RevolverError`."""
 
-    def __init__(self, checkpoint, fwd_operator, rev_operator, n_timesteps, storage_list, timings=None,
-                 profiler=None, uf=1, ub=1, up=1, *, schedule=None):
+    def __init__(self, checkpoint: Checkpoint, fwd_operator: Operator, rev_operator: Operator, n_timesteps: int,
+                 storage_list: list[Storage], timings: Any = None, profiler: Optional[Profiler] = None,
+                 uf: float = 1, ub: float = 1, up: float = 1, *, schedule: ScheduleChoice = None) -> None:
         if storage_list is None:
             raise RevolverError("MultiLevelRevolver needs a storage_list of one or two storages")
         super().__init__(checkpoint, fwd_operator, rev_operator, n_timesteps, n_timesteps,
@@ -382,7 +399,8 @@ class MultiLevelRevolver(BaseRevolver):
             s.profiler = self.profiler
         self.reload_scheduler(uf, ub, up, schedule=schedule)
 
-    def reload_scheduler(self, uf=1, ub=1, up=1, *, schedule=None):
+    def reload_scheduler(self, uf: float = 1, ub: float = 1, up: float = 1, *,
+                         schedule: ScheduleChoice = None) -> None:
         """Makes the schedule again for the current ``storage_list``."""
         if not 1 <= len(self.storage_list) <= 2:
             raise RevolverError(
