@@ -306,14 +306,14 @@ type Running = (Instant, Vec<u8>);
 /// Longest one input may run before it counts as a hang.
 pub const INPUT_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// Runs `target` over its corpus, then over mutations of it (seeded by
-/// `seed`) until `budget` has passed. A defect panics, with the input
+/// Runs `target` over its whole corpus, then over mutations of it (seeded
+/// by `seed`) for `budget`: the mutations get the budget however long the
+/// corpus took, so a slow corpus on a loaded machine still gets mutated. A defect panics, with the input
 /// written to `failures/<target>-<hash>` under this crate first; an input
 /// that runs longer than [`INPUT_TIMEOUT`] is written there too and ends
 /// the process (a parser that hangs is a defect as well).
 pub fn run_for(target: Target, budget: Duration, seed: u64) -> RunStats {
     let corpus = corpus(target.name);
-    let start = Instant::now();
     let current: Arc<Mutex<Option<Running>>> = Arc::default();
     let done = Arc::new(AtomicBool::new(false));
     let watchdog = {
@@ -355,7 +355,8 @@ pub fn run_for(target: Target, budget: Duration, seed: u64) -> RunStats {
         check(input);
     }
     let mut mutator = Mutator::new(seed, corpus.clone());
-    while start.elapsed() < budget {
+    let mutating = Instant::now();
+    while mutating.elapsed() < budget {
         let input = mutator.next_input();
         check(&input);
     }
