@@ -11,8 +11,8 @@ use std::path::Path;
 use checkpointing::schedule::{Costs, HierarchicalRevolve, LevelSpec, StepCosts};
 use checkpointing::{
     DiskRevolve, DiskStore, Executor, ExecutorError, HRevolve, Journal, MemoryStore, Mixed,
-    Multistage, PeriodicDiskRevolve, Problem, ResumableProblem, Schedule, SingleDisk, StorageLevel,
-    Trajectory, TwoLevel, UserError,
+    Multistage, Outcome, PeriodicDiskRevolve, Problem, ResumableProblem, Schedule, SingleDisk,
+    StorageLevel, Trajectory, TwoLevel, UserError,
 };
 
 const STEPS: u64 = 40;
@@ -116,11 +116,11 @@ fn run(
     schedule: Box<dyn Schedule + Send>,
     dir: &Path,
     fail_at: Option<u64>,
-) -> Result<Vec<f64>, ExecutorError> {
+) -> Result<Outcome<Vec<f64>>, ExecutorError> {
     let mut executor = Executor::new(MemoryStore::new(), DiskStore::in_dir(dir).unwrap());
     let x0 = vec![0.3; 16];
     let terminal = |x: &Vec<f64>| Ok(x.clone());
-    let outcome = if schedule.max_n().is_some() {
+    if schedule.max_n().is_some() {
         executor.run(&mut problem(fail_at), schedule, x0, terminal)
     } else {
         executor.run_online(
@@ -130,32 +130,15 @@ fn run(
             |n, _| n == STEPS,
             terminal,
         )
-    }?;
-    Ok(outcome.adjoint)
+    }
 }
 
 #[test]
 fn a_completed_gradient_leaves_no_snapshot_file() {
     for (name, schedule) in offline().into_iter().chain(online()) {
         let dir = tempfile::tempdir().unwrap();
-        let disk_written = {
-            let mut executor =
-                Executor::new(MemoryStore::new(), DiskStore::in_dir(dir.path()).unwrap());
-            let x0 = vec![0.3; 16];
-            let out = if schedule.max_n().is_some() {
-                executor.run(&mut problem(None), schedule, x0, |x| Ok(x.clone()))
-            } else {
-                executor.run_online(
-                    &mut problem(None),
-                    schedule,
-                    x0,
-                    |n, _| n == STEPS,
-                    |x| Ok(x.clone()),
-                )
-            }
-            .unwrap();
-            out.stats.levels[StorageLevel::Disk].writes
-        };
+        let disk_written =
+            run(schedule, dir.path(), None).unwrap().stats.levels[StorageLevel::Disk].writes;
         assert!(disk_written > 0, "{name}: the disk level was not used");
         assert_eq!(snapshot_files(dir.path()), Vec::<String>::new(), "{name}");
     }
@@ -199,7 +182,9 @@ fn a_journaled_run_removes_its_snapshots_once_the_gradient_is_returned_and_keeps
         // Resumed to the end: nothing left, journal included.
         let resumed = resumable(None).unwrap().adjoint;
         assert_eq!(snapshot_files(dir.path()), Vec::<String>::new(), "{name}");
-        let plain = run(make(), tempfile::tempdir().unwrap().path(), None).unwrap();
+        let plain = run(make(), tempfile::tempdir().unwrap().path(), None)
+            .unwrap()
+            .adjoint;
         assert_eq!(resumed, plain, "{name}: the resumed gradient");
     }
 }
