@@ -5,7 +5,9 @@ use std::sync::{Arc, Mutex};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use checkpointing::{SnapshotStore, Step, StorageError};
+use checkpointing::{
+    DetachedRead, DetachedWrite, SnapshotStore, SplitIo, Step, StorageError, Written,
+};
 
 use crate::codec::{Blob, Codec, Compressor};
 
@@ -108,22 +110,23 @@ impl<St> CompressedStore<St> {
     pub fn ratio(&self) -> f64 {
         self.totals().ratio()
     }
+}
 
-    fn decode<T: DeserializeOwned>(step: Step, blob: &Blob) -> Result<T, StorageError> {
-        let raw = blob.decompress().map_err(|e| StorageError::Serialization {
-            step,
-            reason: e.to_string(),
-        })?;
-        checkpointing::storage::decode_bounded(&raw).map_err(|e| StorageError::Serialization {
-            step,
-            reason: e.to_string(),
-        })
-    }
+/// The value `blob` holds: decompressed, then decoded.
+fn decode<T: DeserializeOwned>(step: Step, blob: &Blob) -> Result<T, StorageError> {
+    let raw = blob.decompress().map_err(|e| StorageError::Serialization {
+        step,
+        reason: e.to_string(),
+    })?;
+    checkpointing::storage::decode_bounded(&raw).map_err(|e| StorageError::Serialization {
+        step,
+        reason: e.to_string(),
+    })
 }
 
 impl<T, St> SnapshotStore<T> for CompressedStore<St>
 where
-    T: Serialize + DeserializeOwned,
+    T: Serialize + DeserializeOwned + 'static,
     St: SnapshotStore<Blob>,
 {
     fn save(&mut self, step: Step, value: T) -> Result<(), StorageError> {
@@ -141,12 +144,75 @@ where
     }
 
     fn load(&mut self, step: Step) -> Result<T, StorageError> {
-        Self::decode(step, &self.inner.load(step)?)
+        decode(step, &self.inner.load(step)?)
     }
 
     fn take(&mut self, step: Step) -> Result<T, StorageError> {
-        Self::decode(step, &self.inner.take(step)?)
+        decode(step, &self.inner.take(step)?)
+    }
+
+    /// The inner store's, with (de)serialization and (de)compression in
+    /// the detached part.
+    fn split_io(&mut self) -> Option<&mut dyn SplitIo<T>> {
+        if self.inner.split_io().is_some() {
+            Some(self)
+        } else {
+            None
+        }
     }
 
     checkpointing::forward_to_inner_store!(inner);
+}
+
+impl<St> CompressedStore<St> {
+    /// The inner store's split I/O, or an error naming `step` if it has
+    /// none ([`SnapshotStore::split_io`] is then `None` for this store too).
+    fn inner_split(&mut self, step: Step) -> Result<&mut dyn SplitIo<Blob>, StorageError>
+    where
+        St: SnapshotStore<Blob>,
+    {
+        self.inner.split_io().ok_or_else(|| StorageError::Io {
+            step,
+            path: "<compressed store>".into(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "the store behind the compression has no split I/O",
+            ),
+        })
+    }
+}
+
+impl<T, St> SplitIo<T> for CompressedStore<St>
+where
+    T: Serialize + DeserializeOwned + 'static,
+    St: SnapshotStore<Blob>,
+{
+    fn begin_load(&mut self, step: Step) -> Result<DetachedRead<T>, StorageError> {
+        let read = self.inner_split(step)?.begin_load(step)?;
+        Ok(Box::new(move || decode(step, &read()?)))
+    }
+
+    fn begin_save(&mut self, step: Step) -> Result<DetachedWrite<T>, StorageError> {
+        let write = self.inner_split(step)?.begin_save(step)?;
+        let (compressor, totals) = (self.compressor, self.totals.clone());
+        Ok(Box::new(move |value: T| {
+            let raw = bincode::serialize(&value).map_err(|e| StorageError::Serialization {
+                step,
+                reason: e.to_string(),
+            })?;
+            drop(value);
+            let blob = compressor.compress(&raw);
+            let size = blob.len() as u64;
+            let written = write(blob)?;
+            let mut totals = totals.lock().unwrap_or_else(|e| e.into_inner());
+            totals.raw_bytes += raw.len() as u64;
+            totals.compressed_bytes += size;
+            Ok(written)
+        }))
+    }
+
+    fn commit_save(&mut self, written: Written) -> Result<(), StorageError> {
+        let step = written.step;
+        self.inner_split(step)?.commit_save(written)
+    }
 }

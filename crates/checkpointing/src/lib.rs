@@ -60,8 +60,9 @@ pub use executor::{
     UserError, Verification, VerifiedCandidate, VerifyOptions,
 };
 pub use storage::{
-    Checkpoint, DiskStore, Durability, DurableStore, Footprint, MemoryStore, NamedStore,
-    NotDurable, SnapshotNames, SnapshotStore, StorageError, StoreStats,
+    Checkpoint, DetachedRead, DetachedWrite, DiskStore, Durability, DurableStore, Footprint,
+    MemoryStore, NamedStore, NotDurable, SnapshotNames, SnapshotStore, SplitIo, StorageError,
+    StoreStats, Written,
 };
 
 // The README's examples are tested with the crate's doc-tests.

@@ -5,7 +5,7 @@ use std::sync::mpsc;
 
 use checkpointing::{DurableStore, Footprint, NotDurable, SnapshotStore, Step, StorageError};
 
-use super::{worker_gone, AsyncStore, Request};
+use super::{lane_gone, AsyncStore, Write};
 
 /// The inner store's durable side, reached through the worker in turn with
 /// the saves and removals (see [`AsyncStore`]). Over an inner store that is
@@ -21,11 +21,13 @@ where
         if self.durable {
             self.deferring = true;
             // A dead worker is reported by the next operation that waits.
-            let _ = self.send(Request::Durable(Box::new(|inner: &mut St| {
+            if let Ok(seq) = self.send_write(Write::Durable(Box::new(|inner: &mut St| {
                 if let Some(durable) = inner.as_durable() {
                     durable.defer_removals();
                 }
-            })));
+            }))) {
+                self.barrier = seq;
+            }
         }
     }
 
@@ -60,17 +62,18 @@ where
         self.prefetched.clear();
         let manifest = manifest.to_vec();
         let (reply, answer) = mpsc::sync_channel(1);
-        self.send(Request::Durable(Box::new(move |inner: &mut St| {
+        self.barrier = self.send_write(Write::Durable(Box::new(move |inner: &mut St| {
             let adopted = match inner.as_durable() {
                 Some(durable) => durable.adopt(&manifest),
                 None => Err(StorageError::backend(0, NotDurable)),
             };
             let _ = reply.send((adopted, inner.held_steps()));
         })))?;
-        let (adopted, held) = answer.recv().map_err(|_| worker_gone())?;
+        let (adopted, held) = answer.recv().map_err(|_| lane_gone())?;
         self.check()?;
         adopted?;
         self.held = held.into_iter().collect();
+        self.saved_at.clear();
         Ok(())
     }
 }

@@ -2,60 +2,57 @@
 //! the reads announced ahead, while the caller computes.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use checkpointing::{DurableStore, Footprint, SnapshotStore, Step, StorageError, StoreStats};
 
 mod durable;
+mod lanes;
 
-type Reply<T> = SyncSender<Result<T, StorageError>>;
+use lanes::{read_lane, write_lane, Lanes, Read, Reply, Staged, Write};
 
-/// Work on the inner store's durable side, run on the worker in turn.
-type DurableJob<St> = Box<dyn FnOnce(&mut St) + Send>;
+/// An answer of the read lane.
+type Answer<T> = Receiver<Result<Staged<T>, StorageError>>;
 
-enum Request<T, St> {
-    Save(Step, T),
-    Remove(Step),
-    Load(Step, Reply<T>),
-    Take(Step, Reply<T>),
-    Flush(SyncSender<()>),
-    Durable(DurableJob<St>),
-}
-
-/// What the worker shares with the caller: the inner store's counters and
-/// the first error of an operation nobody waited for.
-#[derive(Default)]
-struct Shared {
-    stats: StoreStats,
-    resident: u64,
-    failure: Option<StorageError>,
-}
-
-/// A store whose saves and removals run on a background thread, through a
-/// bounded queue, and whose reads can start early ([`prefetch`]).
+/// A store whose saves and removals run on a background write lane and
+/// whose reads run on a separate read lane, started early when announced
+/// ([`prefetch`]).
 ///
 /// The executor hands snapshots to [`save`](SnapshotStore::save) and goes on
-/// computing while the worker serializes and writes them; once `capacity`
-/// snapshots wait, `save` blocks (the queue bounds the memory in flight).
-/// The executor also calls [`prefetch`] for each snapshot that an action in
-/// the next few will restore, so the worker reads it while the steps before
-/// run. Operations reach the inner store in the order they were issued: a
-/// read sees every earlier save. An error of a background save or removal is
-/// reported by the next read or [`flush`] (which the executor calls before
-/// it returns), or by a save issued after the error happened.
+/// computing while the write lane serializes (compresses, checksums) and
+/// writes them. The memory in flight is bounded: at most `capacity` saves
+/// wait in the queue and, with [`with_byte_budget`](Self::with_byte_budget),
+/// at most that many bytes of snapshots are being written (a save waits for
+/// earlier ones to finish beyond it; one snapshot larger than the budget
+/// alone still goes). The executor also calls [`prefetch`] for each
+/// snapshot that an action in the next few will restore, and the read lane
+/// reads it while the steps before run; a prefetch never blocks the caller
+/// (at most `capacity` reads run ahead). Staged values, saves not yet
+/// written and reads not yet taken, are memory: they count in
+/// [`resident_bytes`](SnapshotStore::resident_bytes), and so in the
+/// executor's peak.
+///
+/// A read waits for the writes *of its own step* issued before it (a load
+/// sees its save), never for unrelated writes queued ahead; the inner store
+/// serves one operation at a time, so a read waits for at most the write in
+/// progress. An error of a background save or removal is reported by the
+/// next operation or [`flush`] (which the executor calls before it
+/// returns), naming the step whose write failed; a read of that step
+/// reports the write's error, not its own.
 ///
 /// The store is durable ([`SnapshotStore::as_durable`]) when its inner
 /// store is, and then serves journaled runs
 /// ([`Executor::run_resumable`](checkpointing::Executor::run_resumable)):
-/// a [`manifest`](DurableStore::manifest) is answered by the worker after
-/// every save issued before it, so it names only snapshots already on the
-/// medium, and the journal [`flush`]es the store (reporting any failed
+/// a [`manifest`](DurableStore::manifest) is answered by the write lane
+/// after every save issued before it, so it names only snapshots already on
+/// the medium, and the journal [`flush`]es the store (reporting any failed
 /// write) before it records the manifest. Removals are deferred by the
 /// inner store, in order with the saves, and the wrapper knows without
-/// asking the worker whether any is pending.
+/// asking the lanes whether any is pending.
 ///
 /// [`prefetch`]: SnapshotStore::prefetch
 /// [`flush`]: SnapshotStore::flush
@@ -63,27 +60,36 @@ struct Shared {
 /// ```
 /// use checkpointing::{DiskStore, SnapshotStore};
 /// use checkpointing_store::AsyncStore;
-/// let mut store = AsyncStore::new(DiskStore::<Vec<f64>>::temporary().unwrap(), 2);
+/// let mut store = AsyncStore::new(DiskStore::<Vec<f64>>::temporary().unwrap(), 2)
+///     .with_byte_budget(1 << 20);
 /// store.save(3, vec![1.0; 1000]).unwrap(); // returns before the write ends
 /// store.prefetch(3);                        // the read starts in the background
 /// assert_eq!(store.load(3).unwrap(), vec![1.0; 1000]);
 /// store.flush().unwrap();
 /// assert_eq!(store.stats().writes, 1);
 /// ```
-pub struct AsyncStore<T, St> {
-    queue: Option<SyncSender<Request<T, St>>>,
-    worker: Option<JoinHandle<St>>,
-    shared: Arc<Mutex<Shared>>,
-    /// Bytes of values queued for saving or read ahead and not yet taken.
-    in_flight: Arc<AtomicU64>,
+pub struct AsyncStore<T: Footprint, St> {
+    writes: Option<SyncSender<(u64, Write<T, St>)>>,
+    reads: Option<Sender<Read<T>>>,
+    threads: Vec<JoinHandle<()>>,
+    lanes: Arc<Lanes<St>>,
     held: BTreeSet<Step>,
+    /// Sequence number of the last write-lane operation issued.
+    issued: u64,
+    /// The save of each snapshot held, as its write-lane sequence number.
+    saved_at: HashMap<Step, u64>,
+    /// The last write-lane operation that may change any snapshot (the
+    /// durable side's work): every later read waits for it.
+    barrier: u64,
     /// Reads started ahead, in the order they were announced (a snapshot
     /// that several coming actions read is read once for each).
-    prefetched: HashMap<Step, VecDeque<Receiver<Result<T, StorageError>>>>,
+    prefetched: HashMap<Step, VecDeque<Answer<T>>>,
     /// Reads announced but not started yet (at most `capacity` run ahead).
     wanted: VecDeque<Step>,
-    /// Most reads ahead outstanding at once.
+    /// Most saves queued, and most reads ahead outstanding, at once.
     capacity: usize,
+    /// Most bytes being written at once, if bounded.
+    byte_budget: Option<u64>,
     /// Whether the inner store is durable.
     durable: bool,
     /// Whether the inner store defers removals ([`DurableStore`]).
@@ -98,69 +104,149 @@ where
     T: Footprint + Send + 'static,
     St: SnapshotStore<T> + Send + 'static,
 {
-    /// Moves `inner` to a worker thread with a queue of `capacity` pending
-    /// operations (at least 1), and at most `capacity` snapshots read ahead:
-    /// up to `2 × capacity` snapshots can be in memory besides the inner
-    /// store's. Snapshots already in `inner` stay readable.
+    /// How many saves queue, and how many reads run ahead, by default
+    /// where this crate's users put a store in the background (the demo,
+    /// `plan --verify`, the Python stores).
+    pub const DEFAULT_CAPACITY: usize = 4;
+
+    /// Moves `inner` to two background lanes, a write lane with a queue of
+    /// `capacity` pending saves (at least 1) and a read lane with at most
+    /// `capacity` snapshots read ahead: up to `2 × capacity` snapshots can
+    /// be in memory besides the inner store's (fewer with a
+    /// [byte budget](Self::with_byte_budget)). Snapshots already in `inner`
+    /// stay readable.
     pub fn new(mut inner: St, capacity: usize) -> Self {
         let (durable, pending_removals) = match inner.as_durable() {
             Some(durable) => (true, durable.has_pending_removals()),
             None => (false, false),
         };
-        let (queue, requests) = mpsc::sync_channel(capacity.max(1));
+        let (writes, write_requests) = mpsc::sync_channel(capacity.max(1));
+        let (reads, read_requests) = mpsc::channel();
         let held = inner.held_steps().into_iter().collect();
-        let shared = Arc::new(Mutex::new(Shared {
-            stats: inner.stats(),
-            resident: inner.resident_bytes(),
-            failure: None,
-        }));
-        let in_flight = Arc::new(AtomicU64::new(0));
-        let worker = {
-            let (shared, in_flight) = (shared.clone(), in_flight.clone());
+        let (stats, resident) = (inner.stats(), inner.resident_bytes());
+        let lanes = Arc::new(Lanes::new(inner, stats, resident));
+        let spawn = |name: &str, lane: Box<dyn FnOnce() + Send>| {
             std::thread::Builder::new()
-                .name("checkpointing-io".into())
-                .spawn(move || serve(inner, requests, &shared, &in_flight))
-                .expect("spawning the store's I/O thread")
+                .name(name.into())
+                .spawn(lane)
+                .expect("spawning a store's I/O thread")
         };
+        let threads = vec![
+            spawn("checkpointing-write", {
+                let lanes = lanes.clone();
+                Box::new(move || write_lane(&lanes, write_requests))
+            }),
+            spawn("checkpointing-read", {
+                let lanes = lanes.clone();
+                Box::new(move || read_lane(&lanes, read_requests))
+            }),
+        ];
         Self {
-            queue: Some(queue),
-            worker: Some(worker),
-            shared,
-            in_flight,
+            writes: Some(writes),
+            reads: Some(reads),
+            threads,
+            lanes,
             held,
+            issued: 0,
+            saved_at: HashMap::new(),
+            barrier: 0,
             prefetched: HashMap::new(),
             wanted: VecDeque::new(),
             capacity: capacity.max(1),
+            byte_budget: None,
             durable,
             deferring: pending_removals,
             pending_removals,
         }
     }
 
-    /// Waits for the queue to drain and returns the inner store.
+    /// Bounds the bytes being written at once: a save waits while earlier
+    /// saves beyond `bytes` are still being written (a snapshot larger than
+    /// `bytes` goes alone).
+    pub fn with_byte_budget(mut self, bytes: u64) -> Self {
+        self.byte_budget = Some(bytes);
+        self
+    }
+
+    /// Waits for the queues to drain and returns the inner store.
     pub fn into_inner(mut self) -> St {
-        self.queue = None;
-        self.worker
-            .take()
-            .expect("worker present until dropped")
-            .join()
-            .expect("the store's I/O thread panicked")
+        self.stop_lanes();
+        let lanes = self.lanes.clone();
+        drop(self);
+        match Arc::try_unwrap(lanes) {
+            Ok(lanes) => lanes.inner.into_inner().unwrap_or_else(|e| e.into_inner()),
+            Err(_) => unreachable!("the lanes' threads have ended"),
+        }
     }
+}
 
-    fn send(&self, request: Request<T, St>) -> Result<(), StorageError> {
-        self.queue
+impl<T: Footprint, St> AsyncStore<T, St> {
+    /// Closes both queues and waits for the lanes to finish what they were
+    /// given.
+    fn stop_lanes(&mut self) {
+        self.writes = None;
+        self.reads = None;
+        self.prefetched.clear();
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl<T, St> AsyncStore<T, St>
+where
+    T: Footprint + Send + 'static,
+    St: SnapshotStore<T> + Send + 'static,
+{
+    /// Hands an operation to the write lane; returns its sequence number.
+    fn send_write(&mut self, request: Write<T, St>) -> Result<u64, StorageError> {
+        self.issued += 1;
+        self.writes
             .as_ref()
-            .expect("queue present until dropped")
-            .send(request)
-            .map_err(|_| worker_gone())
+            .expect("queues present until dropped")
+            .send((self.issued, request))
+            .map_err(|_| lane_gone())?;
+        Ok(self.issued)
     }
 
-    /// Drops the reads ahead of a snapshot about to be outdated.
+    /// Asks the read lane for the snapshot of `step`, after the writes of
+    /// that step issued so far. Never blocks.
+    fn send_read(&mut self, step: Step) -> Result<Answer<T>, StorageError> {
+        let after = self
+            .saved_at
+            .get(&step)
+            .copied()
+            .unwrap_or(0)
+            .max(self.barrier);
+        let (reply, answer): (Reply<T>, _) = mpsc::sync_channel(1);
+        self.reads
+            .as_ref()
+            .expect("queues present until dropped")
+            .send(Read { step, after, reply })
+            .map_err(|_| lane_gone())?;
+        Ok(answer)
+    }
+
+    /// Waits, within the byte budget, until `bytes` more may be written,
+    /// and counts them in.
+    fn admit(&self, bytes: u64) {
+        let mut writing = self.lanes.writing();
+        if let Some(budget) = self.byte_budget {
+            while *writing > 0 && writing.saturating_add(bytes) > budget && !self.lanes.stopped() {
+                // Timed: a lane that stops wakes this wait, but not one
+                // that has not begun yet.
+                writing = self.lanes.wait_written(writing, Duration::from_millis(50));
+            }
+        }
+        *writing += bytes;
+        self.lanes.in_flight.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Drops the reads ahead of a snapshot about to be outdated (without
+    /// waiting for them).
     fn discard_prefetch(&mut self, step: Step) {
         self.wanted.retain(|&s| s != step);
-        for answer in self.prefetched.remove(&step).unwrap_or_default() {
-            let _ = self.receive(answer);
-        }
+        self.prefetched.remove(&step);
     }
 
     /// Starts announced reads while fewer than `capacity` are outstanding.
@@ -173,17 +259,16 @@ where
             if !self.held.contains(&step) {
                 continue;
             }
-            let (reply, answer) = mpsc::sync_channel(1);
-            if self.send(Request::Load(step, reply)).is_err() {
+            let Ok(answer) = self.send_read(step) else {
                 return;
-            }
+            };
             self.prefetched.entry(step).or_default().push_back(answer);
             outstanding += 1;
         }
     }
 
     /// The oldest read ahead of `step`, if any.
-    fn next_prefetched(&mut self, step: Step) -> Option<Receiver<Result<T, StorageError>>> {
+    fn next_prefetched(&mut self, step: Step) -> Option<Answer<T>> {
         let queue = self.prefetched.get_mut(&step)?;
         let answer = queue.pop_front();
         if queue.is_empty() {
@@ -192,121 +277,64 @@ where
         answer
     }
 
+    /// The snapshot of `step`: its read ahead, or a read now.
+    fn read(&mut self, step: Step) -> Result<T, StorageError> {
+        // A removal may still be queued: what is not held is missing.
+        if !self.held.contains(&step) {
+            return Err(StorageError::Missing { step, path: None });
+        }
+        let answer = match self.next_prefetched(step) {
+            Some(answer) => answer,
+            None => self.send_read(step)?,
+        };
+        self.receive(answer)
+    }
+
     /// The first error a background operation met, if any (reported once).
     fn check(&self) -> Result<(), StorageError> {
-        match self.lock().failure.take() {
+        match self.lanes.take_failure() {
             Some(error) => Err(error),
             None => Ok(()),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
-        self.shared.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Runs `job` on the inner store's durable side, on the worker after
-    /// every operation issued before, and waits for its answer (`None` if
-    /// the inner store is not durable).
+    /// Runs `job` on the inner store's durable side, on the write lane
+    /// after every operation issued before, and waits for its answer
+    /// (`None` if the inner store is not durable). Reads issued later wait
+    /// for it.
     fn on_durable<R: Send + 'static>(
-        &self,
+        &mut self,
         job: impl FnOnce(&mut dyn DurableStore) -> R + Send + 'static,
     ) -> Result<Option<R>, StorageError> {
         let (reply, answer) = mpsc::sync_channel(1);
-        self.send(Request::Durable(Box::new(move |inner: &mut St| {
+        self.barrier = self.send_write(Write::Durable(Box::new(move |inner: &mut St| {
             let _ = reply.send(inner.as_durable().map(job));
         })))?;
-        answer.recv().map_err(|_| worker_gone())
+        answer.recv().map_err(|_| lane_gone())
     }
 
     /// Notes a removal, which a deferring durable store keeps pending.
-    fn removed(&mut self) {
+    fn removed(&mut self, step: Step) {
+        self.held.remove(&step);
+        self.saved_at.remove(&step);
         self.pending_removals |= self.deferring;
     }
 
-    /// Sends a request that answers and waits for the answer.
-    fn ask(&self, request: impl FnOnce(Reply<T>) -> Request<T, St>) -> Result<T, StorageError> {
-        let (reply, answer) = mpsc::sync_channel(1);
-        self.send(request(reply))?;
-        self.receive(answer)
-    }
-
-    /// Waits for an answer. The worker answers in order, so every earlier
-    /// operation is done by then: a failure among them is reported here.
-    fn receive(&self, answer: Receiver<Result<T, StorageError>>) -> Result<T, StorageError> {
-        let value = answer.recv().map_err(|_| worker_gone())?;
-        if let Ok(value) = &value {
-            self.in_flight
-                .fetch_sub(value.footprint() as u64, Ordering::Relaxed);
-        }
+    /// Waits for a read's answer; a failed write reported meanwhile comes
+    /// first (a read of a snapshot whose write failed reports the write).
+    fn receive(&self, answer: Answer<T>) -> Result<T, StorageError> {
+        let value = answer.recv().map_err(|_| lane_gone());
         self.check()?;
-        value
+        Ok(value??.into_value())
     }
 }
 
-fn worker_gone() -> StorageError {
+fn lane_gone() -> StorageError {
     StorageError::Io {
         step: 0,
         path: "<background I/O thread>".into(),
         source: std::io::Error::other("the store's I/O thread stopped"),
     }
-}
-
-/// The worker: performs requests in order until the queue is dropped.
-fn serve<T: Footprint, St: SnapshotStore<T>>(
-    mut inner: St,
-    requests: Receiver<Request<T, St>>,
-    shared: &Mutex<Shared>,
-    in_flight: &AtomicU64,
-) -> St {
-    for request in requests {
-        let mut flushed = None;
-        let failure = match request {
-            Request::Save(step, value) => {
-                let bytes = value.footprint() as u64;
-                let result = inner.save(step, value);
-                in_flight.fetch_sub(bytes, Ordering::Relaxed);
-                result.err()
-            }
-            Request::Remove(step) => inner.remove(step).err(),
-            Request::Load(step, reply) => answer(inner.load(step), reply, in_flight),
-            Request::Take(step, reply) => answer(inner.take(step), reply, in_flight),
-            // The inner store's own flush too (a disk store's deferred
-            // fsyncs): a journal records only what is on the medium.
-            Request::Flush(done) => {
-                flushed = Some(done);
-                inner.flush().err()
-            }
-            Request::Durable(job) => {
-                job(&mut inner);
-                None
-            }
-        };
-        let mut shared = shared.lock().unwrap_or_else(|e| e.into_inner());
-        shared.stats = inner.stats();
-        shared.resident = inner.resident_bytes();
-        if shared.failure.is_none() {
-            shared.failure = failure;
-        }
-        drop(shared);
-        // Answered once its failure, if any, is recorded for check().
-        if let Some(done) = flushed {
-            let _ = done.send(());
-        }
-    }
-    inner
-}
-
-fn answer<T: Footprint>(
-    result: Result<T, StorageError>,
-    reply: Reply<T>,
-    in_flight: &AtomicU64,
-) -> Option<StorageError> {
-    if let Ok(value) = &result {
-        in_flight.fetch_add(value.footprint() as u64, Ordering::Relaxed);
-    }
-    // A prefetch nobody waits for any more is simply dropped.
-    let _ = reply.send(result);
-    None
 }
 
 impl<T, St> SnapshotStore<T> for AsyncStore<T, St>
@@ -320,48 +348,38 @@ where
             return Err(StorageError::AlreadyStored { step });
         }
         self.discard_prefetch(step);
-        self.in_flight
-            .fetch_add(value.footprint() as u64, Ordering::Relaxed);
-        self.send(Request::Save(step, value))?;
+        self.admit(value.footprint() as u64);
+        let seq = self.send_write(Write::Save(step, value))?;
+        self.saved_at.insert(step, seq);
         self.held.insert(step);
         Ok(())
     }
 
     fn load(&mut self, step: Step) -> Result<T, StorageError> {
         self.check()?;
-        let value = match self.next_prefetched(step) {
-            Some(answer) => self.receive(answer),
-            None => self.ask(|reply| Request::Load(step, reply)),
-        };
+        let value = self.read(step);
         self.start_reads();
         value
     }
 
     fn take(&mut self, step: Step) -> Result<T, StorageError> {
         self.check()?;
-        let value = match self.next_prefetched(step) {
-            Some(answer) => {
-                let value = self.receive(answer)?;
-                self.discard_prefetch(step);
-                self.send(Request::Remove(step))?;
-                value
-            }
-            None => self.ask(|reply| Request::Take(step, reply))?,
-        };
-        self.held.remove(&step);
-        self.removed();
+        let value = self.read(step)?;
+        self.discard_prefetch(step);
+        self.send_write(Write::Remove(step))?;
+        self.removed(step);
         self.start_reads();
         Ok(value)
     }
 
     fn remove(&mut self, step: Step) -> Result<(), StorageError> {
         self.check()?;
-        if !self.held.remove(&step) {
+        if !self.held.contains(&step) {
             return Err(StorageError::Missing { step, path: None });
         }
         self.discard_prefetch(step);
-        self.send(Request::Remove(step))?;
-        self.removed();
+        self.send_write(Write::Remove(step))?;
+        self.removed(step);
         Ok(())
     }
 
@@ -382,19 +400,19 @@ where
 
     fn flush(&mut self) -> Result<(), StorageError> {
         let (done, wait) = mpsc::sync_channel(1);
-        self.send(Request::Flush(done))?;
-        wait.recv().map_err(|_| worker_gone())?;
+        self.send_write(Write::Flush(done))?;
+        wait.recv().map_err(|_| lane_gone())?;
         self.check()
     }
 
-    /// The inner store's resident bytes plus the values queued for saving
-    /// or read ahead.
+    /// The inner store's resident bytes plus the values staged: saves not
+    /// yet written and reads not yet taken.
     fn resident_bytes(&self) -> u64 {
-        self.lock().resident + self.in_flight.load(Ordering::Relaxed)
+        self.lanes.resident() + self.lanes.in_flight.load(Ordering::Relaxed)
     }
 
     fn stats(&self) -> StoreStats {
-        self.lock().stats
+        self.lanes.stats()
     }
 
     fn as_durable(&mut self) -> Option<&mut dyn DurableStore> {
@@ -406,23 +424,20 @@ where
     }
 }
 
-impl<T, St> Drop for AsyncStore<T, St> {
+impl<T: Footprint, St> Drop for AsyncStore<T, St> {
     /// Finishes the queued operations (their errors are lost: call
     /// [`flush`](SnapshotStore::flush) to see them).
     fn drop(&mut self) {
-        self.queue = None;
-        self.prefetched.clear();
-        if let Some(worker) = self.worker.take() {
-            let _ = worker.join();
-        }
+        self.stop_lanes();
     }
 }
 
-impl<T, St> std::fmt::Debug for AsyncStore<T, St> {
+impl<T: Footprint, St> std::fmt::Debug for AsyncStore<T, St> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AsyncStore")
             .field("held", &self.held)
             .field("prefetched", &self.prefetched.keys().collect::<Vec<_>>())
+            .field("byte_budget", &self.byte_budget)
             .finish_non_exhaustive()
     }
 }

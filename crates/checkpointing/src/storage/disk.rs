@@ -9,7 +9,10 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::lock::DirLock;
-use super::{DurableStore, NamedStore, SnapshotNames, SnapshotStore, StorageError, StoreStats};
+use super::{
+    DetachedRead, DetachedWrite, DurableStore, NamedStore, SnapshotNames, SnapshotStore, SplitIo,
+    StorageError, StoreStats, Written,
+};
 use crate::action::Step;
 
 /// File header: magic, step, payload length, CRC-32 of step, length and
@@ -232,25 +235,6 @@ impl<T> DiskStore<T> {
         }
     }
 
-    /// Writes `bytes` to `path` atomically (a temporary file renamed into
-    /// place), synced now with [`Durability::EverySave`], at the next flush
-    /// with [`Durability::OnFlush`]. On failure nothing is left under either
-    /// name.
-    fn write_atomically(
-        &mut self,
-        step: Step,
-        path: &Path,
-        bytes: &[u8],
-    ) -> Result<(), StorageError> {
-        let temp = self.dir.join(format!(".{}{step:020}.tmp", self.prefix));
-        let sync = self.durability == Durability::EverySave;
-        write_file(&self.dir, &temp, path, bytes, sync).map_err(|e| Self::io(step, path, e))?;
-        if self.durability == Durability::OnFlush && self.files.defers_removals() {
-            self.unsynced.push((step, path.to_path_buf()));
-        }
-        Ok(())
-    }
-
     /// Syncs the files written since the last sync that are still there,
     /// then the directory.
     fn sync_written(&mut self) -> Result<(), StorageError> {
@@ -278,22 +262,6 @@ impl<T> DiskStore<T> {
             Err(e) if e.kind() != ErrorKind::NotFound => Err(Self::io(step, &path, e)),
             _ => Ok(()),
         }
-    }
-
-    /// Reads the file of `step`; returns its path and bytes.
-    fn read_file(&self, step: Step) -> Result<(PathBuf, Vec<u8>), StorageError> {
-        if !self.files.contains(step) {
-            return Err(StorageError::Missing { step, path: None });
-        }
-        let path = self.path_of(step);
-        let bytes = fs::read(&path).map_err(|e| match e.kind() {
-            ErrorKind::NotFound => StorageError::Missing {
-                step,
-                path: Some(path.clone()),
-            },
-            _ => Self::io(step, &path, e),
-        })?;
-        Ok((path, bytes))
     }
 }
 
@@ -410,36 +378,15 @@ fn crc32(header: &[u8], payload: &[u8]) -> u32 {
     hasher.finalize()
 }
 
-impl<T: Serialize + DeserializeOwned> SnapshotStore<T> for DiskStore<T> {
+impl<T: Serialize + DeserializeOwned + 'static> SnapshotStore<T> for DiskStore<T> {
     fn save(&mut self, step: Step, value: T) -> Result<(), StorageError> {
-        if self.files.contains(step) {
-            return Err(StorageError::AlreadyStored { step });
-        }
-        if let Some(max) = self.max_snapshots.filter(|&m| self.files.len() >= m) {
-            return Err(StorageError::BudgetExceeded {
-                step,
-                what: format!("{max} snapshots already on disk"),
-            });
-        }
-        self.ensure_locked(step)?;
-        let bytes = encode_snapshot_file(step, &value)?;
-        let name = self.files.new_name(step);
-        let path = self.dir.join(&name);
-        self.write_atomically(step, &path, &bytes)?;
-        let size = bytes.len() as u64;
-        self.files.insert(step, name, size);
-        self.stats.writes += 1;
-        self.stats.bytes_written += size;
-        self.stats.record_held(self.files.len(), self.files.bytes());
-        Ok(())
+        let write = self.begin_save(step)?;
+        let written = write(value)?;
+        self.commit_save(written)
     }
 
     fn load(&mut self, step: Step) -> Result<T, StorageError> {
-        let (path, bytes) = self.read_file(step)?;
-        let value = decode_snapshot_file(step, &path, &bytes)?;
-        self.stats.reads += 1;
-        self.stats.bytes_read += bytes.len() as u64;
-        Ok(value)
+        self.begin_load(step)?()
     }
 
     fn remove(&mut self, step: Step) -> Result<(), StorageError> {
@@ -476,6 +423,78 @@ impl<T: Serialize + DeserializeOwned> SnapshotStore<T> for DiskStore<T> {
 
     fn as_durable(&mut self) -> Option<&mut dyn DurableStore> {
         Some(self)
+    }
+
+    fn split_io(&mut self) -> Option<&mut dyn SplitIo<T>> {
+        Some(self)
+    }
+}
+
+/// Encoding, checksumming and the file system run detached; names, the
+/// budget, the directory's lock and the counters stay with the store.
+impl<T: Serialize + DeserializeOwned + 'static> SplitIo<T> for DiskStore<T> {
+    fn begin_load(&mut self, step: Step) -> Result<DetachedRead<T>, StorageError> {
+        if !self.files.contains(step) {
+            return Err(StorageError::Missing { step, path: None });
+        }
+        let path = self.path_of(step);
+        // Counted now: the file's size is known from its save.
+        self.stats.reads += 1;
+        self.stats.bytes_read += self.files.size_of(step);
+        Ok(Box::new(move || {
+            let bytes = fs::read(&path).map_err(|e| match e.kind() {
+                ErrorKind::NotFound => StorageError::Missing {
+                    step,
+                    path: Some(path.clone()),
+                },
+                _ => Self::io(step, &path, e),
+            })?;
+            decode_snapshot_file(step, &path, &bytes)
+        }))
+    }
+
+    fn begin_save(&mut self, step: Step) -> Result<DetachedWrite<T>, StorageError> {
+        if self.files.contains(step) {
+            return Err(StorageError::AlreadyStored { step });
+        }
+        if let Some(max) = self.max_snapshots.filter(|&m| self.files.len() >= m) {
+            return Err(StorageError::BudgetExceeded {
+                step,
+                what: format!("{max} snapshots already on disk"),
+            });
+        }
+        self.ensure_locked(step)?;
+        let name = self.files.new_name(step);
+        let path = self.dir.join(&name);
+        let temp = self.dir.join(format!(".{}{step:020}.tmp", self.prefix));
+        let dir = self.dir.clone();
+        let sync = self.durability == Durability::EverySave;
+        Ok(Box::new(move |value: T| {
+            let bytes = encode_snapshot_file(step, &value)?;
+            drop(value);
+            write_file(&dir, &temp, &path, &bytes, sync).map_err(|e| Self::io(step, &path, e))?;
+            let size = bytes.len() as u64;
+            Ok(Written {
+                step,
+                name,
+                bytes: size,
+            })
+        }))
+    }
+
+    fn commit_save(&mut self, written: Written) -> Result<(), StorageError> {
+        let Written { step, name, bytes } = written;
+        if self.files.contains(step) {
+            return Err(StorageError::AlreadyStored { step });
+        }
+        if self.durability == Durability::OnFlush && self.files.defers_removals() {
+            self.unsynced.push((step, self.dir.join(&name)));
+        }
+        self.files.insert(step, name, bytes);
+        self.stats.writes += 1;
+        self.stats.bytes_written += bytes;
+        self.stats.record_held(self.files.len(), self.files.bytes());
+        Ok(())
     }
 }
 

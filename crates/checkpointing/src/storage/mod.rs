@@ -13,6 +13,7 @@ mod forward;
 mod lock;
 mod memory;
 mod names;
+mod split;
 mod store;
 
 pub(crate) use disk::write_atomically;
@@ -22,6 +23,7 @@ pub use disk::{DiskStore, Durability};
 pub use error::StorageError;
 pub use memory::MemoryStore;
 pub use names::{NamedStore, SnapshotNames};
+pub use split::{DetachedRead, DetachedWrite, SplitIo, Written};
 pub use store::{DurableStore, NotDurable, SnapshotStore, StoreStats};
 
 /// Decodes a value that [`bincode::serialize`] wrote, from bytes read back

@@ -96,6 +96,11 @@ impl SnapshotNames {
         self.bytes += size;
     }
 
+    /// Bytes of the snapshot of `step` (0 if it is not held).
+    pub fn size_of(&self, step: Step) -> u64 {
+        self.held.get(&step).map_or(0, |(_, size)| *size)
+    }
+
     /// Whether `step` is held.
     pub fn contains(&self, step: Step) -> bool {
         self.held.contains_key(&step)

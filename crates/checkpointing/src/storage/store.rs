@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::StorageError;
+use super::{SplitIo, StorageError};
 use crate::action::Step;
 
 /// Traffic and occupancy counters of a store.
@@ -159,6 +159,12 @@ pub trait SnapshotStore<T> {
     fn as_durable(&mut self) -> Option<&mut dyn DurableStore> {
         None
     }
+    /// The store's [`SplitIo`] side if its reads and writes can run away
+    /// from it (on a background store's lanes), `None` (the default) if
+    /// every operation needs the store.
+    fn split_io(&mut self) -> Option<&mut dyn SplitIo<T>> {
+        None
+    }
 }
 
 /// A store lent to an executor: the owner keeps it, and reads it (its
@@ -212,6 +218,9 @@ impl<T, St: SnapshotStore<T> + ?Sized> SnapshotStore<T> for &mut St {
     }
     fn as_durable(&mut self) -> Option<&mut dyn DurableStore> {
         (**self).as_durable()
+    }
+    fn split_io(&mut self) -> Option<&mut dyn SplitIo<T>> {
+        (**self).split_io()
     }
 }
 
