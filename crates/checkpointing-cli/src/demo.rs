@@ -29,6 +29,10 @@ pub(crate) struct DemoArgs {
     /// snapshots: the demo prints its error against store-all.
     #[arg(long, value_name = "CODEC")]
     compress: Option<checkpointing_store::SnapshotCodec>,
+    /// Write and read disk snapshots on the computing thread (default: in
+    /// the background, a write lane and a read lane ahead of the adjoint).
+    #[arg(long)]
+    blocking_disk: bool,
     /// Budgets in bytes for the schedule's snapshot counts (the state's
     /// size is the problem's).
     #[command(flatten)]
@@ -59,6 +63,7 @@ pub(crate) fn run(args: DemoArgs) -> Result<(), Failure> {
         spec: args.schedule.unwrap_or(defaults.spec),
         disk: args.disk_dir,
         compress: args.compress,
+        blocking_disk: args.blocking_disk,
         ..defaults
     };
     // The bar appears only on runs longer than a second.

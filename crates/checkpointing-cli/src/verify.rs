@@ -30,6 +30,7 @@ use checkpointing::{
 use checkpointing_problems::heat::HeatEquation;
 use checkpointing_schedule::plan::Plan;
 use checkpointing_schedule::ScheduleSpec;
+use checkpointing_store::AsyncStore;
 
 use crate::Failure;
 
@@ -65,10 +66,11 @@ pub(crate) struct Verified {
 }
 
 /// The executor the demo runs on: RAM and DEVICE in memory, DISK in a
-/// temporary directory.
+/// temporary directory, written and read in the background as the demo's.
 fn executor<'p>() -> Result<Executor<'p, Vec<f64>>, Failure> {
     let disk = DiskStore::temporary()
         .map_err(|e| Failure(format!("--verify: no temporary disk store: {e}"), 1))?;
+    let disk = AsyncStore::with_default_capacity(disk);
     Ok(Executor::new(MemoryStore::new(), disk).with_device(MemoryStore::new()))
 }
 

@@ -9,11 +9,12 @@ use std::sync::{Arc, Mutex};
 
 use checkpointing::{
     binomial_forward_steps, Checkpoint, Cost, DiskStore, ExecutionStats, Executor, ExecutorError,
-    Footprint, MemoryStore, Progress, Schedule, ScheduleSpec, StorageLevel, UserError,
+    Footprint, MemoryStore, Progress, Schedule, ScheduleSpec, SnapshotStore, StorageLevel,
+    UserError,
 };
 use checkpointing_store::{
-    Blob, CompressedStore, CompressionTotals, LossyBlob, LossyCompressor, LossyStats, LossyStore,
-    SnapshotCodec,
+    AsyncStore, Blob, CompressedStore, CompressionTotals, LossyBlob, LossyCompressor, LossyStats,
+    LossyStore, SnapshotCodec,
 };
 
 use crate::heat::HeatEquation;
@@ -40,6 +41,10 @@ pub struct DemoConfig {
     pub store_all_limit: u64,
     /// Compression of every snapshot, RAM and disk (`None`: none).
     pub compress: Option<SnapshotCodec>,
+    /// Whether DISK snapshots are written and read on the computing thread
+    /// (`false`, the default: in the background, through an
+    /// [`AsyncStore`] whose lanes also compress).
+    pub blocking_disk: bool,
 }
 
 impl DemoConfig {
@@ -72,6 +77,7 @@ impl Default for DemoConfig {
             disk: None,
             store_all_limit: 1 << 30,
             compress: None,
+            blocking_disk: false,
         }
     }
 }
@@ -179,6 +185,23 @@ impl DemoConfig {
         })
     }
 
+    /// An executor over `ram` and `disk`, the disk level in the background
+    /// unless [`blocking_disk`](Self::blocking_disk).
+    fn executor<'p, V>(
+        &self,
+        ram: impl SnapshotStore<Checkpoint<Vec<f64>>> + 'p,
+        disk: V,
+    ) -> Executor<'p, Vec<f64>>
+    where
+        V: SnapshotStore<Checkpoint<Vec<f64>>> + Send + 'static,
+    {
+        if self.blocking_disk {
+            Executor::new(ram, disk)
+        } else {
+            Executor::new(ram, AsyncStore::with_default_capacity(disk))
+        }
+    }
+
     /// Runs the demo; `progress(done, total)` is called as steps advance.
     pub fn run(&self, mut progress: impl FnMut(u64, u64)) -> Result<DemoReport, DemoError> {
         let steps = self.spec.steps();
@@ -218,13 +241,13 @@ impl DemoConfig {
         let (executor, probe) = match self.compress {
             None => {
                 let ram = MemoryStore::<Checkpoint<Vec<f64>>>::new();
-                (Executor::new(ram, self.disk_store()?), None)
+                (self.executor(ram, self.disk_store()?), None)
             }
             Some(SnapshotCodec::Lossless(codec)) => {
                 let ram = CompressedStore::new(MemoryStore::<Blob>::new(), codec);
                 let disk = CompressedStore::new(self.disk_store::<Blob>()?, codec);
                 let handles = [ram.totals_handle(), disk.totals_handle()];
-                (Executor::new(ram, disk), Some(Probe::Lossless(handles)))
+                (self.executor(ram, disk), Some(Probe::Lossless(handles)))
             }
             Some(SnapshotCodec::Lossy(spec)) => {
                 let compressor = LossyCompressor::from_spec(spec)
@@ -232,7 +255,7 @@ impl DemoConfig {
                 let ram = LossyStore::with_compressor(MemoryStore::<LossyBlob>::new(), compressor);
                 let disk = LossyStore::with_compressor(self.disk_store::<LossyBlob>()?, compressor);
                 let handles = [ram.stats_handle(), disk.stats_handle()];
-                (Executor::new(ram, disk), Some(Probe::Lossy(handles)))
+                (self.executor(ram, disk), Some(Probe::Lossy(handles)))
             }
         };
         let mut executor = executor

@@ -166,6 +166,7 @@ def test_a_damaged_or_vanished_file_raises_naming_the_step(tmp_path):
         s = ArrayStore("disk", codec=codec, path=directory, prefix="slot-")
         s.save(6, [np.linspace(0.0, 1.0, 5000)])
         s.save(7, [np.linspace(0.0, 1.0, 5000)])
+        s.flush()  # the files are written in the background
         (path6,) = directory.glob("slot-*06.ckpt")
         with open(path6, "r+b") as f:
             f.seek(os.path.getsize(path6) // 2)
@@ -216,3 +217,19 @@ def test_threads_can_save_while_another_computes():
         w.join()
     assert s.steps() == [0, 1, 2, 3, 10, 11, 12, 13] and total > 0
     assert np.array_equal(s.load(12)[0], u * 12)
+
+
+def test_a_background_disk_store_keeps_every_array_and_a_blocking_one_is_a_choice(tmp_path):
+    arrays = [np.linspace(0.0, 1.0, 20000), np.arange(7, dtype=np.int64)]
+    for background in (True, False):
+        s = ArrayStore("disk", codec="zstd", path=tmp_path / str(background), background=background)
+        for step in range(12):
+            s.save(step, [a + step for a in arrays])
+        for step in (11, 3, 7):
+            s.prefetch(step)  # never blocks; read ahead in the background
+        for step in (11, 3, 7, 0):
+            back = s.load(step)
+            assert all(np.array_equal(b, a + step) for a, b in zip(arrays, back))
+        s.flush()
+        assert s.stats()["writes"] == 12
+        assert len(list((tmp_path / str(background)).glob("snapshot-*.ckpt"))) == 12

@@ -46,7 +46,8 @@ use snapshot::{ArraySnapshot, Elements, StoredArray};
 
 /// Snapshots of NumPy arrays in one of this project's Rust stores.
 ///
-/// ``ArrayStore(store="ram", *, codec=None, path=None, prefix=None)``:
+/// ``ArrayStore(store="ram", *, codec=None, path=None, prefix=None,
+/// background=True)``:
 /// ``store`` is ``"ram"``, ``"disk"`` (one checksummed file per snapshot,
 /// in ``path`` — created, kept — or a fresh temporary directory removed
 /// with the store) or ``"hdf5"`` (one HDF5 file, ``path`` or a temporary
@@ -54,7 +55,11 @@ use snapshot::{ArraySnapshot, Elements, StoredArray};
 /// snapshot: ``"zstd"``, ``"zstd-5"``, ``"lz4"`` (bit for bit) or an
 /// error-bounded lossy codec, ``"zfp:abs=1e-6"``, ``"zfp:rel=1e-5"``,
 /// ``"sz3:abs=1e-6"`` (float arrays only, the bound checked on every
-/// write; see :mod:`adjoint_checkpoints.codecs`).
+/// write; see :mod:`adjoint_checkpoints.codecs`). A disk store writes in the
+/// background (encoding, compression and the file system on a write lane
+/// while Python goes on, reads announced with ``prefetch(step)`` on a read
+/// lane); a failed write is raised, naming its step, by the next call, or
+/// by ``flush()``; ``background=False`` does every operation in the call.
 ///
 /// ``save(step, arrays)`` stores the arrays (any dtype and shape; made
 /// C-contiguous first if they are not); ``load(step)`` returns new arrays
@@ -87,13 +92,14 @@ pub struct ArrayStore {
 #[pymethods]
 impl ArrayStore {
     #[new]
-    #[pyo3(signature = (store="ram", *, codec=None, path=None, prefix=None))]
+    #[pyo3(signature = (store="ram", *, codec=None, path=None, prefix=None, background=true))]
     fn new(
         py: Python<'_>,
         store: &str,
         codec: Option<&str>,
         path: Option<PathBuf>,
         prefix: Option<String>,
+        background: bool,
     ) -> PyResult<Self> {
         let level = Level::parse(store)?;
         let codec: Option<SnapshotCodec> = codec
@@ -123,6 +129,7 @@ impl ArrayStore {
                     prefix,
                 },
                 codec,
+                background,
             )?,
             level: name,
             codec,
@@ -222,6 +229,20 @@ impl ArrayStore {
             .map_err(|e| snapshot_error(py, e))
     }
 
+    /// Announces that `step` will be loaded soon: a background store starts
+    /// reading it now (never blocks; nothing for the others).
+    fn prefetch(&mut self, step: u64) {
+        self.store.prefetch(step);
+    }
+
+    /// Waits for the background writes issued so far and raises the first
+    /// error any of them met (``SnapshotError`` naming its step).
+    fn flush(&mut self, py: Python<'_>) -> PyResult<()> {
+        let store = &mut self.store;
+        py.detach(move || store.flush())
+            .map_err(|e| snapshot_error(py, e))
+    }
+
     /// The steps held, in increasing order.
     fn steps(&self) -> Vec<u64> {
         self.store.held_steps()
@@ -249,11 +270,13 @@ impl ArrayStore {
     /// ``bytes_written`` (what the level holds: encoded and compressed
     /// bytes on disk, the footprint in RAM), ``bytes_read``,
     /// ``peak_snapshots``, ``peak_bytes``, and ``raw_bytes_written`` (the
-    /// arrays' own bytes, before encoding).
-    fn stats(&self) -> std::collections::BTreeMap<&'static str, u64> {
+    /// arrays' own bytes, before encoding). Waits for the background
+    /// writes first (see ``flush``).
+    fn stats(&mut self, py: Python<'_>) -> PyResult<std::collections::BTreeMap<&'static str, u64>> {
+        self.flush(py)?;
         let mut stats = stats_dict(&self.store.stats());
         stats.insert("raw_bytes_written", self.raw_bytes_written);
-        stats
+        Ok(stats)
     }
 
     fn __contains__(&self, step: u64) -> bool {

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use checkpointing::{DiskStore, MemoryStore, SnapshotStore};
 use checkpointing_store::{
-    Blob, CompressedStore, LossyBlob, LossyCompressor, LossyStore, SnapshotCodec,
+    AsyncStore, Blob, CompressedStore, LossyBlob, LossyCompressor, LossyStore, SnapshotCodec,
 };
 
 use super::snapshot::ArraySnapshot;
@@ -88,11 +88,21 @@ pub(super) fn open_store(
     level: &Level,
     at: &Location,
     codec: Option<SnapshotCodec>,
+    background: bool,
 ) -> PyResult<BoxedStore> {
+    // The disk level in the background (its lanes do the encoding and the
+    // file system), unless the caller chose to block.
+    let disk = |store: BoxedStore| -> BoxedStore {
+        if background {
+            Box::new(AsyncStore::with_default_capacity(store))
+        } else {
+            store
+        }
+    };
     Ok(match codec {
         None => match level {
             Level::Ram => Box::new(MemoryStore::new()),
-            Level::Disk => Box::new(at.disk::<ArraySnapshot>(py)?),
+            Level::Disk => disk(Box::new(at.disk::<ArraySnapshot>(py)?)),
             #[cfg(feature = "hdf5")]
             Level::Hdf5 => Box::new(CompressedStore::new(
                 at.hdf5(py)?,
@@ -101,7 +111,7 @@ pub(super) fn open_store(
         },
         Some(SnapshotCodec::Lossless(codec)) => match level {
             Level::Ram => Box::new(CompressedStore::new(MemoryStore::new(), codec)),
-            Level::Disk => Box::new(CompressedStore::new(at.disk::<Blob>(py)?, codec)),
+            Level::Disk => disk(Box::new(CompressedStore::new(at.disk::<Blob>(py)?, codec))),
             #[cfg(feature = "hdf5")]
             Level::Hdf5 => Box::new(CompressedStore::new(at.hdf5(py)?, codec)),
         },
@@ -110,10 +120,10 @@ pub(super) fn open_store(
                 LossyCompressor::from_spec(spec).map_err(|e| CodecError::new_err(e.to_string()))?;
             match level {
                 Level::Ram => Box::new(LossyStore::with_compressor(MemoryStore::new(), compressor)),
-                Level::Disk => Box::new(LossyStore::with_compressor(
+                Level::Disk => disk(Box::new(LossyStore::with_compressor(
                     at.disk::<LossyBlob>(py)?,
                     compressor,
-                )),
+                ))),
                 #[cfg(feature = "hdf5")]
                 Level::Hdf5 => Box::new(LossyStore::with_compressor(at.hdf5(py)?, compressor)),
             }

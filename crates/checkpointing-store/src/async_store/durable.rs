@@ -59,7 +59,7 @@ where
 
     fn adopt(&mut self, manifest: &[(Step, String)]) -> Result<(), StorageError> {
         self.wanted.clear();
-        self.prefetched.clear();
+        self.prefetched().clear();
         let manifest = manifest.to_vec();
         let (reply, answer) = mpsc::sync_channel(1);
         self.barrier = self.send_write(Write::Durable(Box::new(move |inner: &mut St| {

@@ -4,7 +4,7 @@
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -82,8 +82,10 @@ pub struct AsyncStore<T: Footprint, St> {
     /// durable side's work): every later read waits for it.
     barrier: u64,
     /// Reads started ahead, in the order they were announced (a snapshot
-    /// that several coming actions read is read once for each).
-    prefetched: HashMap<Step, VecDeque<Answer<T>>>,
+    /// that several coming actions read is read once for each). In a mutex
+    /// only so that the store is `Sync` (a receiver is not); every use has
+    /// `&mut self` and takes it with `get_mut`, without locking.
+    prefetched: Mutex<HashMap<Step, VecDeque<Answer<T>>>>,
     /// Reads announced but not started yet (at most `capacity` run ahead).
     wanted: VecDeque<Step>,
     /// Most saves queued, and most reads ahead outstanding, at once.
@@ -150,7 +152,7 @@ where
             issued: 0,
             saved_at: HashMap::new(),
             barrier: 0,
-            prefetched: HashMap::new(),
+            prefetched: Mutex::default(),
             wanted: VecDeque::new(),
             capacity: capacity.max(1),
             byte_budget: None,
@@ -158,6 +160,19 @@ where
             deferring: pending_removals,
             pending_removals,
         }
+    }
+
+    /// [`new`](Self::new) with [`DEFAULT_CAPACITY`](Self::DEFAULT_CAPACITY).
+    ///
+    /// ```
+    /// use checkpointing::{DiskStore, SnapshotStore};
+    /// use checkpointing_store::AsyncStore;
+    /// let mut store = AsyncStore::with_default_capacity(DiskStore::<f64>::temporary().unwrap());
+    /// store.save(1, 0.5).unwrap();
+    /// assert_eq!(store.load(1).unwrap(), 0.5);
+    /// ```
+    pub fn with_default_capacity(inner: St) -> Self {
+        Self::new(inner, Self::DEFAULT_CAPACITY)
     }
 
     /// Bounds the bytes being written at once: a save waits while earlier
@@ -181,12 +196,17 @@ where
 }
 
 impl<T: Footprint, St> AsyncStore<T, St> {
+    /// The reads started ahead.
+    fn prefetched(&mut self) -> &mut HashMap<Step, VecDeque<Answer<T>>> {
+        self.prefetched.get_mut().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Closes both queues and waits for the lanes to finish what they were
     /// given.
     fn stop_lanes(&mut self) {
         self.writes = None;
         self.reads = None;
-        self.prefetched.clear();
+        self.prefetched().clear();
         for thread in self.threads.drain(..) {
             let _ = thread.join();
         }
@@ -246,12 +266,12 @@ where
     /// waiting for them).
     fn discard_prefetch(&mut self, step: Step) {
         self.wanted.retain(|&s| s != step);
-        self.prefetched.remove(&step);
+        self.prefetched().remove(&step);
     }
 
     /// Starts announced reads while fewer than `capacity` are outstanding.
     fn start_reads(&mut self) {
-        let mut outstanding: usize = self.prefetched.values().map(VecDeque::len).sum();
+        let mut outstanding: usize = self.prefetched().values().map(VecDeque::len).sum();
         while outstanding < self.capacity {
             let Some(step) = self.wanted.pop_front() else {
                 return;
@@ -262,17 +282,18 @@ where
             let Ok(answer) = self.send_read(step) else {
                 return;
             };
-            self.prefetched.entry(step).or_default().push_back(answer);
+            self.prefetched().entry(step).or_default().push_back(answer);
             outstanding += 1;
         }
     }
 
     /// The oldest read ahead of `step`, if any.
     fn next_prefetched(&mut self, step: Step) -> Option<Answer<T>> {
-        let queue = self.prefetched.get_mut(&step)?;
+        let prefetched = self.prefetched();
+        let queue = prefetched.get_mut(&step)?;
         let answer = queue.pop_front();
         if queue.is_empty() {
-            self.prefetched.remove(&step);
+            prefetched.remove(&step);
         }
         answer
     }
@@ -436,7 +457,14 @@ impl<T: Footprint, St> std::fmt::Debug for AsyncStore<T, St> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AsyncStore")
             .field("held", &self.held)
-            .field("prefetched", &self.prefetched.keys().collect::<Vec<_>>())
+            .field(
+                "prefetched",
+                &self
+                    .prefetched
+                    .lock()
+                    .map(|p| p.keys().copied().collect::<Vec<_>>())
+                    .unwrap_or_default(),
+            )
             .field("byte_budget", &self.byte_budget)
             .finish_non_exhaustive()
     }

@@ -179,49 +179,76 @@ pub trait SnapshotStore<T> {
 ///     .unwrap();
 /// assert!(ram.stats().writes > 0);
 /// ```
+/// The methods of a store reached through a pointer (`&mut St`, `Box<St>`):
+/// every one forwarded, so that the pointee's own overrides (a
+/// background store's prefetch, a disk store's split I/O) still apply.
+macro_rules! forward_through_pointer {
+    () => {
+        fn save(&mut self, step: Step, value: T) -> Result<(), StorageError> {
+            (**self).save(step, value)
+        }
+        fn load(&mut self, step: Step) -> Result<T, StorageError> {
+            (**self).load(step)
+        }
+        fn remove(&mut self, step: Step) -> Result<(), StorageError> {
+            (**self).remove(step)
+        }
+        fn held_steps(&self) -> Vec<Step> {
+            (**self).held_steps()
+        }
+        fn load_into(&mut self, step: Step, dest: &mut T) -> Result<(), StorageError> {
+            (**self).load_into(step, dest)
+        }
+        fn take(&mut self, step: Step) -> Result<T, StorageError> {
+            (**self).take(step)
+        }
+        fn contains(&self, step: Step) -> bool {
+            (**self).contains(step)
+        }
+        fn len(&self) -> usize {
+            (**self).len()
+        }
+        fn prefetch(&mut self, step: Step) {
+            (**self).prefetch(step)
+        }
+        fn flush(&mut self) -> Result<(), StorageError> {
+            (**self).flush()
+        }
+        fn resident_bytes(&self) -> u64 {
+            (**self).resident_bytes()
+        }
+        fn stats(&self) -> StoreStats {
+            (**self).stats()
+        }
+        fn as_durable(&mut self) -> Option<&mut dyn DurableStore> {
+            (**self).as_durable()
+        }
+        fn split_io(&mut self) -> Option<&mut dyn SplitIo<T>> {
+            (**self).split_io()
+        }
+    };
+}
+
 impl<T, St: SnapshotStore<T> + ?Sized> SnapshotStore<T> for &mut St {
-    fn save(&mut self, step: Step, value: T) -> Result<(), StorageError> {
-        (**self).save(step, value)
-    }
-    fn load(&mut self, step: Step) -> Result<T, StorageError> {
-        (**self).load(step)
-    }
-    fn remove(&mut self, step: Step) -> Result<(), StorageError> {
-        (**self).remove(step)
-    }
-    fn held_steps(&self) -> Vec<Step> {
-        (**self).held_steps()
-    }
-    fn load_into(&mut self, step: Step, dest: &mut T) -> Result<(), StorageError> {
-        (**self).load_into(step, dest)
-    }
-    fn take(&mut self, step: Step) -> Result<T, StorageError> {
-        (**self).take(step)
-    }
-    fn contains(&self, step: Step) -> bool {
-        (**self).contains(step)
-    }
-    fn len(&self) -> usize {
-        (**self).len()
-    }
-    fn prefetch(&mut self, step: Step) {
-        (**self).prefetch(step)
-    }
-    fn flush(&mut self) -> Result<(), StorageError> {
-        (**self).flush()
-    }
-    fn resident_bytes(&self) -> u64 {
-        (**self).resident_bytes()
-    }
-    fn stats(&self) -> StoreStats {
-        (**self).stats()
-    }
-    fn as_durable(&mut self) -> Option<&mut dyn DurableStore> {
-        (**self).as_durable()
-    }
-    fn split_io(&mut self) -> Option<&mut dyn SplitIo<T>> {
-        (**self).split_io()
-    }
+    forward_through_pointer!();
+}
+
+/// A boxed store is a store (e.g. a `Box<dyn SnapshotStore<T> + Send>`
+/// chosen at run time, put behind a background store).
+///
+/// ```
+/// use checkpointing::{DiskStore, MemoryStore, SnapshotStore};
+/// let mut store: Box<dyn SnapshotStore<f64>> = if std::env::var_os("NO_DISK").is_some() {
+///     Box::new(MemoryStore::new())
+/// } else {
+///     Box::new(DiskStore::temporary().unwrap())
+/// };
+/// fn keep(store: &mut impl SnapshotStore<f64>) { store.save(1, 2.5).unwrap() }
+/// keep(&mut store);
+/// assert_eq!(store.load(1).unwrap(), 2.5);
+/// ```
+impl<T, St: SnapshotStore<T> + ?Sized> SnapshotStore<T> for Box<St> {
+    forward_through_pointer!();
 }
 
 /// The side of a store whose snapshots outlive the process, so that a
