@@ -6,7 +6,7 @@
 //! the store ([`SplitIo`]), as a disk store's are.
 
 use std::collections::HashSet;
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
@@ -99,10 +99,7 @@ fn within<R: Send + 'static>(seconds: u64, f: impl FnOnce() -> R + Send + 'stati
     std::thread::spawn(move || {
         let _ = done.send(f());
     });
-    match answer.recv_timeout(Duration::from_secs(seconds)) {
-        Ok(value) => Some(value),
-        Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
-    }
+    answer.recv_timeout(Duration::from_secs(seconds)).ok()
 }
 
 #[test]

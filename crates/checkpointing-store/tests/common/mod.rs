@@ -1,0 +1,113 @@
+//! What the fault tests share: every schedule family with a disk level, a
+//! problem that can fail where told, and a run that reports its gradient
+//! bit for bit.
+
+#![allow(dead_code)] // each test binary uses a part
+
+use checkpointing::schedule::{Costs, HierarchicalRevolve, LevelSpec, StepCosts};
+use checkpointing::{
+    DiskRevolve, HRevolve, Mixed, Multistage, PeriodicDiskRevolve, Problem, ResumableProblem,
+    Schedule, SingleDisk, StorageLevel, Trajectory, TwoLevel, UserError,
+};
+
+pub const STEPS: u64 = 40;
+
+/// The offline schedules with a disk level, by name.
+pub fn offline() -> Vec<(&'static str, Box<dyn Schedule + Send>)> {
+    let costs = Costs::default();
+    vec![
+        (
+            "hrevolve",
+            Box::new(HRevolve::new(STEPS, 2, 5, costs).unwrap()),
+        ),
+        (
+            "disk-revolve",
+            Box::new(DiskRevolve::new(STEPS, 3, costs).unwrap()),
+        ),
+        (
+            "periodic-disk-revolve",
+            Box::new(PeriodicDiskRevolve::new(STEPS, 3, costs).unwrap()),
+        ),
+        (
+            "multistage",
+            Box::new(Multistage::new(STEPS, 2, 4, Trajectory::Maximum).unwrap()),
+        ),
+        (
+            "mixed",
+            Box::new(Mixed::new(STEPS, 5, StorageLevel::Disk).unwrap()),
+        ),
+        (
+            "hierarchical-revolve",
+            Box::new(
+                HierarchicalRevolve::new(
+                    STEPS,
+                    &[
+                        LevelSpec::new(StorageLevel::Ram, 2, 0.0, 0.0),
+                        LevelSpec::new(StorageLevel::Disk, 6, 2.0, 2.0),
+                    ],
+                    StepCosts::default(),
+                )
+                .unwrap(),
+            ),
+        ),
+    ]
+}
+
+/// The online schedules with a disk level, by name.
+pub fn online() -> Vec<(&'static str, Box<dyn Schedule + Send>)> {
+    vec![
+        ("single-disk", Box::new(SingleDisk::new(false))),
+        ("single-disk move", Box::new(SingleDisk::new(true))),
+        (
+            "two-level",
+            Box::new(TwoLevel::new(7, 2, StorageLevel::Disk, Trajectory::Maximum).unwrap()),
+        ),
+    ]
+}
+
+/// `x ← x + 0.1 sin x`; its adjoint fails at step `fail_at`, if any.
+pub struct Damped {
+    pub fail_at: Option<u64>,
+}
+
+impl Problem for Damped {
+    type State = Vec<f64>;
+    type Adjoint = Vec<f64>;
+    fn forward(&mut self, _: u64, x: &mut Vec<f64>) -> Result<(), UserError> {
+        x.iter_mut().for_each(|v| *v += 0.1 * v.sin());
+        Ok(())
+    }
+    fn adjoint(&mut self, step: u64, x: &Vec<f64>, l: &mut Vec<f64>) -> Result<(), UserError> {
+        if Some(step) == self.fail_at {
+            return Err("the adjoint failed".into());
+        }
+        l.iter_mut()
+            .zip(x)
+            .for_each(|(l, v)| *l *= 1.0 + 0.1 * v.cos());
+        Ok(())
+    }
+}
+
+impl ResumableProblem for Damped {
+    type Accumulators = ();
+    fn accumulators(&self) {}
+    fn restore_accumulators(&mut self, _: ()) {}
+}
+
+pub fn problem(fail_at: Option<u64>) -> Damped {
+    Damped { fail_at }
+}
+
+/// The offline schedule of family `name`, made anew.
+pub fn offline_named(name: &str) -> Box<dyn Schedule + Send> {
+    offline()
+        .into_iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, schedule)| schedule)
+        .expect("a family of offline()")
+}
+
+/// The bits of a gradient, for exact comparison.
+pub fn bits(adjoint: &[f64]) -> Vec<u64> {
+    adjoint.iter().map(|v| v.to_bits()).collect()
+}
