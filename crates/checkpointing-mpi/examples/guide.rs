@@ -45,5 +45,39 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     // ANCHOR_END: mpi
+
+    // ANCHOR: mpi_resume
+    use checkpointing::Journal;
+    use checkpointing_mpi::agree_on_journal;
+
+    // One journal per rank, committed by action count only: every rank
+    // commits after the same actions (a timer would not).
+    let journal = Journal::new(
+        local_dir
+            .path()
+            .join(format!("rank{:05}-journal", world.rank())),
+        spec.clone(),
+        format!("heat cells={cells} lambda=0.45 ranks={}", world.size()),
+    )
+    .commit_every(std::time::Duration::MAX)
+    .commit_every_actions(50);
+    // Resume only if every rank's journal is at the same action; else every
+    // rank starts over.
+    let resuming = agree_on_journal(&world, &journal)?;
+    let mut heat = DistributedHeat::new(&world, cells, 0.45, 0.0)?;
+    let x0 = heat.initial_state();
+    let ram = CollectiveStore::new(&world, MemoryStore::new());
+    let disk = CollectiveStore::new(&world, rank_disk_store(&world, local_dir.path())?);
+    let outcome = Executor::new(ram, disk).run_resumable(&mut heat, &journal, x0, |x| {
+        Ok(x.iter().map(|v| 2.0 * v).collect())
+    });
+    if let Err(e) = &outcome {
+        eprintln!("rank {}: {e}", world.rank());
+        exit_together(&world, 2, std::time::Duration::from_secs(10));
+    }
+    if world.rank() == 0 {
+        println!("{}", if resuming { "resumed" } else { "started" });
+    }
+    // ANCHOR_END: mpi_resume
     Ok(())
 }

@@ -157,7 +157,10 @@ impl<'c, C: Communicator, St, T> CollectiveStore<'c, C, St, T> {
         &self.inner
     }
 
-    /// Makes `result` fail on every rank if it failed on any.
+    /// Makes `result` fail on every rank if it failed on any; elsewhere
+    /// the error names the rank that failed, its error and its step (a
+    /// collective operation such as adopting a journal's manifest concerns
+    /// no one step: the failed rank's says which).
     fn agree<V>(&self, step: Step, result: Result<V, StorageError>) -> Result<V, StorageError> {
         let rank = self.comm.rank();
         let failed = if result.is_err() { rank } else { i32::MAX };
@@ -167,15 +170,18 @@ impl<'c, C: Communicator, St, T> CollectiveStore<'c, C, St, T> {
         if first == i32::MAX {
             return result;
         }
-        let message = match &result {
-            Err(e) if rank == first => e.to_string(),
-            _ => String::new(),
+        let (message, mut failed_step) = match &result {
+            Err(e) if rank == first => (e.to_string(), e.step()),
+            _ => (String::new(), step),
         };
         let reason = broadcast_string(self.comm, first, &message);
+        self.comm
+            .process_at_rank(first)
+            .broadcast_into(&mut failed_step);
         match result {
             Err(e) => Err(e),
             Ok(_) => Err(StorageError::backend(
-                step,
+                failed_step,
                 OtherRankError {
                     rank: first as usize,
                     reason,

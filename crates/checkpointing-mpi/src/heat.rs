@@ -11,7 +11,7 @@
 use mpi::collective::SystemOperation;
 use mpi::traits::*;
 
-use checkpointing::{Problem, Step, UserError};
+use checkpointing::{Problem, ResumableProblem, Step, UserError};
 
 use crate::decomposition::{Block1d, Halo1d};
 
@@ -164,5 +164,19 @@ impl<C: Communicator> Problem for DistributedHeat<'_, C> {
     fn adjoint(&mut self, _: Step, t: &Vec<f64>, mu: &mut Vec<f64>) -> Result<(), UserError> {
         self.adjoint_step(t, mu);
         Ok(())
+    }
+}
+
+/// Resumable: `∂J/∂λ`'s partial sum on this rank is what the adjoint
+/// accumulates, journaled with the rank's snapshots.
+impl<C: Communicator> ResumableProblem for DistributedHeat<'_, C> {
+    type Accumulators = f64;
+
+    fn accumulators(&self) -> f64 {
+        self.grad_lambda_local
+    }
+
+    fn restore_accumulators(&mut self, partial: f64) {
+        self.grad_lambda_local = partial;
     }
 }

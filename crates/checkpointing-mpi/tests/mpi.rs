@@ -6,66 +6,14 @@
 //! in bounded time. The launcher is `$CHECKPOINTING_MPIEXEC` or `mpiexec`.
 
 use checkpointing::schedule;
-use std::io::Read;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use checkpointing::{ScheduleSpec, Step};
+use checkpointing::ScheduleSpec;
 use checkpointing_examples::heat::HeatEquation;
 
-const BIN: &str = env!("CARGO_BIN_EXE_heat-mpi");
-const CELLS: usize = 1000;
-const STEPS: Step = 200;
-/// Longer than any of these runs takes, short enough to call a hang a hang.
-const LIMIT: Duration = Duration::from_secs(90);
+mod common;
 
-struct Output {
-    success: bool,
-    stdout: String,
-    stderr: String,
-}
-
-fn mpiexec(ranks: usize, args: &[&str]) -> Output {
-    let launcher = std::env::var("CHECKPOINTING_MPIEXEC").unwrap_or_else(|_| "mpiexec".into());
-    let mut child = Command::new(&launcher)
-        .args(["-n", &ranks.to_string(), BIN])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| {
-            panic!("cannot start {launcher}: {e} (scripts/install-deps.sh installs MPICH)")
-        });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > LIMIT {
-            let _ = child.kill();
-            panic!("mpiexec -n {ranks} {args:?} did not finish in {LIMIT:?}: a hang");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let (mut stdout, mut stderr) = (String::new(), String::new());
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .unwrap();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
-    Output {
-        success: status.success(),
-        stdout,
-        stderr,
-    }
-}
+use common::{line, mpiexec, CELLS, STEPS};
 
 fn specs() -> Vec<ScheduleSpec> {
     vec![
@@ -86,13 +34,6 @@ fn specs() -> Vec<ScheduleSpec> {
             ..Default::default()
         }),
     ]
-}
-
-fn line<'a>(stdout: &'a str, key: &str) -> &'a str {
-    stdout
-        .lines()
-        .find_map(|l| l.strip_prefix(key))
-        .unwrap_or_else(|| panic!("no {key:?} line in {stdout}"))
 }
 
 /// `(rank, bytes, cells)` of each `peak` line.

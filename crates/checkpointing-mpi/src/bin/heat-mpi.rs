@@ -11,13 +11,23 @@
 //! `∂J/∂T₀`, gathered), `grad_lambda VALUE`, one `peak RANK BYTES CELLS`
 //! line per rank (snapshot memory measured by the executor) and, with
 //! `--timing`, `time FORWARD_S GRADIENT_S` (slowest rank).
+//!
+//! With `--journal` (and `--disk`), each rank journals its run in
+//! `DISK/rank{r:05}-journal` every `--commit-every-actions` actions (by
+//! action count only, so that every rank commits at the same actions): a
+//! job that died (a rank killed, the launcher tearing down the others)
+//! resumes when started again with the same arguments, and rank 0 prints
+//! `resumed` or `started over` (when the ranks' journals disagree, every
+//! rank starts over).
 
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use checkpointing::{Executor, MemoryStore, ScheduleSpec};
+use checkpointing::{Executor, Journal, MemoryStore, ScheduleSpec};
 use checkpointing_mpi::heat::DistributedHeat;
-use checkpointing_mpi::{check_same_parameters, exit_together, rank_disk_store, CollectiveStore};
+use checkpointing_mpi::{
+    agree_on_journal, check_same_parameters, exit_together, rank_disk_store, CollectiveStore,
+};
 use clap::Parser;
 use mpi::collective::SystemOperation;
 use mpi::datatype::PartitionMut;
@@ -45,6 +55,17 @@ struct Args {
     /// Also time a forward run without checkpointing and print both times.
     #[arg(long)]
     timing: bool,
+    /// Journal the run (one journal per rank, under `--disk`), and resume
+    /// from the journals if the ranks agree on them.
+    #[arg(long, requires = "disk")]
+    journal: bool,
+    /// With `--journal`: commit after this many actions.
+    #[arg(long, default_value_t = 20)]
+    commit_every_actions: u64,
+    /// Test aid: `RANK:forward:N` or `RANK:adjoint:N` makes that rank die
+    /// (SIGABRT) once it has done N forward (N adjoint) steps.
+    #[arg(long)]
+    die: Option<String>,
     /// Test aid: this rank corrupts its disk snapshot files at its first
     /// adjoint step.
     #[arg(long)]
@@ -109,18 +130,55 @@ fn run<C: Communicator>(args: &Args, world: &C) -> Result<(), Box<dyn std::error
     let disk = CollectiveStore::new(world, rank_disk_store(world, &dir)?);
     let corrupt = args.corrupt_rank == Some(rank);
     let prefix = format!("rank{rank:05}-snapshot-");
+    let die = args.die.as_deref().map(parse_die).transpose()?;
     let mut executor = Executor::new(ram, disk).with_progress(|p| {
         if corrupt && p.adjoint_steps == 1 {
             corrupt_files(&dir, &prefix);
         }
+        if let Some((r, adjoint, n)) = die {
+            let done = if adjoint {
+                p.adjoint_steps
+            } else {
+                p.forward_steps
+            };
+            if r == rank && done == n && (adjoint || p.adjoint_steps == 0) {
+                std::process::abort();
+            }
+        }
     });
+    let terminal = |t: &Vec<f64>| Ok(DistributedHeat::<C>::objective_gradient(t));
+    let journal = args.journal.then(|| {
+        Journal::new(
+            dir.join(format!("rank{rank:05}-journal")),
+            spec.clone(),
+            format!(
+                "heat-mpi cells={} lambda={} gamma={} ranks={}",
+                args.cells,
+                args.lambda,
+                args.gamma,
+                world.size()
+            ),
+        )
+        .commit_every(Duration::MAX)
+        .commit_every_actions(args.commit_every_actions)
+    });
+    let resumed = match &journal {
+        Some(journal) => Some(agree_on_journal(world, journal)?),
+        None => None,
+    };
     world.barrier();
     let start = Instant::now();
-    let outcome = executor.run(&mut heat, spec.build()?, initial, |t| {
-        Ok(DistributedHeat::<C>::objective_gradient(t))
-    })?;
+    let outcome = match &journal {
+        Some(journal) => executor.run_resumable(&mut heat, journal, initial, terminal)?,
+        None => executor.run(&mut heat, spec.build()?, initial, terminal)?,
+    };
     let gradient_time = slowest(world, start.elapsed().as_secs_f64());
     drop(executor);
+    if let Some(journal) = &journal {
+        // The journal is gone with the completed run; its directory too
+        // (if nothing else was put there).
+        let _ = std::fs::remove_dir(journal.path().parent().expect("a journal's directory"));
+    }
 
     let grad_lambda = heat.grad_lambda();
     let gradient = gather(world, &heat, &outcome.adjoint);
@@ -128,6 +186,11 @@ fn run<C: Communicator>(args: &Args, world: &C) -> Result<(), Box<dyn std::error
     let mut peaks = vec![0_u64; world.size() as usize];
     world.all_gather_into(&peak, &mut peaks[..]);
     if rank == 0 {
+        match resumed {
+            Some(true) => println!("resumed"),
+            Some(false) => println!("started over"),
+            None => {}
+        }
         let hex: Vec<String> = gradient
             .iter()
             .map(|x| format!("{:016x}", x.to_bits()))
@@ -149,6 +212,20 @@ fn run<C: Communicator>(args: &Args, world: &C) -> Result<(), Box<dyn std::error
         }
     }
     Ok(())
+}
+
+/// `RANK:forward:N` or `RANK:adjoint:N`: (rank, in the adjoint, steps).
+fn parse_die(text: &str) -> Result<(i32, bool, u64), String> {
+    let bad = || format!("--die {text}: expected RANK:forward:N or RANK:adjoint:N");
+    let mut parts = text.split(':');
+    let rank = parts.next().and_then(|r| r.parse().ok()).ok_or_else(bad)?;
+    let adjoint = match parts.next() {
+        Some("forward") => false,
+        Some("adjoint") => true,
+        _ => return Err(bad()),
+    };
+    let steps = parts.next().and_then(|n| n.parse().ok()).ok_or_else(bad)?;
+    Ok((rank, adjoint, steps))
 }
 
 /// The largest of every rank's `seconds`.

@@ -182,7 +182,8 @@ pub struct Journal {
 }
 
 impl Journal {
-    /// A journal in `dir` (the disk store's directory is a good place) for
+    /// A journal in `dir` (the disk store's directory is a good place;
+    /// created at the first commit if it does not exist) for
     /// a run of `spec` on the problem named `problem`: a name that changes
     /// whenever anything the steps compute with changes (parameters, grid,
     /// inputs), e.g. `"heat cells=100 lambda=0.5"`. It is committed at most

@@ -47,6 +47,9 @@ impl Recorder<'_> {
             reason: format!("cannot serialize the entry: {e}"),
         })?;
         let bytes = seal(&payload);
+        // A directory of its own (one per MPI rank) is made at the first
+        // commit.
+        std::fs::create_dir_all(&self.journal.dir).map_err(|e| self.journal.io(e))?;
         let temp = self.journal.dir.join(format!(".{FILE}.tmp"));
         write_atomically(&self.journal.dir, &temp, &self.journal.path(), &bytes)
             .map_err(|e| self.journal.io(e))
