@@ -60,7 +60,9 @@ fn sample(dir: &Path) -> Sample {
         .unwrap_or(0);
     Sample {
         rss_kib: status_field("VmRSS:"),
-        fds: fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0),
+        fds: fs::read_dir("/proc/self/fd")
+            .map(|d| d.count())
+            .unwrap_or(0),
         threads: status_field("Threads:"),
         disk_bytes,
     }

@@ -41,6 +41,10 @@ pub struct DemoConfig {
     pub store_all_limit: u64,
     /// Compression of every snapshot, RAM and disk (`None`: none).
     pub compress: Option<SnapshotCodec>,
+    /// Sub-steps per time step (1: Checkpointing.jl's explicit step; more
+    /// make a step that computes more per stored byte, as multistage and
+    /// implicit solvers do: see [`HeatEquation::with_substeps`]).
+    pub substeps: usize,
     /// Whether DISK snapshots are written and read on the computing thread
     /// (`false`, the default: in the background, through an
     /// [`AsyncStore`] whose lanes also compress).
@@ -77,6 +81,7 @@ impl Default for DemoConfig {
             disk: None,
             store_all_limit: 1 << 30,
             compress: None,
+            substeps: 1,
             blocking_disk: false,
         }
     }
@@ -227,7 +232,7 @@ impl DemoConfig {
             )));
         }
         let total = cost.forward_steps + cost.adjoint_steps;
-        let mut heat = HeatEquation::new(self.cells);
+        let mut heat = HeatEquation::new(self.cells).with_substeps(self.substeps);
         let initial = heat.initial_state();
         let state_bytes = initial.footprint() as u64;
         debug_assert_eq!(state_bytes, self.state_bytes());

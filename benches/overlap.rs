@@ -1,0 +1,244 @@
+//! Disk checkpoints off the critical path: the heat equation with a step
+//! that computes as a PDE solver's does (sub-steps, see
+//! `HeatEquation::with_substeps`), store-all in RAM against checkpointing
+//! at 1/10, 1/20 and 1/50 of store-all's memory with a disk level: blocking
+//! (`DiskStore` on the computing thread), background writes (`AsyncStore`,
+//! reads when needed), background writes and reads announced ahead
+//! (`AsyncStore` with the executor's prefetch), and the planner's pick run
+//! as the demo runs it (background). Every gradient is checked bitwise
+//! against store-all's.
+//!
+//! Columns: time as a ratio to store-all's in RAM (measured in the same
+//! run), the planner's predicted time (its model prices every disk write
+//! and read as blocking: it predicts the blocking row, and the background
+//! rows show what overlap gains over that prediction), peak resident
+//! memory of the process during the gradient (`VmHWM`, reset before each
+//! run), and bytes written to disk. The disk's bandwidth is measured by
+//! `Executor::measure` (a write and a read of a state).
+//!
+//! ```text
+//! cargo bench -p checkpointing-benches --bench overlap
+//! OVERLAP_BENCH=cells,steps,substeps cargo bench -p checkpointing-benches --bench overlap
+//! ```
+//!
+//! Default 500,000 cells (a 3.8 MiB state), 200 steps of 10 sub-steps.
+
+use std::fs;
+use std::time::Instant;
+
+use checkpointing::plan::{plan, Bytes};
+use checkpointing::schedule::SingleMemoryParams;
+use checkpointing::{
+    Checkpoint, DiskStore, Executor, MemoryStore, PlanBudget, ScheduleSpec, SnapshotStore, Step,
+    StorageError, StorageLevel, UserError,
+};
+use checkpointing_examples::heat::HeatEquation;
+use checkpointing_store::AsyncStore;
+
+type Snapshot = Checkpoint<Vec<f64>>;
+
+/// How the disk level runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Disk {
+    Blocking,
+    BackgroundWrites,
+    BackgroundPrefetch,
+}
+
+impl Disk {
+    fn name(self) -> &'static str {
+        match self {
+            Disk::Blocking => "blocking disk",
+            Disk::BackgroundWrites => "background writes",
+            Disk::BackgroundPrefetch => "background writes + prefetch",
+        }
+    }
+}
+
+/// A store that ignores read announcements: background writes only.
+struct NoPrefetch<St> {
+    inner: St,
+}
+
+impl<St: SnapshotStore<Snapshot>> SnapshotStore<Snapshot> for NoPrefetch<St> {
+    fn save(&mut self, step: Step, value: Snapshot) -> Result<(), StorageError> {
+        self.inner.save(step, value)
+    }
+    fn load(&mut self, step: Step) -> Result<Snapshot, StorageError> {
+        self.inner.load(step)
+    }
+    fn take(&mut self, step: Step) -> Result<Snapshot, StorageError> {
+        self.inner.take(step)
+    }
+    checkpointing::forward_to_inner_store!(
+        inner: remove,
+        held_steps,
+        contains,
+        flush,
+        resident_bytes,
+        stats,
+        as_durable
+    );
+}
+
+fn status_kib(field: &str) -> u64 {
+    fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Resets the process's peak resident memory (Linux: `clear_refs` 5).
+fn reset_peak() {
+    let _ = fs::write("/proc/self/clear_refs", "5");
+}
+
+struct Run {
+    seconds: f64,
+    bits: Vec<u64>,
+    peak_rss_mib: f64,
+    disk_bytes_written: u64,
+}
+
+fn gradient(heat: &HeatEquation, x0: &[f64], spec: &ScheduleSpec, disk: Disk) -> Run {
+    let store = DiskStore::temporary().unwrap();
+    let mut executor = match disk {
+        Disk::Blocking => Executor::new(MemoryStore::new(), store),
+        Disk::BackgroundWrites => Executor::new(
+            MemoryStore::new(),
+            NoPrefetch {
+                inner: AsyncStore::with_default_capacity(store),
+            },
+        ),
+        Disk::BackgroundPrefetch => {
+            Executor::new(MemoryStore::new(), AsyncStore::with_default_capacity(store))
+        }
+    };
+    let mut problem = heat.clone();
+    reset_peak();
+    let start = Instant::now();
+    let terminal =
+        |t: &Vec<f64>| -> Result<Vec<f64>, UserError> { Ok(HeatEquation::objective_gradient(t)) };
+    let schedule = spec.build().unwrap();
+    let steps = spec.steps();
+    let out = if schedule.max_n().is_some() {
+        executor.run(&mut problem, schedule, x0.to_vec(), terminal)
+    } else {
+        executor.run_online(
+            &mut problem,
+            schedule,
+            x0.to_vec(),
+            |n, _| n == steps,
+            terminal,
+        )
+    }
+    .unwrap();
+    let seconds = start.elapsed().as_secs_f64();
+    Run {
+        seconds,
+        bits: out.adjoint.iter().map(|v| v.to_bits()).collect(),
+        peak_rss_mib: status_kib("VmHWM:") as f64 / 1024.0,
+        disk_bytes_written: out.stats.levels[StorageLevel::Disk].bytes_written,
+    }
+}
+
+fn main() {
+    let sizes: Vec<usize> = std::env::var("OVERLAP_BENCH")
+        .ok()
+        .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or_default();
+    let (cells, steps, substeps) = match sizes[..] {
+        [c, s, k] => (c, s as Step, k),
+        _ => (500_000, 200, 10),
+    };
+    let heat = HeatEquation::with_reaction(cells, 0.4, 1e-4).with_substeps(substeps);
+    let x0: Vec<f64> = (0..cells).map(|i| 1.0 + (i as f64 * 1e-3).sin()).collect();
+
+    // Measure the problem and the stores once.
+    let state_bytes = (std::mem::size_of::<Snapshot>() + cells * 8 + 24) as u64;
+    let probe_budget = PlanBudget::new(steps, Bytes(steps * state_bytes))
+        .with_disk(Bytes(steps * state_bytes))
+        .with_probe_steps(5);
+    let m = Executor::new(MemoryStore::new(), DiskStore::temporary().unwrap())
+        .measure(&heat, &probe_budget, &x0, |t| {
+            Ok(HeatEquation::objective_gradient(t))
+        })
+        .unwrap();
+    let disk = m.levels[StorageLevel::Disk].expect("the disk level was measured");
+    println!(
+        "heat equation, {cells} cells ({:.1} MiB a state), {steps} steps of {substeps} sub-steps",
+        state_bytes as f64 / (1 << 20) as f64
+    );
+    println!(
+        "measured: forward {:.2} ms, adjoint {:.2} ms a step; disk write {:.2} ms ({:.0} MB/s), read {:.2} ms ({:.0} MB/s) a state\n",
+        m.forward_seconds * 1e3,
+        m.adjoint_seconds * 1e3,
+        disk.write_seconds * 1e3,
+        disk.snapshot_bytes as f64 / disk.write_seconds / 1e6,
+        disk.copy_read_seconds * 1e3,
+        disk.snapshot_bytes as f64 / disk.copy_read_seconds / 1e6,
+    );
+
+    let store_all: ScheduleSpec = SingleMemoryParams { steps }.into();
+    let reference = gradient(&heat, &x0, &store_all, Disk::Blocking);
+    println!("| memory | schedule | disk | time s | / store-all | predicted s | peak RSS MiB | disk MB written |");
+    println!("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |");
+    println!(
+        "| all ({steps} states) | store-all | none | {:.3} | 1.00 | | {:.0} | 0 |",
+        reference.seconds, reference.peak_rss_mib
+    );
+    for fraction in [10u64, 20, 50] {
+        let ram_states = (steps / fraction).max(1);
+        let budget = PlanBudget::new(steps, Bytes(ram_states * state_bytes))
+            .with_disk(Bytes(steps * state_bytes));
+        let plan = plan(&m.plan_input(&budget)).unwrap();
+        // The best-ranked schedule with a disk level, for the three disk
+        // rows; the pick may keep everything in RAM.
+        let with_disk = std::iter::once(&plan.best)
+            .chain(&plan.alternatives)
+            .find(|c| c.peak_bytes[StorageLevel::Disk] > 0)
+            .expect("a schedule with a disk level");
+        let mut rows = vec![
+            (with_disk, Disk::Blocking, "disk schedule"),
+            (with_disk, Disk::BackgroundWrites, "disk schedule"),
+            (with_disk, Disk::BackgroundPrefetch, "disk schedule"),
+        ];
+        rows.push((&plan.best, Disk::BackgroundPrefetch, "planner's pick"));
+        for (candidate, disk, what) in rows {
+            let run = gradient(&heat, &x0, &candidate.spec, disk);
+            assert_eq!(
+                run.bits,
+                reference.bits,
+                "{}: not store-all's gradient",
+                candidate.spec.name()
+            );
+            println!(
+                "| 1/{fraction} ({ram_states} states) | {what}: {} {} | {} | {:.3} | {:.2} | {:.3} | {:.0} | {:.0} |",
+                candidate.spec.name(),
+                checkpointing_schedule_parameters(&candidate.spec),
+                disk.name(),
+                run.seconds,
+                run.seconds / reference.seconds,
+                candidate.predicted_seconds,
+                run.peak_rss_mib,
+                run.disk_bytes_written as f64 / 1e6,
+            );
+        }
+    }
+}
+
+/// A spec's parameters as JSON, without its name.
+fn checkpointing_schedule_parameters(spec: &ScheduleSpec) -> String {
+    let mut json = serde_json::to_value(spec).unwrap();
+    if let Some(map) = json.as_object_mut() {
+        map.remove("schedule");
+        map.remove("max_n");
+        map.remove("steps");
+        map.remove("costs");
+    }
+    json.to_string()
+}
