@@ -24,7 +24,7 @@ use std::fs;
 use std::path::Path;
 
 use checkpointing::schedule::{Costs, DiskRevolve, Trajectory, TwoLevel};
-use checkpointing::{DiskStore, Executor, FnProblem, MemoryStore, Progress, StorageLevel};
+use checkpointing::{DiskStore, Executor, MemoryStore, Problem, Progress, StorageLevel, UserError};
 use checkpointing_store::AsyncStore;
 
 /// One reading of the process's resources.
@@ -79,20 +79,21 @@ fn row(label: &str, s: &Sample) {
 }
 
 /// `x ← x + 10⁻³ sin x` on every value; its adjoint.
-fn cheap() -> FnProblem<
-    Vec<f64>,
-    Vec<f64>,
-    impl FnMut(u64, &mut Vec<f64>),
-    impl FnMut(u64, &Vec<f64>, &mut Vec<f64>),
-> {
-    FnProblem::new(
-        |_, x: &mut Vec<f64>| x.iter_mut().for_each(|v| *v += 1e-3 * v.sin()),
-        |_, x: &Vec<f64>, l: &mut Vec<f64>| {
-            l.iter_mut()
-                .zip(x)
-                .for_each(|(l, v)| *l *= 1.0 + 1e-3 * v.cos())
-        },
-    )
+struct Cheap;
+
+impl Problem for Cheap {
+    type State = Vec<f64>;
+    type Adjoint = Vec<f64>;
+    fn forward(&mut self, _: u64, x: &mut Vec<f64>) -> Result<(), UserError> {
+        x.iter_mut().for_each(|v| *v += 1e-3 * v.sin());
+        Ok(())
+    }
+    fn adjoint(&mut self, _: u64, x: &Vec<f64>, l: &mut Vec<f64>) -> Result<(), UserError> {
+        l.iter_mut()
+            .zip(x)
+            .for_each(|(l, v)| *l *= 1.0 + 1e-3 * v.cos());
+        Ok(())
+    }
 }
 
 fn main() {
@@ -128,7 +129,7 @@ fn main() {
         let schedule = TwoLevel::new(1000, 8, StorageLevel::Disk, Trajectory::Maximum).unwrap();
         let out = executor
             .run_online(
-                &mut cheap(),
+                &mut Cheap,
                 schedule,
                 vec![0.5; 256],
                 |n, _| n == steps,
@@ -163,7 +164,7 @@ fn main() {
         let mut executor = Executor::new(MemoryStore::new(), disk);
         let schedule = DiskRevolve::new(200, 3, Costs::default()).unwrap();
         executor
-            .run(&mut cheap(), schedule, vec![0.5; 256], |x| Ok(x.clone()))
+            .run(&mut Cheap, schedule, vec![0.5; 256], |x| Ok(x.clone()))
             .expect("a small gradient");
         drop(executor);
         let s = sample(dir.path());
