@@ -698,3 +698,30 @@ def test_planned_refuses_what_it_cannot_plan():
     storage = pr.NumpyStorage(CELLS, 4, np.float64)
     with pytest.raises(pr.RevolverError, match="MultiLevelRevolver's are its storage_list's"):
         pr.MultiLevelRevolver(heat.cp, heat.fwd, heat.rev, N, [storage], schedule=pr.planned(ram="1MiB"))
+
+
+def test_restores_from_disk_are_announced_ahead_and_the_gradient_is_unchanged(tmp_path):
+    """The run reads the schedule ahead and announces each disk restore to
+    the storage (a background disk store starts reading it then)."""
+    events = []
+
+    class Recording(pr.DiskStorage):
+        def prefetch(self, key):
+            events.append(("prefetch", key))
+            super().prefetch(key)
+
+        def load(self, key, locations):
+            events.append(("load", key))
+            super().load(key, locations)
+
+    heat = Heat()
+    disk = Recording(heat.cp.size, 6, heat.cp.dtype, filedir=str(tmp_path), wd=2, rd=2)
+    revolver = pr.MultiLevelRevolver(heat.cp, heat.fwd, heat.rev, N, [pr.NumpyStorage(heat.cp.size, 2, heat.cp.dtype), disk])
+    revolver.apply_forward()
+    heat.mu = 2.0 * heat.u
+    revolver.apply_reverse()
+    assert np.array_equal(heat.mu, store_all(N))
+    loads = [i for i, (kind, _) in enumerate(events) if kind == "load"]
+    assert loads, "the schedule never restored from disk"
+    announced = [i for i in loads if ("prefetch", events[i][1]) in events[:i]]
+    assert len(announced) == len(loads), events

@@ -1,6 +1,8 @@
 """The run of a schedule: the loop that turns each action into calls of
 the user's operators and of the storages' slots (:class:`_Run`)."""
 
+from collections import deque
+
 from adjoint_checkpoints import Copy, EndForward, EndReverse, Forward, Move, Reverse, StorageType
 
 from ._errors import RevolverError
@@ -235,11 +237,47 @@ class _Run:
             raise AssertionError(f"internal error: unexpected action {a!r}")
 
     def run_until(self, end):
-        for a in self.schedule:
+        for a in self._ahead():
             self.step(a)
             if isinstance(a, end):
                 return
         raise AssertionError(f"internal error: the schedule ended before {end.__name__}")
+
+    #: Actions read ahead of the one carried out, to announce the restores
+    #: they will make (as the Rust executor does).
+    LOOK_AHEAD = 8
+
+    def _ahead(self):
+        """The schedule's actions, read ``LOOK_AHEAD`` ahead: each one read
+        that restores from the disk level announces its snapshot to the
+        storage (a background disk store starts reading it). An online
+        schedule is read one action at a time (its next actions depend on
+        when the forward ends)."""
+        if not self.finalized:
+            yield from self.schedule
+            return
+        window = getattr(self, "_window", None)
+        if window is None:
+            window = self._window = deque()
+        actions = iter(self.schedule)
+        while True:
+            while len(window) < self.LOOK_AHEAD:
+                a = next(actions, None)
+                if a is None:
+                    break
+                window.append(a)
+                self._announce(a)
+            if not window:
+                return
+            yield window.popleft()
+
+    def _announce(self, a):
+        if isinstance(a, (Copy, Move)) and a.from_storage == StorageType.DISK and a.to_storage != StorageType.NONE:
+            record = self.held[StorageType.DISK].get(a.n)
+            if record is not None:
+                for entry in [record["ics"], *record["deps"].values()]:
+                    if entry is not None:
+                        entry.storage.prefetch(entry.slot)
 
     def release(self):
         for records in self.held.values():

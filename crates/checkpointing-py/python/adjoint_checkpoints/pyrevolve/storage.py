@@ -96,6 +96,10 @@ class Storage:
             for location, array in zip(locations, arrays):
                 np.copyto(location, array.reshape(np.shape(location)))
 
+    def prefetch(self, key):
+        """A hint that slot ``key`` will be loaded soon; storages that read
+        in the background start now (this one does nothing)."""
+
     def remove(self, key):
         """Frees slot ``key`` (nothing if empty)."""
         if self._held.pop(key, None) is not None:
@@ -284,7 +288,10 @@ class ArrayStorage(Storage):
     def _save(self, key, arrays):
         if key in self._store:
             self._remove(key)
-        before = self._store.stats()["bytes_written"]
+        # A disk store writes in the background: its file's size is read
+        # when asked for (nbytes_held), not waited for here.
+        background = self._store.store == "disk"
+        before = None if background else self._store.stats()["bytes_written"]
         if self.compression is None:
             self._store.save(key, arrays)
         else:
@@ -293,7 +300,7 @@ class ArrayStorage(Storage):
             parts = [np.frombuffer(memoryview(b.data).cast("B"), dtype=np.uint8) for b in blobs]
             self._store.save(key, parts)
             self._meta[key] = [b.metadata for b in blobs]
-        self._sizes[key] = self._store.stats()["bytes_written"] - before
+        self._sizes[key] = None if before is None else self._store.stats()["bytes_written"] - before
 
     def _read(self, key):
         arrays = self._store.load(key)
@@ -324,6 +331,17 @@ class ArrayStorage(Storage):
                 return
         super().load(key, locations)
 
+    def _slot_file(self, key):
+        """Slot ``key``'s file in a disk store: the Rust disk store's name,
+        ``{prefix}{step:020}.ckpt``."""
+        return os.path.join(self.filedir, f"slot-{int(key):020d}.ckpt")
+
+    def prefetch(self, key):
+        """Starts reading slot ``key`` in the background (a disk store;
+        nothing for the others): the run announces the restores ahead."""
+        if key in self._held:
+            self._store.prefetch(key)
+
     def _remove(self, key):
         self._store.remove(key)
         self._meta.pop(key, None)
@@ -332,7 +350,13 @@ class ArrayStorage(Storage):
     @property
     def nbytes_held(self):
         """The bytes the store holds now (encoded and compressed: on disk,
-        the files' sizes; in RAM, the buffers')."""
+        the files' sizes, once the background writes are done; in RAM, the
+        buffers')."""
+        if any(size is None for size in self._sizes.values()):
+            self._store.flush()
+            for key, size in self._sizes.items():
+                if size is None:
+                    self._sizes[key] = os.path.getsize(self._slot_file(key))
         return sum(self._sizes.values())
 
     @property
@@ -387,5 +411,4 @@ class DiskStorage(ArrayStorage):
         one file of every slot)."""
         if self._store.store == "hdf5":
             return self._store.path
-        # The Rust disk store's names: {prefix}{step:020}.ckpt.
-        return os.path.join(self.filedir, f"slot-{int(key):020d}.ckpt")
+        return self._slot_file(key)
