@@ -114,6 +114,12 @@ fn skippable<T: PartialOrd>(hi: usize, lb: T, best: &(usize, T)) -> bool {
 /// hold the minimum are rescanned, even where the terms are flat over
 /// thousands of `j`: the result is the full scan's, same minimum and same
 /// last minimiser.
+///
+/// With inexact arithmetic (`f64` costs that are not whole numbers) a
+/// carried bound may drift from a true lower bound by the rounding of its
+/// updates; [`with_slack`](Self::with_slack) gives the most it can drift,
+/// and a block is skipped only when its bound less the slack is above the
+/// best term: the result is still the full scan's.
 #[derive(Debug, Clone)]
 pub(crate) struct RowSearch<T> {
     first: usize,
@@ -124,6 +130,9 @@ pub(crate) struct RowSearch<T> {
     /// LEAF`, `k = ρ + LEAF·q` (by residue, so that one cell's blocks read
     /// a contiguous run).
     window: Vec<Vec<T>>,
+    /// What a carried bound may exceed its block's least term by (rounding
+    /// of inexact arithmetic), if anything.
+    slack: Option<T>,
 }
 
 impl<T> RowSearch<T>
@@ -155,7 +164,16 @@ where
             l: 0,
             lb: Vec::new(),
             window,
+            slack: None,
         }
+    }
+
+    /// Skips a block only when its carried bound less `slack` is above the
+    /// best term: for inexact arithmetic, `slack` at least the rounding
+    /// error a bound can gather between two rescans of its block.
+    pub(crate) fn with_slack(mut self, slack: T) -> Self {
+        self.slack = Some(slack);
+        self
     }
 
     /// The last minimiser of `term` (the terms of cell `l`, `j in
@@ -225,7 +243,11 @@ where
             scan(b, &mut self.lb, &mut best);
         }
         for b in (0..self.lb.len()).rev() {
-            if Some(b) != seeded && !skippable(block(b).1, self.lb[b], &best) {
+            let lb = match self.slack {
+                Some(slack) => self.lb[b] - slack,
+                None => self.lb[b],
+            };
+            if Some(b) != seeded && !skippable(block(b).1, lb, &best) {
                 scan(b, &mut self.lb, &mut best);
             }
         }
@@ -332,6 +354,41 @@ mod tests {
                 let term = |j: usize| a[j] + b[l - j];
                 let leaf = |lo: usize, hi: usize| (lo..=hi).map(term).min().unwrap();
                 let mut scan = (0, i64::MAX);
+                for j in 1..l {
+                    if term(j) <= scan.1 {
+                        scan = (j, term(j));
+                    }
+                }
+                let h = hint.clamp(1, l - 1);
+                let got = search.search(l, (h, term(h)), Some(h), term, leaf);
+                assert_eq!(got, scan, "seed {seed} l {l}");
+                hint = got.0;
+            }
+        }
+    }
+
+    #[test]
+    fn row_search_with_slack_equals_the_full_scan_on_fractional_costs() {
+        for seed in 0..60u64 {
+            let n = 3 + (seed as usize * 53) % 900;
+            let scale = [0.1, 0.3, 1.7, 1e-3][seed as usize % 4];
+            let a: Vec<f64> = row(n, seed)
+                .iter()
+                .map(|&x| x as f64 * scale + 0.1)
+                .collect();
+            let b: Vec<f64> = row(n, seed + 7)
+                .iter()
+                .enumerate()
+                .map(|(i, &x)| x as f64 * scale - (i % 5) as f64 * 0.3)
+                .collect();
+            let largest = a.iter().chain(&b).fold(0.0f64, |m, x| m.max(x.abs())) * 2.0;
+            let slack = 4.0 * (n as f64 + 2.0) * largest * f64::EPSILON;
+            let mut search = RowSearch::new(1, &b).with_slack(slack);
+            let mut hint = 1;
+            for l in (2 + seed as usize % 40).min(n - 1)..n {
+                let term = |j: usize| j as f64 * scale + a[j] + b[l - j];
+                let leaf = |lo: usize, hi: usize| (lo..=hi).map(term).fold(f64::INFINITY, f64::min);
+                let mut scan = (0, f64::INFINITY);
                 for j in 1..l {
                     if term(j) <= scan.1 {
                         scan = (j, term(j));

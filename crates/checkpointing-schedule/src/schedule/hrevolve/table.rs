@@ -70,8 +70,20 @@ impl HTable {
             (lf + 1.0) * ub + lf * (lf + 1.0) / 2.0 * uf + (lf + 2.0) * uf + w_sum + r_sum;
         let exact = [uf, ub].iter().chain(w).chain(r).all(|x| x.fract() == 0.0)
             && 8.0 * largest * (lf + 1.0) < 2f64.powi(52);
-        let row_search =
-            |o: &[f64]| (exact && o.iter().all(|x| x.is_finite())).then(|| RowSearch::new(1, o));
+        // Otherwise (fractional costs, e.g. `wd = 0.1`) a carried bound
+        // drifts by the rounding of its updates: at most a few ulps of the
+        // largest value per cell, over at most `lmax` cells.
+        let slack = 4.0 * (lf + 2.0) * (3.0 * largest) * f64::EPSILON;
+        let row_search = |o: &[f64]| {
+            o.iter().all(|x| x.is_finite()).then(|| {
+                let search = RowSearch::new(1, o);
+                if exact {
+                    search
+                } else {
+                    search.with_slack(slack)
+                }
+            })
+        };
         for m in 2..=c[0] {
             // The bound is valid while both rows it reads are nondecreasing.
             let mut monotone = nondecreasing((0..=lmax).map(|l| opt[0][at(0, l, m - 1)]));
