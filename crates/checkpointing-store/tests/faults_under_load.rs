@@ -20,7 +20,7 @@ use checkpointing_store::AsyncStore;
 
 mod common;
 
-use common::{bits, offline, offline_named, online, problem, STEPS};
+use common::{bits, offline, offline_named, online, problem};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fault {
@@ -206,18 +206,7 @@ fn io_threads() -> usize {
 fn clean(schedule: Box<dyn checkpointing::Schedule + Send>) -> Vec<u64> {
     let dir = tempfile::tempdir().unwrap();
     let mut executor = Executor::new(MemoryStore::new(), DiskStore::in_dir(dir.path()).unwrap());
-    let x0 = vec![0.3; 16];
-    let out = if schedule.max_n().is_some() {
-        executor.run(&mut problem(None), schedule, x0, |x| Ok(x.clone()))
-    } else {
-        executor.run_online(
-            &mut problem(None),
-            schedule,
-            x0,
-            |n, _| n == STEPS,
-            |x| Ok(x.clone()),
-        )
-    };
+    let out = common::gradient(&mut executor, None, schedule);
     bits(&out.unwrap().adjoint)
 }
 
@@ -280,18 +269,7 @@ fn a_fault_in_the_background_lanes_is_the_typed_error_naming_its_step_for_every_
                 } else {
                     offline_named(name)
                 };
-                let x0 = vec![0.3; 16];
-                let result = if online {
-                    executor.run_online(
-                        &mut problem(None),
-                        schedule,
-                        x0,
-                        |n, _| n == STEPS,
-                        |x| Ok(x.clone()),
-                    )
-                } else {
-                    executor.run(&mut problem(None), schedule, x0, |x| Ok(x.clone()))
-                };
+                let result = common::gradient(&mut executor, None, schedule);
                 drop(executor);
                 assert_eq!(io_threads(), 0, "{what}: an I/O thread outlived the store");
                 // Every family writes and reads at least three disk

@@ -45,19 +45,7 @@ fn run(
     background: bool,
 ) -> Result<Outcome<Vec<f64>>, ExecutorError> {
     let mut executor = Executor::new(MemoryStore::new(), disk(dir, background));
-    let x0 = vec![0.3; 16];
-    let terminal = |x: &Vec<f64>| Ok(x.clone());
-    if schedule.max_n().is_some() {
-        executor.run(&mut problem(fail_at), schedule, x0, terminal)
-    } else {
-        executor.run_online(
-            &mut problem(fail_at),
-            schedule,
-            x0,
-            |n, _| n == STEPS,
-            terminal,
-        )
-    }
+    common::gradient(&mut executor, fail_at, schedule)
 }
 
 #[test]

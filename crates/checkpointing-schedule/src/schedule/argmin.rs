@@ -337,6 +337,43 @@ mod tests {
             .collect()
     }
 
+    /// Checks `search` over the cells `l` of a row against the full scan
+    /// of `term(l, j)`, `j in 1..l`, seeding each cell with the last
+    /// minimiser found.
+    fn check_row<T>(
+        seed: u64,
+        n: usize,
+        mut search: RowSearch<T>,
+        worst: T,
+        term: impl Fn(usize, usize) -> T,
+    ) where
+        T: PartialOrd
+            + Copy
+            + std::fmt::Debug
+            + std::ops::Add<Output = T>
+            + std::ops::Sub<Output = T>,
+    {
+        let mut hint = 1;
+        for l in (2 + seed as usize % 40).min(n - 1)..n {
+            let term = |j: usize| term(l, j);
+            let leaf = |lo: usize, hi: usize| {
+                (lo..=hi)
+                    .map(term)
+                    .fold(worst, |m, v| if v < m { v } else { m })
+            };
+            let mut scan = (0, worst);
+            for j in 1..l {
+                if term(j) <= scan.1 {
+                    scan = (j, term(j));
+                }
+            }
+            let h = hint.clamp(1, l - 1);
+            let got = search.search(l, (h, term(h)), Some(h), term, leaf);
+            assert_eq!(got, scan, "seed {seed} l {l}");
+            hint = got.0;
+        }
+    }
+
     #[test]
     fn row_search_equals_the_full_scan() {
         for seed in 0..60u64 {
@@ -348,22 +385,9 @@ mod tests {
                 .enumerate()
                 .map(|(i, &x)| x as i64 - (i as i64 % 5) * 3)
                 .collect();
-            let mut search = RowSearch::new(1, &b);
-            let mut hint = 1;
-            for l in (2 + seed as usize % 40).min(n - 1)..n {
-                let term = |j: usize| a[j] + b[l - j];
-                let leaf = |lo: usize, hi: usize| (lo..=hi).map(term).min().unwrap();
-                let mut scan = (0, i64::MAX);
-                for j in 1..l {
-                    if term(j) <= scan.1 {
-                        scan = (j, term(j));
-                    }
-                }
-                let h = hint.clamp(1, l - 1);
-                let got = search.search(l, (h, term(h)), Some(h), term, leaf);
-                assert_eq!(got, scan, "seed {seed} l {l}");
-                hint = got.0;
-            }
+            check_row(seed, n, RowSearch::new(1, &b), i64::MAX, |l, j| {
+                a[j] + b[l - j]
+            });
         }
     }
 
@@ -383,22 +407,10 @@ mod tests {
                 .collect();
             let largest = a.iter().chain(&b).fold(0.0f64, |m, x| m.max(x.abs())) * 2.0;
             let slack = 4.0 * (n as f64 + 2.0) * largest * f64::EPSILON;
-            let mut search = RowSearch::new(1, &b).with_slack(slack);
-            let mut hint = 1;
-            for l in (2 + seed as usize % 40).min(n - 1)..n {
-                let term = |j: usize| j as f64 * scale + a[j] + b[l - j];
-                let leaf = |lo: usize, hi: usize| (lo..=hi).map(term).fold(f64::INFINITY, f64::min);
-                let mut scan = (0, f64::INFINITY);
-                for j in 1..l {
-                    if term(j) <= scan.1 {
-                        scan = (j, term(j));
-                    }
-                }
-                let h = hint.clamp(1, l - 1);
-                let got = search.search(l, (h, term(h)), Some(h), term, leaf);
-                assert_eq!(got, scan, "seed {seed} l {l}");
-                hint = got.0;
-            }
+            let search = RowSearch::new(1, &b).with_slack(slack);
+            check_row(seed, n, search, f64::INFINITY, |l, j| {
+                j as f64 * scale + a[j] + b[l - j]
+            });
         }
     }
 

@@ -6,8 +6,9 @@
 
 use checkpointing::schedule::{Costs, HierarchicalRevolve, LevelSpec, StepCosts};
 use checkpointing::{
-    DiskRevolve, HRevolve, Mixed, Multistage, PeriodicDiskRevolve, Problem, ResumableProblem,
-    Schedule, SingleDisk, StorageLevel, Trajectory, TwoLevel, UserError,
+    DiskRevolve, Executor, ExecutorError, HRevolve, Mixed, Multistage, Outcome,
+    PeriodicDiskRevolve, Problem, ResumableProblem, Schedule, SingleDisk, StorageLevel, Trajectory,
+    TwoLevel, UserError,
 };
 
 pub const STEPS: u64 = 40;
@@ -110,4 +111,26 @@ pub fn offline_named(name: &str) -> Box<dyn Schedule + Send> {
 /// The bits of a gradient, for exact comparison.
 pub fn bits(adjoint: &[f64]) -> Vec<u64> {
     adjoint.iter().map(|v| v.to_bits()).collect()
+}
+
+/// The gradient of `STEPS` steps of `problem(fail_at)` from a field of
+/// 0.3 under `schedule` (offline, or online and stopped at `STEPS`).
+pub fn gradient(
+    executor: &mut Executor<'_, Vec<f64>>,
+    fail_at: Option<u64>,
+    schedule: Box<dyn Schedule + Send>,
+) -> Result<Outcome<Vec<f64>>, ExecutorError> {
+    let x0 = vec![0.3; 16];
+    let terminal = |x: &Vec<f64>| Ok(x.clone());
+    if schedule.max_n().is_some() {
+        executor.run(&mut problem(fail_at), schedule, x0, terminal)
+    } else {
+        executor.run_online(
+            &mut problem(fail_at),
+            schedule,
+            x0,
+            |n, _| n == STEPS,
+            terminal,
+        )
+    }
 }
