@@ -358,18 +358,33 @@ class _Compressing:
 
 
 class _Packed:
-    """A carry in host memory with its float32/float64 leaves compressed."""
+    """A carry in host memory (``jax.device_get``: a sharded leaf gathered
+    whole), its float32/float64 leaves compressed with ``spec`` if given,
+    and the shardings to put it back on the devices with."""
 
-    def __init__(self, carry, spec):
-        leaves, self.treedef = jax.tree_util.tree_flatten(jax.device_get(carry))
-        self.compressed = [_compressible(leaf) for leaf in leaves]
+    def __init__(self, carry, spec=None):
+        leaves, self.treedef = jax.tree_util.tree_flatten(carry)
+        self.shardings = [getattr(leaf, "sharding", None) for leaf in leaves]
+        leaves = jax.device_get(leaves)
+        self.compressed = [spec is not None and _compressible(leaf) for leaf in leaves]
         self.leaves = [codecs.compress(leaf, spec) if c else leaf for leaf, c in zip(leaves, self.compressed)]
 
     def unpack(self):
+        """The carry back on the devices, each leaf with its sharding."""
         leaves = [
             codecs.decompress(leaf) if packed else leaf for leaf, packed in zip(self.leaves, self.compressed)
         ]
+        leaves = [_restore(leaf, sharding) for leaf, sharding in zip(leaves, self.shardings)]
         return jax.tree_util.tree_unflatten(self.treedef, leaves)
+
+
+def _restore(leaf, sharding):
+    """A leaf from host memory on the devices: with its sharding (a
+    ``NamedSharding`` over a mesh...), or as ``jnp.asarray`` puts it (on the
+    default device, uncommitted) for a leaf that was on one device."""
+    if sharding is None or isinstance(sharding, jax.sharding.SingleDeviceSharding):
+        return jnp.asarray(leaf)
+    return jax.device_put(leaf, sharding)
 
 
 def _compressible(leaf):
@@ -381,7 +396,7 @@ def _unpacked(carry):
 
 
 def _on_device(carry):
-    """A carry (any pytree) back on the device, from host memory or not."""
+    """A carry (any pytree) on the device."""
     return jax.tree_util.tree_map(jnp.asarray, carry)
 
 
@@ -460,7 +475,7 @@ class _Run:
 
     def _put(self, level, n, key, value):
         if level == self.S.DISK:
-            value = self._to_disk(value)
+            value = self._to_disk(value) if key == "ics" else {i: self._to_disk(v) for i, v in value.items()}
         entry = self.storage[level].setdefault(n, {})
         if key == "ics":
             entry["ics"] = value
@@ -468,11 +483,9 @@ class _Run:
             entry.setdefault("deps", {}).update(value)
 
     def _to_disk(self, carry):
-        """A carry as the DISK level keeps it: in host memory, compressed
-        with ``compress=``."""
-        if self.compress is not None:
-            return _Packed(carry, self.compress)
-        return jax.device_get(carry)  # host memory, off the device
+        """A carry as the DISK level keeps it: in host memory (gathered
+        whole), compressed with ``compress=``, with its shardings."""
+        return _Packed(carry, self.compress)
 
     def _advance(self, a, record):
         if self.n != a.n0:

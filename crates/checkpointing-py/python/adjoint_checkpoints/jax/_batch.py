@@ -78,7 +78,7 @@ def _select_jvp(primals, tangents):
 def _select_transpose(ct, pred, new, old):
     if type(ct) is ad.Zero:
         return [None, None, None]
-    zero = jnp.zeros(ct.shape, ct.dtype)
+    zero = jnp.zeros_like(ct)
     ct_new = select_if_batched(pred, ct, zero) if ad.is_undefined_primal(new) else None
     ct_old = select_if_batched(pred, zero, ct) if ad.is_undefined_primal(old) else None
     return [None, ct_new, ct_old]

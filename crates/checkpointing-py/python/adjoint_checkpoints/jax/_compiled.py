@@ -75,12 +75,22 @@ def _add(a, b):
     return jax.tree_util.tree_map(jnp.add, a, b)
 
 
+def zeros(count, like, dtype=None):
+    """``count`` zero copies of ``like`` (an array or a ``ShapeDtypeStruct``),
+    stacked on a new axis 0 and sharded as ``like`` along its own axes: the
+    snapshot and ``ys`` buffers of a sharded carry stay sharded (with
+    explicit sharding, ``jax.make_mesh``'s default, a row cannot be written
+    into a buffer sharded otherwise; with automatic sharding XLA propagates
+    it). A broadcast of a constant: no dependency on ``like``'s values."""
+    return lax.broadcast(jnp.zeros_like(like, dtype=dtype or jnp.result_type(like)), (count,))
+
+
 def _alloc(tree, count, memory_kind=None):
     """``count`` zero copies of ``tree``'s leaves, stacked on a new axis 0,
     in ``memory_kind`` (``None``: the default memory)."""
 
     def one(leaf):
-        buffer = jnp.zeros((count, *jnp.shape(leaf)), jnp.result_type(leaf))
+        buffer = zeros(count, leaf)
         if memory_kind is not None:
             buffer = jax.device_put(buffer, jax.memory.Space.Host)
         return buffer
@@ -176,7 +186,7 @@ class Compiled:
         plan, fn = self.plan, self.fn
         x0 = None if xs is None else _index(xs, 0)
         y_shape = jax.eval_shape(fn, init, x0, *consts)[1]
-        ys = jax.tree_util.tree_map(lambda s: jnp.zeros((plan.length, *s.shape), s.dtype), y_shape)
+        ys = jax.tree_util.tree_map(lambda s: zeros(plan.length, s, s.dtype), y_shape)
 
         def advance(i, carry_ys):
             carry, ys = carry_ys

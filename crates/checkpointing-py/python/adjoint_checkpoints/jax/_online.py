@@ -48,7 +48,7 @@ from jax.custom_derivatives import SymbolicZero
 from jax.extend.core import Literal
 
 from ._batch import any_across_batch, select_if_batched
-from ._compiled import _index, _set
+from ._compiled import _index, _set, zeros
 
 
 def _int():
@@ -207,7 +207,11 @@ class OnlineLoop:
         self.avals = [jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x)) for x in leaves]
         self.is_buffer = self._buffer_mask(buffers)
         self.s, self.max_steps = checkpoints, max_steps
-        structs = self.avals
+        # Traced with the leaves themselves (cast as the carry is): their
+        # types keep their sharding and, under shard_map, the mesh axes
+        # they vary over (a collective in the body traced for an invariant
+        # carry would not apply to the varying one).
+        structs = [jnp.asarray(x, a.dtype) for x, a in zip(leaves, self.avals)]
         unflat = lambda xs: jax.tree_util.tree_unflatten(self.treedef, xs)  # noqa: E731
         out_tree = []
 
@@ -222,10 +226,13 @@ class OnlineLoop:
             out_tree.append(tree)
             return [self.masked.unwrap(x) for x in out]
 
+        cclosed, pred = jax.make_jaxpr(lambda *xs: jnp.asarray(cond_fun(unflat(xs))), return_shape=True)(*structs)
+        if pred.shape != () or pred.dtype != jnp.bool_:
+            raise TypeError(f"checkpointed_while_loop: cond_fun must return a boolean scalar, got {pred}")
+        self.cond_jaxpr, self.cond_consts = cclosed.jaxpr, list(cclosed.consts)
         if self.masked is None:
             closed, out_leaves = jax.make_jaxpr(flat_body, return_shape=True)(*structs)
         else:
-            pred = jax.ShapeDtypeStruct((), jnp.bool_)
             closed, out_leaves = jax.make_jaxpr(flat_masked_body, return_shape=True)(pred, *structs)
         if out_tree[0] != self.treedef:
             raise ValueError(
@@ -239,10 +246,6 @@ class OnlineLoop:
                     f"to {o.dtype}{list(o.shape)}"
                 )
         self.body_jaxpr, self.body_consts = closed.jaxpr, list(closed.consts)
-        cclosed, out = jax.make_jaxpr(lambda *xs: jnp.asarray(cond_fun(unflat(xs))), return_shape=True)(*structs)
-        if out.shape != () or out.dtype != jnp.bool_:
-            raise TypeError(f"checkpointed_while_loop: cond_fun must return a boolean scalar, got {out}")
-        self.cond_jaxpr, self.cond_consts = cclosed.jaxpr, list(cclosed.consts)
         run = jax.custom_vjp(self._primal)
         run.defvjp(self._fwd, self._bwd, symbolic_zeros=True)
         self.run = run
@@ -396,7 +399,7 @@ class OnlineLoop:
         s, it = self.s, _int()
         pred = self._cond(leaves, cconsts)
         snap = self._snap(leaves, pred)
-        store = [jnp.zeros((s, *jnp.shape(a)), jnp.result_type(a)) for a in snap]
+        store = [zeros(s, a) for a in snap]
         where = jnp.full((s,), -1, it)  # the step held by each slot, -1: free
         fixed = jnp.zeros((s,), it)
 
@@ -463,14 +466,15 @@ class OnlineLoop:
         s, it = self.s, _int()
         P = [i for i, p in enumerate(differentiated) if p]
         PC = [j for j, p in enumerate(differentiated_consts) if p]
-        ct = [_instantiate(ct_out[i]) for i in P]
         ct_consts = [jnp.zeros_like(bconsts[j]) for j in PC]
         if not P:
             return self._cotangents(differentiated, differentiated_consts, [], [], cconsts)
         # The stack of checkpoints, by increasing step: slots in order.
         order = jnp.argsort(jnp.where(where < 0, jnp.iinfo(it).max, where)).astype(it)
         depth = jnp.sum(where >= 0).astype(it)
-        live = [jnp.zeros(b.shape[1:], b.dtype) for b in store]
+        live = [jnp.zeros_like(b[0]) for b in store]
+        like = self._unsnap(live, buffers)  # the carry's types (sharding, shard_map's varying axes)
+        ct = [_instantiate(ct_out[i], like[i]) for i in P]
 
         def advance(i, snap):
             leaves, pred = self._step(self._unsnap(snap, buffers), snap[-1], bconsts, cconsts)
@@ -553,7 +557,8 @@ class OnlineLoop:
         )
 
 
-def _instantiate(ct):
+def _instantiate(ct, like):
+    """A cotangent, zeros of ``like``'s type for a symbolic zero."""
     if isinstance(ct, SymbolicZero):
-        return jnp.zeros(ct.aval.shape, ct.aval.dtype)
+        return jnp.zeros_like(like, dtype=ct.aval.dtype)
     return ct

@@ -42,7 +42,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .. import _arrays
-from ._compiled import _index, _set, adjoint_step
+from ._compiled import _index, _set, adjoint_step, zeros
 
 
 def _int():
@@ -232,8 +232,8 @@ class Generated:
         n, s, it, fn = self.length, self.s, _int(), self.fn
         x0 = None if xs is None else _index(xs, 0)
         y_shape = jax.eval_shape(fn, init, x0, *consts)[1]
-        ys = jax.tree_util.tree_map(lambda a: jnp.zeros((n, *a.shape), a.dtype), y_shape)
-        store = jax.tree_util.tree_map(lambda a: jnp.zeros((s, *jnp.shape(a)), jnp.result_type(a)), init)
+        ys = jax.tree_util.tree_map(lambda a: zeros(n, a, a.dtype), y_shape)
+        store = jax.tree_util.tree_map(lambda a: zeros(s, a), init)
         store = _set(store, 0, init)
         stack = jnp.zeros((s,), it)
 
