@@ -7,12 +7,15 @@ Plain autograd through ``n`` steps keeps every step's activations;
 so still holds one whole segment's activations. ``checkpointed_loop`` follows
 any schedule of this package instead (Revolve, H-Revolve, Multistage,
 DiskRevolve, Mixed, Periodic, TwoLevel, the online OnlineR2...): the forward
-runs under ``torch.no_grad()`` and keeps only the schedule's snapshots; the
-backward follows the rest of the schedule, restoring snapshots, recomputing
-forward, and differentiating one step at a time with ``torch.autograd.grad``.
-At any moment it holds the schedule's snapshots, the live state and the
-activations ("adjoint dependencies") of the steps the schedule keeps in
-``WORK`` (one step for Revolve).
+runs under ``torch.no_grad()`` and keeps only the schedule's snapshots
+(steps the schedule keeps in ``WORK`` run with autograd, their graphs
+kept); the backward follows the rest of the schedule, restoring snapshots,
+recomputing forward, and differentiating with ``torch.autograd.grad``: one
+step at a time, or, for the ``memory=`` plans, each run of consecutive
+taped steps reversed together as one graph in one call. At any moment it
+holds the schedule's snapshots, the live state and the activations
+("adjoint dependencies") of the steps the schedule keeps in ``WORK`` (one
+step for Revolve).
 
 Where snapshots go:
 

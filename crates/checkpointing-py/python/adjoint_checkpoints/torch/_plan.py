@@ -26,6 +26,7 @@ from torch.utils import _pytree as pytree
 import adjoint_checkpoints as _cp
 
 from .. import _native
+from ._segments import chain_links
 
 
 @dataclass(frozen=True)
@@ -169,12 +170,21 @@ def tape_schedule(profiles, budget):
 class ReplayedSchedule:
     """A schedule's actions, recorded once and replayed by every run (what
     a cached ``memory=`` plan gives): ``max_n``, iteration and ``repr`` as
-    the schedule's (or ``actions``, ``max_n`` and ``text`` given)."""
+    the schedule's (or ``actions``, ``max_n`` and ``text`` given).
+    :meth:`links`: which of its tapes are recorded as one graph with the
+    previous one (:func:`._segments.chain_links`), found once per plan."""
 
     def __init__(self, schedule=None, *, actions=None, max_n=None, text=None):
         if schedule is not None:
             actions, max_n, text = tuple(schedule), schedule.max_n, repr(schedule)
         self.max_n, self.text, self.actions = max_n, text, tuple(actions)
+        self._links = None
+
+    def links(self):
+        """The taping events linked to the previous one (a frozenset)."""
+        if self._links is None:
+            self._links = chain_links(self.actions)
+        return self._links
 
     def __iter__(self):
         return iter(self.actions)

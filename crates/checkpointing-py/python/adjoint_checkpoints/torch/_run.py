@@ -1,11 +1,20 @@
 """The execution of one :func:`adjoint_checkpoints.torch.checkpointed_loop`:
 :class:`_Run` follows the schedule's actions, the forward ones (up to
 ``EndForward``) under ``torch.no_grad()`` and the rest in the backward,
-where it restores snapshots, recomputes steps and differentiates one step
-at a time with ``torch.autograd.grad``. It stores snapshots through the
-holders of :mod:`adjoint_checkpoints.torch._storage`, keeps the activations of
-the steps the schedule holds in ``WORK`` as :class:`_Tape`, and fills the
-run's :class:`~adjoint_checkpoints.torch.LoopStats`.
+where it restores snapshots, recomputes steps and differentiates them
+with ``torch.autograd.grad``. It stores snapshots through the holders of
+:mod:`adjoint_checkpoints.torch._storage`, keeps the activations of the
+steps the schedule holds in ``WORK`` as :class:`_Tape` (recorded when the
+schedule runs the step, in the forward pass for the steps it keeps from
+there), and fills the run's :class:`~adjoint_checkpoints.torch.LoopStats`.
+
+Consecutive tapes that the schedule reverses together (a run of
+``Reverse`` actions) are recorded as one graph where the plan allows it
+(:mod:`._segments`) and differentiated by one engine call. The parameters'
+gradients are threaded through the engine: each call is given the sum so
+far as the gradient of a root for each parameter (:class:`_Carry`), so
+that autograd adds each step's contribution to it, in place, in the order
+plain autograd does.
 """
 
 import os
@@ -17,7 +26,8 @@ from torch.utils import _pytree as pytree
 import adjoint_checkpoints as _cp
 from adjoint_checkpoints._native import SnapshotError
 
-from ._plan import SavedTensors, _key, add_storages
+from ._plan import ReplayedSchedule, SavedTensors, _key, add_storages
+from ._segments import joins
 from ._storage import _Files, _Held, _HostCopy
 
 _S = _cp.StorageType
@@ -28,14 +38,35 @@ def _differentiable(t):
 
 
 class _Tape:
-    """The activations of one step, taped with autograd: its (leaf) inputs,
-    its outputs, and the storages its autograd graph keeps (``storages``:
-    key -> bytes, the saved tensors, inputs and outputs)."""
+    """The activations of one step, taped with autograd: its inputs, its
+    outputs, and the storages its autograd graph keeps (``storages``: key
+    -> bytes, the saved tensors, inputs and outputs). ``prev``: the tape of
+    the previous step when this one was recorded on its outputs (one
+    graph: ``inputs`` are ``prev.outputs``), else ``None`` (``inputs`` are
+    leaves)."""
 
-    __slots__ = ("inputs", "outputs", "storages")
+    __slots__ = ("inputs", "outputs", "storages", "prev")
 
-    def __init__(self, inputs, outputs, storages):
-        self.inputs, self.outputs, self.storages = inputs, outputs, storages
+    def __init__(self, inputs, outputs, storages, prev=None):
+        self.inputs, self.outputs, self.storages, self.prev = inputs, outputs, storages, prev
+
+
+class _Carry(torch.autograd.Function):
+    """A root of a backward call whose gradient, for parameter ``p``, is the
+    parameter's gradient so far (``box``'s one item, handed over): made
+    just before the call, it runs first, so that the engine adds the
+    steps' contributions to that sum in plain autograd's order, in place
+    when nothing else holds it."""
+
+    @staticmethod
+    def forward(ctx, p, box):
+        ctx.box = box
+        return p.new_zeros(())
+
+    @staticmethod
+    def backward(ctx, _):
+        box, ctx.box = ctx.box, None
+        return box.pop(), None
 
 
 class _Ledger:
@@ -94,6 +125,12 @@ class _Run:
         self.param_keys = {_key(p) for p in params}
         self.ledger = _Ledger(self.param_keys)
         self.live, self.live_storages, self.n = None, {}, 0
+        #: The tape whose outputs are the live state (None after any other
+        #: change of it), the taping events so far and those the plan links
+        #: to the previous one (:func:`._segments.chain_links`).
+        self.chain, self.tape_events = None, 0
+        self.links = schedule.links() if isinstance(schedule, ReplayedSchedule) else frozenset()
+        self.pushed_back = []
         #: States (restart states and adjoint inputs) held in RAM and DISK.
         self.stored = 0
         self.streams = {}
@@ -127,14 +164,19 @@ class _Run:
         self.stats.forward_steps += 1
         return out
 
-    def _tape(self, i, leaves):
-        inputs = [t.detach().requires_grad_(_differentiable(t)) for t in leaves]
+    def _tape(self, i, leaves, prev=None):
+        """Runs step ``i`` with autograd on ``leaves`` (detached: its inputs
+        are leaves), or on ``prev``'s outputs (one graph with ``prev``)."""
+        if prev is None:
+            inputs = [t.detach().requires_grad_(_differentiable(t)) for t in leaves]
+        else:
+            inputs = prev.outputs
         with torch.enable_grad(), SavedTensors() as saved:
             outputs = self._call(i, inputs)
         self.stats.taped_steps += 1
         # The parameters' storages are left out where the bytes are summed
-        # (_held_bytes).
-        return _Tape(inputs, outputs, add_storages(saved.tensors + inputs + outputs, {}))
+        # (the ledger's exclude).
+        return _Tape(inputs, outputs, add_storages(saved.tensors + inputs + outputs, {}), prev)
 
     def _stopped(self, i):
         if self.stop is None:
@@ -177,11 +219,11 @@ class _Run:
         held.release()
         self.stored -= 1
 
-    def _set_live(self, leaves):
+    def _set_live(self, leaves, chain=None):
         new = add_storages(leaves, {})
         self.ledger.add(new)
         self.ledger.remove(self.live_storages)
-        self.live, self.live_storages = leaves, new
+        self.live, self.live_storages, self.chain = leaves, new, chain
 
     def _set_lam(self, lam):
         new = add_storages(lam, {})
@@ -284,9 +326,13 @@ class _Run:
             if forward_phase and self.schedule.max_n is None and self._stopped(i):
                 break
             if a.write_adj_deps and a.storage == _S.WORK:
-                tape = self._tape(i, self.live)
+                event, self.tape_events = self.tape_events, self.tape_events + 1
+                prev = self.chain if event in self.links else None
+                if prev is not None and self.deps.get(i - 1) is not prev:
+                    raise RuntimeError(f"checkpointed_loop: step {i} is linked to a tape that is not held")
+                tape = self._tape(i, self.live, prev)
                 self._set_dep(i, tape)
-                self._set_live([t.detach() for t in tape.outputs])
+                self._set_live([t.detach() for t in tape.outputs], chain=tape)
             else:
                 if a.write_adj_deps:
                     self._store(a.storage, a.n0, "deps", i, self.live)
@@ -327,42 +373,104 @@ class _Run:
             self.stats.forward_seconds = time.perf_counter() - t0
             self.publish(self.stats)
 
-    def _adjoint(self, i, lam, gparams, clear):
-        if i not in self.deps:
-            raise RuntimeError(f"schedule asks for the adjoint of step {i}, whose data is not held")
-        data = self._pop_dep(i) if clear else self.deps[i]
-        tape = data if isinstance(data, _Tape) else self._tape(i, data)
-        self._account(extra=tape.storages)
+    def _next_action(self):
+        return self.pushed_back.pop() if self.pushed_back else next(self.actions, None)
+
+    def _reverse(self, a, lam, gparams):
+        """Differentiates the steps of ``Reverse`` action ``a`` and of the
+        ``Reverse`` actions right after it that continue it and clear their
+        data (:func:`._segments.joins`): each run of linked tapes in one
+        call (:meth:`_differentiate`), each other step on its own."""
+        steps, end = list(range(a.n1 - 1, a.n0 - 1, -1)), a.n0
+        while a.clear_adj_deps:
+            b = self._next_action()
+            if not joins(end, b):
+                if b is not None:
+                    self.pushed_back.append(b)
+                break
+            self._check_reverse(b)
+            steps += range(b.n1 - 1, b.n0 - 1, -1)
+            end = b.n0
+        k = 0
+        while k < len(steps):
+            i = steps[k]
+            if i not in self.deps:
+                raise RuntimeError(f"schedule asks for the adjoint of step {i}, whose data is not held")
+            data = self.deps[i]
+            run = [data] if isinstance(data, _Tape) else None
+            while run and run[-1].prev is not None:
+                below = run[-1].prev
+                if not a.clear_adj_deps or k + len(run) >= len(steps) or self.deps.get(steps[k + len(run)]) is not below:
+                    raise RuntimeError(
+                        f"checkpointed_loop: the tape of step {steps[k + len(run) - 1]} is linked to one that is "
+                        "not differentiated with it"
+                    )
+                run.append(below)
+            if run is None:
+                # An input state held for the adjoint: taped now, then
+                # differentiated (its graph is not kept).
+                if a.clear_adj_deps:
+                    self._pop_dep(i)
+                run = [self._tape(i, data)]
+                self._account(extra=run[0].storages)
+                retain = False
+            else:
+                self._account()
+                retain = not a.clear_adj_deps  # a kept tape is differentiated again later
+            lam = self._differentiate(run, lam, gparams, retain)
+            if a.clear_adj_deps:
+                for j in steps[k : k + len(run)]:
+                    if j in self.deps:
+                        self._pop_dep(j)
+            self.stats.adjoint_steps += len(run)
+            k += len(run)
+            self._set_lam(lam)
+            self._account()
+        return lam
+
+    def _differentiate(self, run, lam, gparams, retain):
+        """The adjoint of a run of tapes, ``run[0]`` the last step's and
+        each the ``prev`` of the one before (one graph), seeded with
+        ``lam`` on the last step's outputs: one ``torch.autograd.grad`` to
+        the first step's inputs (the new adjoint) and the parameters. The
+        parameters' gradients so far (``gparams``, updated) enter through
+        :class:`_Carry` roots, so that the engine adds the run's
+        contributions to them, in plain autograd's order."""
+        top, bottom = run[0], run[-1]
         outs, seeds = [], []
-        for o, g in zip(tape.outputs, lam):
+        for o, g in zip(top.outputs, lam):
             if g is not None and o.requires_grad:
                 outs.append(o)
                 seeds.append(g)
-        wrt_x = [k for k, t in enumerate(tape.inputs) if t.requires_grad]
+        wrt_x = [k for k, t in enumerate(bottom.inputs) if t.requires_grad]
         wrt_p = [k for k, p in enumerate(self.params) if p.requires_grad]
         new_lam = [None] * self.n_state
-        if outs and (wrt_x or wrt_p):
-            grads = torch.autograd.grad(
-                outs,
-                [tape.inputs[k] for k in wrt_x] + [self.params[k] for k in wrt_p],
-                grad_outputs=seeds,
-                allow_unused=True,
-                # A kept tape is differentiated again later; a fresh one is not.
-                retain_graph=isinstance(data, _Tape) and not clear,
-            )
-            for k, g in zip(wrt_x, grads[: len(wrt_x)]):
-                new_lam[k] = g
-            for k, g in zip(wrt_p, grads[len(wrt_x) :]):
-                if g is None:
-                    continue
-                if gparams[k] is None:
-                    # Our own accumulator (a returned gradient may alias a
-                    # seed), then summed into in place: no new tensor a step.
-                    gparams[k] = g.clone()
-                else:
-                    gparams[k].add_(g)
-        self.stats.adjoint_steps += 1
+        if not outs or not (wrt_x or wrt_p):
+            return new_lam
+        with torch.enable_grad():
+            for k in wrt_p:
+                if gparams[k] is not None:
+                    # Handed over, not kept: the engine then adds to it in place.
+                    box, gparams[k] = [gparams[k]], None
+                    outs.append(_Carry.apply(self.params[k], box))
+                    seeds.append(torch.ones((), dtype=outs[-1].dtype, device=outs[-1].device))
+        grads = torch.autograd.grad(
+            outs,
+            [bottom.inputs[k] for k in wrt_x] + [self.params[k] for k in wrt_p],
+            grad_outputs=seeds,
+            allow_unused=True,
+            retain_graph=retain,
+        )
+        for k, g in zip(wrt_x, grads[: len(wrt_x)]):
+            new_lam[k] = g
+        for k, g in zip(wrt_p, grads[len(wrt_x) :]):
+            if g is not None:
+                gparams[k] = g
         return new_lam
+
+    def _check_reverse(self, a):
+        if a.n1 > self.total or a.n0 < 0:
+            raise RuntimeError(f"unexpected {a!r} for a loop of {self.total} steps")
 
     def backward(self, grads, needs_x, needs_p):
         t0 = time.perf_counter()
@@ -370,14 +478,13 @@ class _Run:
         self._set_lam(lam)
         gparams = [None] * len(self.params)
         try:
-            for a in self.actions:
+            while True:
+                a = self._next_action()
+                if a is None:
+                    raise RuntimeError("the schedule ended before EndReverse")
                 if isinstance(a, _cp.Reverse):
-                    if a.n1 > self.total or a.n0 < 0:
-                        raise RuntimeError(f"unexpected {a!r} for a loop of {self.total} steps")
-                    for i in range(a.n1 - 1, a.n0 - 1, -1):
-                        lam = self._adjoint(i, lam, gparams, a.clear_adj_deps)
-                        self._set_lam(lam)
-                        self._account()
+                    self._check_reverse(a)
+                    lam = self._reverse(a, lam, gparams)
                 elif isinstance(a, _cp.Forward):
                     self._advance(a, forward_phase=False)
                 elif isinstance(a, (_cp.Copy, _cp.Move)):
@@ -387,8 +494,6 @@ class _Run:
                 else:
                     raise RuntimeError(f"unexpected action after EndForward: {a!r}")
                 self._account()
-            else:
-                raise RuntimeError("the schedule ended before EndReverse")
             if self.stats.adjoint_steps != self.total:
                 raise RuntimeError(
                     f"the schedule differentiated {self.stats.adjoint_steps} steps of a loop of {self.total}"
