@@ -11,7 +11,7 @@ use std::path::Path;
 
 use checkpointing::{
     Checkpoint, DiskStore, Executor, ExecutorError, Journal, MemoryStore, Outcome, Schedule,
-    SnapshotStore, StorageLevel,
+    SingleMemory, SnapshotStore, StorageLevel,
 };
 use checkpointing_store::AsyncStore;
 
@@ -48,18 +48,31 @@ fn run(
     common::gradient(&mut executor, fail_at, schedule)
 }
 
+/// Also: the gradient is store-all's, bit for bit, with the disk level
+/// blocking and in the background.
 #[test]
 fn a_completed_gradient_leaves_no_snapshot_file() {
+    let store_all = common::bits(
+        &common::gradient(
+            &mut Executor::in_memory(),
+            None,
+            Box::new(SingleMemory::new()),
+        )
+        .unwrap()
+        .adjoint,
+    );
     for background in [false, true] {
         for (name, schedule) in offline().into_iter().chain(online()) {
             let dir = tempfile::tempdir().unwrap();
-            let disk_written = run(schedule, dir.path(), None, background)
-                .unwrap()
-                .stats
-                .levels[StorageLevel::Disk]
-                .writes;
+            let out = run(schedule, dir.path(), None, background).unwrap();
+            let disk_written = out.stats.levels[StorageLevel::Disk].writes;
             assert!(disk_written > 0, "{name}: the disk level was not used");
             assert_eq!(snapshot_files(dir.path()), Vec::<String>::new(), "{name}");
+            assert_eq!(
+                common::bits(&out.adjoint),
+                store_all,
+                "{name}, background {background}: not store-all's gradient"
+            );
         }
     }
 }
