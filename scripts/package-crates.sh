@@ -25,9 +25,20 @@ for package in meta["packages"]:
     if package["id"] in members and package["publish"] != []:
         print(package["name"])
 ')
+version=$(cargo metadata --no-deps --format-version 1 | python3 -c '
+import json, sys
+print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"] == "checkpointing"))
+')
+# cargo extracts the overlay's .crate files under $CARGO_HOME/registry once
+# per version, and builds them once per version (a registry crate does not
+# change): with an unchanged version number, a later run would verify
+# against an earlier run's sources or builds. Forget both.
+cargo_home=${CARGO_HOME:-$HOME/.cargo}
 args=()
 for crate in $crates; do
     args+=(-p "$crate")
+    rm -rf "$cargo_home"/registry/src/*/"$crate-$version" "$cargo_home"/registry/cache/*/"$crate-$version.crate"
+    cargo clean -q -p "$crate"
 done
 echo "packaging: $crates" | tr '\n' ' '
 echo
