@@ -116,11 +116,10 @@ impl SplitIo<Value> for FaultyDisk {
         let dir = self.inner.dir().to_path_buf();
         let path = self.inner.path_of(step);
         let fault = self.fault;
-        match fault {
-            Fault::WriteEio | Fault::WriteFull => self.plant(step),
-            Fault::ShortWrite | Fault::RemovedBeforeRead => self.plant(step),
-            Fault::ReadEio | Fault::SyncEio => return Ok(write),
+        if matches!(fault, Fault::ReadEio | Fault::SyncEio) {
+            return Ok(write);
         }
+        self.plant(step);
         Ok(Box::new(move |value| match fault {
             Fault::WriteEio => Err(os_error(step, path, EIO)),
             Fault::WriteFull => Err(StorageError::DiskFull { step, path }),

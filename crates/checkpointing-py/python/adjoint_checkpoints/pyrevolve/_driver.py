@@ -66,6 +66,7 @@ class _Run:
         self.saves = 0
         self.loads = 0
         self.peak = {StorageType.RAM: 0, StorageType.DISK: 0}
+        self.window = deque()  # actions read ahead of the one carried out (_ahead)
 
     # storages and slots
     def storage(self, level):
@@ -256,9 +257,7 @@ class _Run:
         if not self.finalized:
             yield from self.schedule
             return
-        window = getattr(self, "_window", None)
-        if window is None:
-            window = self._window = deque()
+        window = self.window
         actions = iter(self.schedule)
         while True:
             while len(window) < self.LOOK_AHEAD:
