@@ -21,6 +21,10 @@ pub enum GpuError {
     /// No CUDA driver library on this machine.
     #[error("no CUDA driver found (libcuda): this machine has no usable NVIDIA GPU")]
     NoDriver,
+    /// No NVRTC library (`libnvrtc.so`, or `.so.12`) on the loader's path:
+    /// the kernels are compiled at run time and need it.
+    #[error("no NVRTC library found (libnvrtc.so or libnvrtc.so.12 on the loader path, e.g. LD_LIBRARY_PATH): the CUDA kernels are compiled at run time")]
+    NoNvrtc,
     /// A CUDA driver call failed.
     #[error("CUDA driver: {0}")]
     Driver(#[from] DriverError),
@@ -87,6 +91,10 @@ impl Gpu {
         if !unsafe { cudarc::driver::sys::is_culib_present() } {
             return Err(GpuError::NoDriver);
         }
+        // SAFETY: as above.
+        if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+            return Err(GpuError::NoNvrtc);
+        }
         let ctx = CudaContext::new(ordinal)?;
         let compute = ctx.default_stream();
         let copies = ctx.new_stream()?;
@@ -125,6 +133,93 @@ impl Gpu {
         Ok(cudarc::driver::result::mem_get_info()?)
     }
 
+    /// The device's name, as the driver reports it (`NVIDIA H100 80GB
+    /// HBM3`).
+    pub fn name(&self) -> Result<String, GpuError> {
+        Ok(self.ctx.name()?)
+    }
+
+    /// Device memory in use by this process's buffers, and the most in use
+    /// at once since the last [`reset_peak_device_bytes`](Self::reset_peak_device_bytes):
+    /// `(current, peak)` bytes of the device's default memory pool, which
+    /// serves every stream-ordered allocation (`cuMemAllocAsync`, what
+    /// cudarc uses where the device supports it). `None` on a device
+    /// without memory pools.
+    ///
+    /// ```
+    /// let Ok(gpu) = checkpointing_cuda::Gpu::new(0) else { return }; // needs a GPU
+    /// gpu.reset_peak_device_bytes().unwrap();
+    /// let state = gpu.upload(&vec![0.0; 1 << 20]).unwrap();
+    /// if let Some((current, peak)) = gpu.device_bytes().unwrap() {
+    ///     assert!(current >= 8 << 20 && peak >= current);
+    /// }
+    /// # drop(state);
+    /// ```
+    pub fn device_bytes(&self) -> Result<Option<(u64, u64)>, GpuError> {
+        use cudarc::driver::sys::CUmemPool_attribute as Attr;
+        let Some(pool) = self.memory_pool()? else {
+            return Ok(None);
+        };
+        self.compute.synchronize()?;
+        self.copies.synchronize()?;
+        let read = |attribute| -> Result<u64, GpuError> {
+            let mut value = 0u64;
+            // SAFETY: both attributes are 64-bit counters written into `value`.
+            unsafe {
+                cudarc::driver::sys::cuMemPoolGetAttribute(
+                    pool,
+                    attribute,
+                    (&mut value as *mut u64).cast(),
+                )
+            }
+            .result()?;
+            Ok(value)
+        };
+        Ok(Some((
+            read(Attr::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)?,
+            read(Attr::CU_MEMPOOL_ATTR_USED_MEM_HIGH)?,
+        )))
+    }
+
+    /// Starts a new peak for [`device_bytes`](Self::device_bytes) at the
+    /// memory in use now (after the streams' work so far).
+    pub fn reset_peak_device_bytes(&self) -> Result<(), GpuError> {
+        let Some(pool) = self.memory_pool()? else {
+            return Ok(());
+        };
+        self.compute.synchronize()?;
+        self.copies.synchronize()?;
+        let mut zero = 0u64;
+        // SAFETY: the driver resets the high-water mark; the only value
+        // it accepts for this attribute is zero.
+        unsafe {
+            cudarc::driver::sys::cuMemPoolSetAttribute(
+                pool,
+                cudarc::driver::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+                (&mut zero as *mut u64).cast(),
+            )
+        }
+        .result()?;
+        Ok(())
+    }
+
+    /// The device's default memory pool, `None` where it has none.
+    fn memory_pool(&self) -> Result<Option<cudarc::driver::sys::CUmemoryPool>, GpuError> {
+        use cudarc::driver::sys::CUdevice_attribute as Attr;
+        let pools = self
+            .ctx
+            .attribute(Attr::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)?;
+        if pools == 0 {
+            return Ok(None);
+        }
+        self.ctx.bind_to_thread()?;
+        let mut pool = std::ptr::null_mut();
+        // SAFETY: writes the device's default pool handle into `pool`.
+        unsafe { cudarc::driver::sys::cuDeviceGetDefaultMemPool(&mut pool, self.ctx.cu_device()) }
+            .result()?;
+        Ok(Some(pool))
+    }
+
     /// Copies a host field to the device.
     pub fn upload(&self, values: &[f64]) -> Result<DeviceState, GpuError> {
         Ok(DeviceState(self.compute.clone_htod(values)?))
@@ -159,22 +254,61 @@ impl Footprint for DeviceState {
 }
 
 /// [`Heat2d`] on the GPU: the executor's problem, states in device memory.
+///
+/// One step of the problem is `substeps` explicit steps of [`Heat2d`]
+/// ([`with_substeps`](Self::with_substeps); one by default): a heavier
+/// step, as a PDE solver's time step with several stages or sub-cycles,
+/// whose kernels can hide a snapshot's copy to the host. Its adjoint
+/// recomputes the step's `substeps − 1` inner states (kept in
+/// preallocated device buffers) and applies the adjoint kernel to each in
+/// reverse, so `N` steps of `k` substeps have the gradient of `N·k` plain
+/// steps, bit for bit.
 #[derive(Debug)]
 pub struct GpuHeat2d {
     heat: Heat2d,
     gpu: Gpu,
     scratch: DeviceState,
+    /// The inner states of one step (`substeps − 1` buffers).
+    inner: Vec<DeviceState>,
 }
 
 impl GpuHeat2d {
-    /// The problem on `gpu`.
+    /// The problem on `gpu`, one [`Heat2d`] step per step.
     pub fn new(gpu: &Gpu, heat: Heat2d) -> Result<Self, GpuError> {
         let scratch = DeviceState(gpu.compute.alloc_zeros::<f64>(heat.n * heat.n)?);
         Ok(Self {
             heat,
             gpu: gpu.clone(),
             scratch,
+            inner: Vec::new(),
         })
+    }
+
+    /// Each step runs `substeps` [`Heat2d`] steps (at least one; the
+    /// adjoint holds `substeps − 1` more fields on the device).
+    ///
+    /// ```
+    /// use checkpointing_cuda::{Gpu, GpuHeat2d, Heat2d};
+    /// let Ok(gpu) = Gpu::new(0) else { return }; // needs a GPU
+    /// let heat = Heat2d::new(32, 0.2, 0.8);
+    /// let t0 = gpu.upload(&heat.initial_state()).unwrap();
+    /// let mut four = GpuHeat2d::new(&gpu, heat).unwrap().with_substeps(4).unwrap();
+    /// let mut one = GpuHeat2d::new(&gpu, heat).unwrap();
+    /// let a = gpu.download(&four.gradient_store_all(&t0, 5).unwrap()).unwrap();
+    /// let b = gpu.download(&one.gradient_store_all(&t0, 20).unwrap()).unwrap();
+    /// assert_eq!(a, b);
+    /// ```
+    pub fn with_substeps(mut self, substeps: usize) -> Result<Self, GpuError> {
+        let cells = self.heat.n * self.heat.n;
+        self.inner = (1..substeps.max(1))
+            .map(|_| Ok(DeviceState(self.gpu.compute.alloc_zeros::<f64>(cells)?)))
+            .collect::<Result<_, GpuError>>()?;
+        Ok(self)
+    }
+
+    /// [`Heat2d`] steps per step.
+    pub fn substeps(&self) -> usize {
+        self.inner.len() + 1
     }
 
     /// The GPU.
@@ -183,19 +317,10 @@ impl GpuHeat2d {
     }
 
     fn step(&mut self, state: &mut DeviceState) -> Result<(), GpuError> {
-        let Heat2d { n, alpha, beta } = self.heat;
-        let n32 = n as i32;
-        let mut launch = self.gpu.compute.launch_builder(&self.gpu.step);
-        launch
-            .arg(&state.0)
-            .arg(&mut self.scratch.0)
-            .arg(&n32)
-            .arg(&alpha)
-            .arg(&beta);
-        // SAFETY: the kernel reads and writes n·n doubles of buffers of
-        // that length, with the argument types of its signature.
-        unsafe { launch.launch(Gpu::launch_config(n)) }?;
-        std::mem::swap(state, &mut self.scratch);
+        for _ in 0..self.substeps() {
+            launch_step(&self.gpu, self.heat, state, &mut self.scratch)?;
+            std::mem::swap(state, &mut self.scratch);
+        }
         Ok(())
     }
 
@@ -204,19 +329,17 @@ impl GpuHeat2d {
         state: &DeviceState,
         lambda: &mut DeviceState,
     ) -> Result<(), GpuError> {
-        let Heat2d { n, alpha, beta } = self.heat;
-        let n32 = n as i32;
-        let mut launch = self.gpu.compute.launch_builder(&self.gpu.adjoint);
-        launch
-            .arg(&state.0)
-            .arg(&lambda.0)
-            .arg(&mut self.scratch.0)
-            .arg(&n32)
-            .arg(&alpha)
-            .arg(&beta);
-        // SAFETY: as in `step`.
-        unsafe { launch.launch(Gpu::launch_config(n)) }?;
-        std::mem::swap(lambda, &mut self.scratch);
+        let (gpu, heat) = (&self.gpu, self.heat);
+        // The step's inner states, from `state`.
+        for k in 0..self.inner.len() {
+            let (done, rest) = self.inner.split_at_mut(k);
+            launch_step(gpu, heat, done.last().unwrap_or(state), &mut rest[0])?;
+        }
+        for k in (0..=self.inner.len()).rev() {
+            let at = if k == 0 { state } else { &self.inner[k - 1] };
+            launch_adjoint(gpu, heat, at, lambda, &mut self.scratch)?;
+            std::mem::swap(lambda, &mut self.scratch);
+        }
         Ok(())
     }
 
@@ -239,6 +362,51 @@ impl GpuHeat2d {
         }
         Ok(lambda)
     }
+}
+
+/// One [`Heat2d`] step on `gpu`'s compute stream, from `from` into `to`.
+fn launch_step(
+    gpu: &Gpu,
+    heat: Heat2d,
+    from: &DeviceState,
+    to: &mut DeviceState,
+) -> Result<(), GpuError> {
+    let Heat2d { n, alpha, beta } = heat;
+    let n32 = n as i32;
+    let mut launch = gpu.compute.launch_builder(&gpu.step);
+    launch
+        .arg(&from.0)
+        .arg(&mut to.0)
+        .arg(&n32)
+        .arg(&alpha)
+        .arg(&beta);
+    // SAFETY: the kernel reads and writes n·n doubles of buffers of that
+    // length, with the argument types of its signature.
+    unsafe { launch.launch(Gpu::launch_config(n)) }?;
+    Ok(())
+}
+
+/// The adjoint of one [`Heat2d`] step at `state`, from `lambda` into `to`.
+fn launch_adjoint(
+    gpu: &Gpu,
+    heat: Heat2d,
+    state: &DeviceState,
+    lambda: &DeviceState,
+    to: &mut DeviceState,
+) -> Result<(), GpuError> {
+    let Heat2d { n, alpha, beta } = heat;
+    let n32 = n as i32;
+    let mut launch = gpu.compute.launch_builder(&gpu.adjoint);
+    launch
+        .arg(&state.0)
+        .arg(&lambda.0)
+        .arg(&mut to.0)
+        .arg(&n32)
+        .arg(&alpha)
+        .arg(&beta);
+    // SAFETY: as in `launch_step`.
+    unsafe { launch.launch(Gpu::launch_config(n)) }?;
+    Ok(())
 }
 
 impl Problem for GpuHeat2d {

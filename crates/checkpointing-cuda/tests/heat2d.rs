@@ -4,7 +4,7 @@
 //! NVIDIA GPU (`cargo test -p checkpointing-cuda -- --ignored`).
 
 use checkpointing::{
-    DiskStore, Executor, HierarchicalRevolve, LevelSpec, MemoryStore, Step, StorageLevel,
+    DiskStore, Executor, HierarchicalRevolve, LevelSpec, MemoryStore, Revolve, Step, StorageLevel,
 };
 use checkpointing_cuda::{
     device_store, DeviceDiskStore, Gpu, GpuError, GpuHeat2d, Heat2d, Heat2dCpu, HostStore,
@@ -115,4 +115,131 @@ fn gpu_gradients_equal_cpu_and_store_all() {
         .iter()
         .zip(&store_all)
         .all(|(a, b)| a.to_bits() == b.to_bits()));
+}
+
+fn bitwise_equal(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+/// On the GPU, each storage arrangement against device store-all, bit for
+/// bit: the device level alone (Revolve, snapshots as device buffers), the
+/// device and pinned host levels (two-level H-Revolve; reads from the host
+/// started ahead by the executor's look-ahead), and device, host and disk.
+/// Each step is 3 heat steps, so the adjoint's inner recomputation runs
+/// too; and the device's memory pool shows the checkpointed runs holding
+/// far less than store-all.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn gpu_every_level_equals_device_store_all() {
+    let gpu = Gpu::new(0).unwrap();
+    let heat = Heat2d::new(128, 0.2, 0.8);
+    let steps: Step = 240;
+    let state_bytes = (heat.n * heat.n * 8) as u64;
+    let mut problem = GpuHeat2d::new(&gpu, heat)
+        .unwrap()
+        .with_substeps(3)
+        .unwrap();
+    let initial = gpu.upload(&heat.initial_state()).unwrap();
+    let terminal = |t: &checkpointing_cuda::DeviceState| Ok(t.clone());
+
+    gpu.reset_peak_device_bytes().unwrap();
+    let (base, _) = gpu
+        .device_bytes()
+        .unwrap()
+        .expect("an H100 has memory pools");
+    let store_all = gpu
+        .download(&problem.gradient_store_all(&initial, steps).unwrap())
+        .unwrap();
+    let store_all_peak = gpu.device_bytes().unwrap().unwrap().1 - base;
+    assert!(store_all_peak >= steps * state_bytes, "{store_all_peak}");
+
+    // N steps of 3 substeps are 3·N plain steps.
+    let mut plain = GpuHeat2d::new(&gpu, heat).unwrap();
+    let plain = gpu
+        .download(&plain.gradient_store_all(&initial, 3 * steps).unwrap())
+        .unwrap();
+    assert!(bitwise_equal(&plain, &store_all));
+
+    // The device level alone.
+    gpu.reset_peak_device_bytes().unwrap();
+    let mut executor = Executor::new(device_store(1 << 30), device_store(0));
+    let out = executor
+        .run(
+            &mut problem,
+            Revolve::new(steps, 8).unwrap(),
+            initial.clone(),
+            terminal,
+        )
+        .unwrap();
+    assert!(bitwise_equal(
+        &gpu.download(&out.adjoint).unwrap(),
+        &store_all
+    ));
+    let revolve_peak = gpu.device_bytes().unwrap().unwrap().1 - base;
+    assert!(
+        revolve_peak * 8 < store_all_peak,
+        "{revolve_peak} vs {store_all_peak}"
+    );
+
+    // Device and pinned host.
+    let two_levels = [
+        LevelSpec::new(StorageLevel::Device, 4, 0.0, 0.0),
+        LevelSpec::new(StorageLevel::Ram, 40, 0.5, 0.5),
+    ];
+    let mut host = HostStore::new(&gpu)
+        .with_reserved(40, heat.n * heat.n)
+        .unwrap();
+    let schedule = HierarchicalRevolve::new(steps, &two_levels, Default::default()).unwrap();
+    let mut executor = Executor::new(&mut host, device_store(0)).with_device(device_store(1 << 30));
+    let out = executor
+        .run(&mut problem, schedule, initial.clone(), terminal)
+        .unwrap();
+    assert!(bitwise_equal(
+        &gpu.download(&out.adjoint).unwrap(),
+        &store_all
+    ));
+    let host_stats = out.stats.levels[StorageLevel::Ram];
+    assert!(host_stats.writes > 0 && host_stats.reads > 0);
+    drop(executor);
+    assert!(
+        host.prefetched_reads() * 2 > host_stats.reads,
+        "{} of {} host reads prefetched",
+        host.prefetched_reads(),
+        host_stats.reads
+    );
+
+    // Device, pinned host and disk.
+    let schedule = HierarchicalRevolve::new(steps, &levels(), Default::default()).unwrap();
+    let disk = DeviceDiskStore::new(&gpu, DiskStore::temporary().unwrap());
+    let mut executor = Executor::new(HostStore::new(&gpu), disk).with_device(device_store(1 << 30));
+    let out = executor
+        .run(&mut problem, schedule, initial, terminal)
+        .unwrap();
+    assert!(bitwise_equal(
+        &gpu.download(&out.adjoint).unwrap(),
+        &store_all
+    ));
+    assert!(out.stats.levels.iter().all(|(_, stats)| stats.writes > 0));
+}
+
+/// A device store over its byte budget refuses the save with a typed
+/// error naming the step, not a driver abort.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn gpu_device_budget_is_a_typed_error() {
+    let gpu = Gpu::new(0).unwrap();
+    let heat = Heat2d::new(64, 0.2, 0.8);
+    let mut problem = GpuHeat2d::new(&gpu, heat).unwrap();
+    let initial = gpu.upload(&heat.initial_state()).unwrap();
+    let one_state = (heat.n * heat.n * 8) as u64;
+    let mut executor = Executor::new(device_store(2 * one_state), device_store(0));
+    let error = executor
+        .run(&mut problem, Revolve::new(50, 5).unwrap(), initial, |t| {
+            Ok(t.clone())
+        })
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("store budget exceeded"),
+        "{error}"
+    );
 }

@@ -56,6 +56,57 @@ impl LevelSpec {
             read_cost,
         }
     }
+
+    /// A level whose copies run beside the computation (a GPU's copy
+    /// engine, a background writer thread), priced by what a copy adds to
+    /// the critical path instead of its whole duration.
+    ///
+    /// A write issued after a forward step runs while the next step
+    /// computes, and a read started ahead by the executor's look-ahead
+    /// runs while the adjoint step before its use computes; a copy delays
+    /// the computation only by what it lasts beyond that step. With
+    /// `w`, `r` the measured seconds of one write and one read and
+    /// `u_f`, `u_b` the step costs:
+    ///
+    /// ```text
+    /// write_cost = max(0, w − u_f)        read_cost = max(0, r − u_b)
+    /// ```
+    ///
+    /// This holds while the copy lane keeps up: at most one copy per step
+    /// in each direction, which H-Revolve's schedules respect (a snapshot
+    /// is written after a step and read once per reversal of its
+    /// segment). The prices of H-Revolve (Herrmann & Pallez, "H-Revolve:
+    /// a framework for adjoint computation on synchronous hierarchical
+    /// platforms", ACM TOMS 46(2), 2020) are otherwise additive.
+    ///
+    /// ```
+    /// use checkpointing_schedule::schedule::StepCosts;
+    /// use checkpointing_schedule::{LevelSpec, StorageLevel};
+    /// let steps = StepCosts { uf: 1.9e-4, ub: 4.8e-4 };
+    /// // A copy to pinned host memory: 1.6e-4 s each way, hidden by either step.
+    /// let host = LevelSpec::overlapping(StorageLevel::Ram, 600, 1.6e-4, 1.6e-4, steps);
+    /// assert_eq!((host.write_cost, host.read_cost), (0.0, 0.0));
+    /// // A step shorter than the copy leaves the rest on the critical path.
+    /// let light = StepCosts { uf: 1e-5, ub: 1e-5 };
+    /// let host = LevelSpec::overlapping(StorageLevel::Ram, 600, 1.6e-4, 1.6e-4, light);
+    /// assert!((host.write_cost - 1.5e-4).abs() < 1e-12);
+    /// ```
+    pub fn overlapping(
+        level: StorageLevel,
+        snapshots: u64,
+        write_seconds: f64,
+        read_seconds: f64,
+        steps: StepCosts,
+    ) -> Self {
+        // A NaN stays NaN, for `HierarchicalRevolve::new` to refuse.
+        let beyond = |copy: f64, step: f64| if copy - step < 0.0 { 0.0 } else { copy - step };
+        Self::new(
+            level,
+            snapshots,
+            beyond(write_seconds, steps.uf),
+            beyond(read_seconds, steps.ub),
+        )
+    }
 }
 
 impl FromStr for LevelSpec {

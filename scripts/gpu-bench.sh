@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Everything that needs an NVIDIA GPU, in one command, from the repository
+# root: the CUDA tests of checkpointing-cuda, the GPU bench of the 2-D heat
+# problem (benches/gpu.rs), the JAX bench (pinned_host level against
+# lax.scan, nested jax.checkpoint and JAX's offload policy), and the
+# PyTorch bridge's CUDA tests and bench (scripts/gpu-torch.sh).
+#
+#   scripts/gpu-bench.sh
+#
+# With cargo, it builds what it runs. On a machine with the GPU but no
+# Rust toolchain, build the two binaries elsewhere and name them:
+#   cargo test -p checkpointing-cuda --no-run        -> GPU_TEST_BIN
+#   cargo bench -p checkpointing-benches --bench gpu --no-run -> GPU_BENCH_BIN
+# The Python parts need the package importable (maturin develop, or
+# PYTHONPATH=crates/checkpointing-py/python with its extension built) and
+# JAX with CUDA, PyTorch with CUDA. Logs go to ${OUT:-.}/gpu-*.log.
+# PARTS (default "rust-tests rust-bench jax torch") picks what runs.
+set -uo pipefail
+out=${OUT:-.}
+python=${PYTHON:-python3}
+export PYTHONUNBUFFERED=1
+status=0
+nvidia-smi -L || { echo "gpu-bench: no NVIDIA GPU here" >&2; exit 2; }
+
+part() { # name, command...: runs it, logs it, remembers a failure
+  local name=$1
+  shift
+  echo "== $name: $*"
+  local start=$SECONDS
+  "$@" 2>&1 | tee "$out/gpu-$name.log"
+  local rc=${PIPESTATUS[0]}
+  echo "== $name: exit $rc after $((SECONDS - start)) s"
+  [ "$rc" = 0 ] || status=1
+}
+
+for p in ${PARTS:-rust-tests rust-bench jax torch}; do
+  case $p in
+    rust-tests)
+      if [ -n "${GPU_TEST_BIN:-}" ]; then
+        part rust-tests "$GPU_TEST_BIN" --include-ignored --test-threads=1
+      else
+        part rust-tests cargo test -p checkpointing-cuda -- --include-ignored --test-threads=1
+      fi ;;
+    rust-bench)
+      if [ -n "${GPU_BENCH_BIN:-}" ]; then
+        part rust-bench "$GPU_BENCH_BIN"
+      else
+        part rust-bench cargo bench -p checkpointing-benches --bench gpu
+      fi ;;
+    jax)
+      part jax "$python" crates/checkpointing-py/bench/gpu_jax.py ;;
+    torch)
+      part torch env OUT="$out" PYTHON="$python" bash scripts/gpu-torch.sh ;;
+    *)
+      echo "gpu-bench: unknown part $p (rust-tests rust-bench jax torch)" >&2
+      exit 2 ;;
+  esac
+done
+exit $status
