@@ -2,7 +2,7 @@
 //! asynchronously on the GPU's copy stream so that transfers overlap the
 //! kernels on the compute stream.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use checkpointing::{Checkpoint, SnapshotStore, Step, StorageError, StoreStats};
 use cudarc::driver::{CudaEvent, DriverError, PinnedHostSlice};
@@ -67,7 +67,13 @@ pub struct HostStore {
     stats: StoreStats,
     /// Reads served by a copy that `prefetch` started.
     prefetched_reads: u64,
+    /// Saved steps whose copy to the host may still run, oldest first.
+    unsettled: VecDeque<Step>,
+    max_copies_in_flight: usize,
 }
+
+/// Copies to the host a [`HostStore`] lets run at once by default.
+pub const DEFAULT_COPIES_IN_FLIGHT: usize = 2;
 
 impl HostStore {
     /// An unlimited store on `gpu`'s host.
@@ -81,6 +87,8 @@ impl HostStore {
             resident: 0,
             stats: StoreStats::default(),
             prefetched_reads: 0,
+            unsettled: VecDeque::new(),
+            max_copies_in_flight: DEFAULT_COPIES_IN_FLIGHT,
         }
     }
 
@@ -109,6 +117,45 @@ impl HostStore {
         Ok(self)
     }
 
+    /// At most `copies` saves whose copy to the host still runs (at least
+    /// one; [`DEFAULT_COPIES_IN_FLIGHT`] by default). A saved state's
+    /// device buffer lives until its copy is done: the host thread queues
+    /// kernels far ahead of the device, and without this bound every state
+    /// saved in that lead would stay on the device. A save beyond it waits,
+    /// on the host, for the oldest copy; the device keeps computing what was
+    /// queued.
+    ///
+    /// ```
+    /// use checkpointing_cuda::{Gpu, HostStore};
+    /// let Ok(gpu) = Gpu::new(0) else { return }; // needs a GPU
+    /// let store = HostStore::new(&gpu).with_copies_in_flight(4);
+    /// ```
+    pub fn with_copies_in_flight(mut self, copies: usize) -> Self {
+        self.max_copies_in_flight = copies.max(1);
+        self
+    }
+
+    /// Releases the device buffers of finished copies, and waits for the
+    /// oldest ones while more than the bound run.
+    fn settle_copies(&mut self) -> Result<(), StorageError> {
+        while let Some(&step) = self.unsettled.front() {
+            let Some(snapshot) = self.snapshots.get_mut(&step) else {
+                self.unsettled.pop_front();
+                continue;
+            };
+            let done = snapshot
+                .copied
+                .as_ref()
+                .is_none_or(|event| event.is_complete());
+            if !done && self.unsettled.len() <= self.max_copies_in_flight {
+                break;
+            }
+            snapshot.settle().map_err(device_error(step))?;
+            self.unsettled.pop_front();
+        }
+        Ok(())
+    }
+
     /// How many reads found their copy to the device already started by
     /// [`SnapshotStore::prefetch`] (of [`StoreStats::reads`]).
     pub fn prefetched_reads(&self) -> u64 {
@@ -129,10 +176,25 @@ impl HostStore {
         Ok(pinned)
     }
 
+    /// A device copy of `pinned`, made on the copy stream into a buffer of
+    /// the compute stream.
+    ///
+    /// The buffer belongs to the compute stream, as every state of the run
+    /// does: its clones and its release are ordered with the kernels that
+    /// use it. A buffer of the copy stream would be released on the copy
+    /// stream, ordered only after the last use cudarc tracks (one read
+    /// event per buffer, which a later read on another stream replaces),
+    /// so the copy stream could reuse its memory for the next read while a
+    /// queued kernel still had to read it; and the host thread, queueing
+    /// kernels far ahead of the device, would hold every such buffer until
+    /// the compute stream caught up.
     fn copy_to_device(&self, pinned: &PinnedHostSlice<f64>) -> Result<DeviceState, DriverError> {
-        let copies = self.gpu.copy_stream();
+        let compute = self.gpu.compute_stream();
         // SAFETY: the buffer is written in full by the copy before use.
-        let mut data = unsafe { copies.alloc::<f64>(pinned.len()) }?;
+        let mut data = unsafe { compute.alloc::<f64>(pinned.len()) }?;
+        let allocated = compute.record_event(None)?;
+        let copies = self.gpu.copy_stream();
+        copies.wait(&allocated)?;
         copies.memcpy_htod(pinned, &mut data)?;
         Ok(DeviceState(data))
     }
@@ -245,6 +307,8 @@ impl SnapshotStore<Checkpoint<DeviceState>> for HostStore {
                 copied: Some(copied),
             },
         );
+        self.unsettled.push_back(step);
+        self.settle_copies()?;
         self.resident += bytes;
         self.stats.writes += 1;
         self.stats.bytes_written += bytes;

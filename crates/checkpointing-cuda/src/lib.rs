@@ -28,7 +28,7 @@ mod host;
 pub use disk::DeviceDiskStore;
 pub use gpu::{DeviceState, Gpu, GpuError, GpuHeat2d};
 pub use heat2d::{Heat2d, Heat2dCpu};
-pub use host::HostStore;
+pub use host::{HostStore, DEFAULT_COPIES_IN_FLIGHT};
 
 use checkpointing::{Checkpoint, MemoryStore, Step, StorageError};
 
