@@ -26,7 +26,12 @@ Variants:
   "did not run" and stderr why;
 - on a GPU, ours at (b) with ``host_memory=`` (room for all ``n``
   states in pinned host memory): segment boundaries spilled to the host
-  on a side stream, each segment within the device budget;
+  on a side stream, each segment within the device budget, and read back
+  prefetched (their copy to the device started on a side stream ahead of
+  the read, within the budget); and the same with the prefetch turned
+  off (``ADJOINT_CHECKPOINTS_PREFETCH=0``: copied back at the read, on the
+  compute stream), so that the last lines say what the prefetch buys
+  against device store-all (plain autograd);
 - ours, ``memory=`` ample (twice plain autograd's peak, at least
   64 MiB): every tape kept, each step run once, taped in the forward:
   the overhead of the driver over plain autograd, which stores
@@ -173,11 +178,23 @@ def _run(torch, variant, memory, step, params, u0, n, model):
     if variant == "rockmate":
         return _rockmate(torch, step, params, u0, n, memory)(u0)
     # "ours + host": the device budget, and every segment boundary may be
-    # spilled to pinned host memory (n states).
-    host = n * u0.numel() * u0.element_size() if variant == "ours + host" else None
-    if model is not None:  # ours, on the layers (whose calls count)
-        return ours.checkpoint_sequential(model, k, u0, use_reentrant=False, memory=int(memory), host_memory=host)
-    return ours.checkpointed_loop(step, u0, n, memory=int(memory), params=params, host_memory=host)
+    # spilled to pinned host memory (n states), read back prefetched (or
+    # not: "ours + host, no prefetch"; the run reads the switch when it
+    # starts).
+    host = n * u0.numel() * u0.element_size() if variant.startswith("ours + host") else None
+    switch = os.environ.get("ADJOINT_CHECKPOINTS_PREFETCH")
+    if variant == "ours + host, no prefetch":
+        os.environ["ADJOINT_CHECKPOINTS_PREFETCH"] = "0"
+    try:
+        if model is not None:  # ours, on the layers (whose calls count)
+            return ours.checkpoint_sequential(model, k, u0, use_reentrant=False, memory=int(memory),
+                                              host_memory=host)
+        return ours.checkpointed_loop(step, u0, n, memory=int(memory), params=params, host_memory=host)
+    finally:
+        if switch is None:
+            os.environ.pop("ADJOINT_CHECKPOINTS_PREFETCH", None)
+        else:
+            os.environ["ADJOINT_CHECKPOINTS_PREFETCH"] = switch
 
 
 def _rockmate(torch, step, params, u0, n, memory):
@@ -383,7 +400,8 @@ def _RockmateChain(torch):
 
 
 def grad_of(torch, variant, memory, step, params, x0, n, model):
-    """(seconds, step evaluations, loss, gradient norm)."""
+    """(seconds, step evaluations, loss, gradient norm, (reads of the host
+    level prefetched, reads of it) for ours)."""
     u0 = x0.detach().requires_grad_()
     step.calls = 0
     start = time.perf_counter()
@@ -394,7 +412,12 @@ def grad_of(torch, variant, memory, step, params, x0, n, model):
         torch.cuda.synchronize()
     seconds = time.perf_counter() - start
     norm = math.sqrt(sum(float((g.double() ** 2).sum()) for g in grads if g is not None))
-    return seconds, step.calls, float(loss.detach()), norm
+    reads = None
+    if variant.startswith("ours"):
+        import adjoint_checkpoints.torch as ours
+
+        reads = (ours.last_stats.prefetched_reads, ours.last_stats.disk_reads)
+    return seconds, step.calls, float(loss.detach()), norm, reads
 
 
 def time_variants(problem, quick, variants, device, threads, rounds):
@@ -407,11 +430,11 @@ def time_variants(problem, quick, variants, device, threads, rounds):
     for _ in range(rounds):
         for variant, memory in variants:
             gc.collect()
-            seconds, evaluations, loss, norm = grad_of(torch, variant, memory, step, params, x0, n, model)
+            seconds, evaluations, loss, norm, reads = grad_of(torch, variant, memory, step, params, x0, n, model)
             key = f"{variant}/{memory}"
             if key not in best or seconds < best[key]["seconds"]:
                 best[key] = {"seconds": seconds, "evaluations": evaluations, "loss": loss, "grad_norm": norm,
-                             "first_seconds": first[key]}
+                             "first_seconds": first[key], "reads": reads}
     return best
 
 
@@ -487,7 +510,9 @@ def bench(problem, quick, device, threads, rounds):
         ("ours", budgets["b"], "ours, `memory=` (b): half of it"),
     ]
     if device != "cpu":  # on CPU the host level is the same memory
-        variants.append(("ours + host", budgets["b"], "ours, (b) + `host_memory=` (n states, pinned)"))
+        variants.append(("ours + host", budgets["b"], "ours, (b) + `host_memory=` (n states, pinned), prefetched"))
+        variants.append(("ours + host, no prefetch", budgets["b"],
+                         "ours, (b) + `host_memory=`, no prefetch (`ADJOINT_CHECKPOINTS_PREFETCH=0`)"))
     for variant, budget, _ in variants:
         if f"{variant}/{budget}" not in memory:
             measure(variant, budget)
@@ -524,6 +549,17 @@ def bench(problem, quick, device, threads, rounds):
     if b:
         print(f"target (b): time <= 1.1x ({b['seconds'] / seq['seconds']:.2f}x): "
               f"{'met' if b['seconds'] <= 1.1 * seq['seconds'] else 'not met'}")
+    host, off = times.get(f"ours + host/{budgets['b']}"), times.get(f"ours + host, no prefetch/{budgets['b']}")
+    for label, r, variant in (("prefetched", host, "ours + host"), ("no prefetch", off, "ours + host, no prefetch")):
+        if r:
+            fetched, reads = r["reads"]
+            peak = memory[f"{variant}/{budgets['b']}"]
+            print(f"host level, {label}: {r['seconds'] / reference['seconds']:.2f}x device store-all's "
+                  f"(plain autograd's) time at {peak / plain_peak:.2f}x its device memory "
+                  f"({peak / 2**20:.1f} MiB; {fetched} of {reads} host reads prefetched)")
+    if host and off:
+        print(f"prefetch: {host['seconds'] / off['seconds']:.2f}x the time without it "
+              f"({host['seconds']:.4f} s against {off['seconds']:.4f} s)")
 
 
 def main():

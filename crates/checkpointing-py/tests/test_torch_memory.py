@@ -14,7 +14,13 @@ torch = pytest.importorskip("torch")
 
 import adjoint_checkpoints as cp  # noqa: E402
 from adjoint_checkpoints.torch import _cache  # noqa: E402
-from adjoint_checkpoints.torch._plan import modelled_seconds, spill_schedule  # noqa: E402
+from adjoint_checkpoints.torch import _run, _storage  # noqa: E402
+from adjoint_checkpoints.torch._plan import (  # noqa: E402
+    ReplayedSchedule,
+    modelled_seconds,
+    prefetch_windows,
+    spill_schedule,
+)
 from adjoint_checkpoints.torch import (  # noqa: E402
     LoopStats,
     StepProfile,
@@ -146,6 +152,7 @@ def test_host_memory_gives_plain_autograds_gradient_within_both_budgets(gru, n, 
     assert stats.adjoint_steps == n
     assert stats.peak_bytes <= memory, (stats.peak_bytes, memory)
     assert stats.peak_disk <= spills
+    assert stats.prefetched_reads == 0  # on CPU the host level holds the tensors: nothing to copy back
     if states == 500:  # every tape fits the device: nothing to gain by spilling
         assert stats.peak_disk == 0 and stats.step_evaluations == n
 
@@ -201,6 +208,195 @@ def test_host_memory_misused_is_a_clear_error(gru):
         checkpoint_sequential(uneven_model(), 2, x0, host_memory="1MiB")
 
 
+# --- prefetching the host level back to the device ----------------------------------
+
+
+def host_reads(actions):
+    """Indices of the actions that read a state back from the DISK level in
+    the backward."""
+    end = next(k for k, a in enumerate(actions) if isinstance(a, cp.EndForward))
+    return [
+        k for k, a in enumerate(actions)
+        if k > end and isinstance(a, (cp.Copy, cp.Move)) and a.from_storage == cp.StorageType.DISK
+    ]
+
+
+def replayed(factory, n):
+    return ReplayedSchedule(factory(n))
+
+
+#: Plans with reads from the DISK level in the backward: spill plans (n,
+#: device budget in states beyond one tape, host states) and offline
+#: schedules of every kind that reads DISK, replayed.
+SPILLS = [(33, 3, 1), (33, 4, 5), (64, 6, 2), (33, 9, 100), (97, 5, 30)]
+OFFLINE = [
+    ("HRevolve", lambda n: cp.HRevolve(n, 2, 3)),
+    ("Multistage", lambda n: cp.Multistage(n, 2, 2)),
+    ("DiskRevolve", lambda n: cp.DiskRevolve(n, 2)),
+    ("PeriodicDiskRevolve", lambda n: cp.PeriodicDiskRevolve(n, 2)),
+    ("Mixed-disk", lambda n: cp.Mixed(n, 3)),
+]
+STATE = 16 * 8  # the sine step's state, below
+
+
+def spill_plan(n, states, spills):
+    return spill_schedule(unit_profiles(n, STATE, 3 * STATE), states * STATE + 3 * STATE, spills)
+
+
+def plans():
+    for n, states, spills in SPILLS:
+        yield f"spill-{n}-{states}-{spills}", n, lambda n=n, states=states, spills=spills: spill_plan(n, states, spills)
+    for name, factory in OFFLINE:
+        yield name, 30, lambda factory=factory: replayed(factory, 30)
+
+
+PLANS = list(plans())
+
+
+@pytest.mark.parametrize("name, n, make", PLANS, ids=[p[0] for p in PLANS])
+def test_prefetch_windows_end_at_each_host_read_and_hold_only_actions_that_free_memory(name, n, make):
+    actions = make().actions
+    windows = prefetch_windows(actions)
+    reads = host_reads(actions)
+    assert reads and [r for _, r in windows] == reads
+    previous = max(k for k, a in enumerate(actions) if isinstance(a, cp.EndForward))
+    for start, read in windows:
+        # The run of actions right before the read, after the last read:
+        # one state in flight at most.
+        assert previous < start <= read
+        for a in actions[start:read]:
+            assert isinstance(a, cp.Reverse) or (
+                isinstance(a, (cp.Copy, cp.Move))
+                and a.from_storage == cp.StorageType.RAM
+                and a.to_storage == cp.StorageType.WORK
+            ), a
+        # The run is the longest: the action before it is not a restore
+        # from RAM (a Forward, a read from DISK, EndForward, or a Reverse
+        # the rule refuses).
+        before = actions[start - 1]
+        assert not (
+            isinstance(before, (cp.Copy, cp.Move))
+            and before.from_storage == cp.StorageType.RAM
+            and before.to_storage == cp.StorageType.WORK
+        )
+        previous = read
+    if name.startswith("spill"):
+        # Each segment's reverse ends with its first step's: the copy back
+        # can start at least one Reverse ahead of its read.
+        assert all(start < read for start, read in windows)
+
+
+class DeviceLike(_storage._HostCopy):
+    """The host level as if the state lived on a device: a read returns a
+    copy (a clone, made when the run prefetches it), so that a prefetched
+    state takes memory the run counts, as on a GPU. (On CPU the host level
+    holds the tensors by reference: nothing to prefetch.)"""
+
+    def device_bytes(self):
+        return sum(t.numel() * t.element_size() for t in self.host)
+
+    def prefetch(self, streams):
+        self.prefetched = [(t.clone(), None) for t in self.host]
+        return [d for d, _ in self.prefetched]
+
+
+@pytest.fixture
+def device_like(monkeypatch):
+    """The host level as :class:`DeviceLike`; returns the log of the run:
+    ``issued`` (action index where each prefetch started, its window) and
+    ``held`` (per action index in a window, the bytes the run held at each
+    count, prefetched copies left out)."""
+    monkeypatch.setattr(_run, "_HostCopy", DeviceLike)
+    log = {"issued": [], "held": []}
+    prefetch, account = _run._Run._prefetch, _run._Run._account
+
+    def held(run, extra=None):
+        fetched = sum(sum(storages.values()) for storages in run.fetched.values())
+        return run.ledger.total - fetched + sum((extra or {}).values())
+
+    def logged_prefetch(self, position):
+        self.position = position
+        window, fetched = self.window, len(self.fetched)
+        log["held"].append((position, held(self)))
+        prefetch(self, position)
+        if len(self.fetched) > fetched:
+            log["issued"].append((position, self.windows[window]))
+
+    def logged_account(self, extra=None):
+        account(self, extra)
+        if getattr(self, "position", None) is not None:  # in the backward
+            log["held"].append((self.position, held(self, extra)))
+
+    monkeypatch.setattr(_run._Run, "_prefetch", logged_prefetch)
+    monkeypatch.setattr(_run._Run, "_account", logged_account)
+    return log
+
+
+@pytest.mark.parametrize("name, n, make", PLANS, ids=[p[0] for p in PLANS])
+def test_prefetched_host_reads_give_plain_autograds_gradient_within_the_device_budget(
+    name, n, make, device_like, monkeypatch
+):
+    w = torch.tensor(0.7, dtype=torch.float64, requires_grad=True)
+
+    def step(i, x):
+        return torch.sin(w * x + 0.01 * i)
+
+    x0 = torch.linspace(0, 1, 16, dtype=torch.float64, requires_grad=True)
+    ref = plain(step, x0, n, [w])
+    monkeypatch.setenv("ADJOINT_CHECKPOINTS_PREFETCH", "0")
+    sched = make()
+    sched.memory, sched.state_bytes = 10**9, STATE
+    got, alone = run(step, x0, n, [w], schedule=sched)
+    assert_close(got, ref)
+    assert alone.prefetched_reads == 0 and alone.disk_reads > 0 and not device_like["issued"]
+    monkeypatch.delenv("ADJOINT_CHECKPOINTS_PREFETCH")
+    windows = prefetch_windows(sched.actions)
+    for slack in (0, 1, n):
+        # The tightest budget the plan keeps (its own peak without
+        # prefetching), one state more, and room for everything.
+        sched.memory = alone.peak_bytes + slack * STATE
+        device_like["issued"].clear()
+        device_like["held"].clear()
+        got, stats = run(step, x0, n, [w], schedule=sched)
+        assert_close(got, ref)
+        assert stats.disk_reads == alone.disk_reads
+        assert stats.peak_bytes <= sched.memory, (stats.peak_bytes, sched.memory)
+        # One read per window, of one or more stored states (a restart
+        # state, adjoint inputs).
+        assert stats.prefetched_reads >= len(device_like["issued"])
+        if slack >= 1:
+            # At its read at the latest, a copy back fits: every read is
+            # served by a prefetch.
+            assert stats.prefetched_reads == stats.disk_reads
+            assert [w_ for _, w_ in device_like["issued"]] == list(windows)
+        if slack == n:
+            # Room for it all along: each copy starts at its window's start.
+            assert [p for p, _ in device_like["issued"]] == [s for s, _ in windows]
+        # The windows' rule: nothing in a window raises the bytes held.
+        for start, read in windows:
+            held = [b for p, b in device_like["held"] if start <= p < read]
+            if held:
+                assert max(held) <= held[0], (start, read, held)
+
+
+def test_prefetch_changes_nothing_on_cpu_and_is_off_with_the_environment_variable(gru, monkeypatch):
+    step, x0, params = gru
+    n, state = 60, x0.numel() * 8
+    memory = 8 * state + profile_step(step, x0).tape_bytes
+    ref = plain(step, x0, n, params)
+    got, stats = run(step, x0, n, params, memory=memory, host_memory=n * state)
+    assert_close(got, ref)
+    assert stats.disk_reads > 0 and stats.prefetched_reads == 0  # CPU: the host level holds references
+    monkeypatch.setattr(_run, "_HostCopy", DeviceLike)
+    got, stats = run(step, x0, n, params, memory=memory, host_memory=n * state)
+    assert_close(got, ref)
+    assert stats.prefetched_reads == stats.disk_reads > 0 and stats.peak_bytes <= memory
+    monkeypatch.setenv("ADJOINT_CHECKPOINTS_PREFETCH", "0")
+    got, stats = run(step, x0, n, params, memory=memory, host_memory=n * state)
+    assert_close(got, ref)
+    assert stats.prefetched_reads == 0 and stats.disk_reads > 0
+
+
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
 
@@ -240,6 +436,75 @@ def test_on_a_gpu_memory_bounds_the_device_and_spills_go_to_pinned_host_memory(m
     beyond = 2 * sum(p.numel() * 8 for p in params) + 2 * tape + 2 * state
     assert device_peak <= memory + beyond, (device_peak, memory, beyond)
     assert device_peak < n * tape / 4
+
+
+@cuda
+def test_on_a_gpu_the_host_level_is_prefetched_back_on_a_side_stream_within_the_device_budget(monkeypatch):
+    step = Recurrent(width=256).cuda()
+    params = list(step.parameters())
+    x0 = torch.randn(64, 256, dtype=torch.float64, device="cuda", requires_grad=True)
+    n, state = 120, x0.numel() * 8
+    ref = plain(step, x0, n, params)
+    tape = profile_step(step, x0).tape_bytes
+    memory = 6 * state + 2 * tape
+    # What memory= does not count, as in the test above.
+    beyond = 2 * sum(p.numel() * 8 for p in params) + 2 * tape + 2 * state
+    issued, handed = [], []
+    prefetch, restore, start = _storage._HostCopy.prefetch, _storage._HostCopy.restore, _run._Run._prefetch
+
+    def logged_start(self, position):
+        window, fetched = self.window, len(self.fetched)
+        start(self, position)
+        if len(self.fetched) > fetched:
+            issued.append((position, self.windows[window]))
+
+    def logged_prefetch(self, streams):
+        out = prefetch(self, streams)
+        # Copied on a side stream, into memory allocated there.
+        assert all(s != torch.cuda.current_stream(d) for d, s in streams.items())
+        assert all(t.is_cuda for t in out)
+        return out
+
+    def logged_restore(self):
+        ready = self.prefetched
+        out = restore(self)
+        if ready is not None:
+            handed.append(all(o is r[0] for o, r in zip(out, ready) if r is not None))
+        return out
+
+    monkeypatch.setattr(_run._Run, "_prefetch", logged_start)
+    monkeypatch.setattr(_storage._HostCopy, "prefetch", logged_prefetch)
+    monkeypatch.setattr(_storage._HostCopy, "restore", logged_restore)
+
+    def measured():
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        got, stats = run(step, x0, n, params, memory=memory, host_memory=n * state)
+        torch.cuda.synchronize()
+        return got, stats, torch.cuda.max_memory_allocated() - base
+
+    got, stats, device_peak = measured()
+    assert_close(got, ref)
+    assert all(g.is_cuda for g in got)
+    # Every read of the host level was prefetched, each in its window,
+    # some ahead of the read (where the plan leaves room for one state).
+    assert stats.disk_reads > 0 and stats.prefetched_reads == stats.disk_reads
+    assert len(handed) == stats.disk_reads and all(handed)
+    assert all(w_start <= p <= read for p, (w_start, read) in issued)
+    assert any(p < read for p, (_, read) in issued), issued
+    # The prefetched copy is counted within memory=, and on the device
+    # within the same bound as without it.
+    assert stats.peak_bytes <= memory
+    assert device_peak <= memory + beyond, (device_peak, memory, beyond)
+    # Turned off: the same reads, made at the read on the compute stream.
+    monkeypatch.setenv("ADJOINT_CHECKPOINTS_PREFETCH", "0")
+    issued.clear()
+    off, stats_off, peak_off = measured()
+    assert_close(off, ref)
+    assert stats_off.prefetched_reads == 0 and not issued
+    assert stats_off.disk_reads == stats.disk_reads and stats_off.step_evaluations == stats.step_evaluations
+    assert peak_off <= memory + beyond, (peak_off, memory, beyond)
 
 
 # --- checkpoint_sequential ----------------------------------------------------

@@ -129,7 +129,11 @@ class LoopStats:
     ``memory=`` bounds. ``disk_writes``,
     ``disk_reads``, ``disk_bytes_written``: traffic to the ``DISK`` level;
     ``disk_bytes_stored``: what its files hold (less than
-    ``disk_bytes_written`` with ``compress=``).
+    ``disk_bytes_written`` with ``compress=``). ``prefetched_reads``: the
+    ``disk_reads`` whose copy back to the device was started ahead of the
+    read, on a side stream, within the device budget (``memory=`` with
+    ``host_memory=`` on a GPU; ``ADJOINT_CHECKPOINTS_PREFETCH=0`` in the
+    environment turns it off).
     ``forward_seconds``, ``backward_seconds``: wall time of each phase.
     """
 
@@ -146,6 +150,7 @@ class LoopStats:
     disk_reads: int = 0
     disk_bytes_written: int = 0
     disk_bytes_stored: int = 0
+    prefetched_reads: int = 0
     forward_seconds: float = 0.0
     backward_seconds: float = 0.0
     schedule: str = field(default="", repr=False)
@@ -349,7 +354,11 @@ def _budget_schedule(profiles, budget, host_budget, state_bytes, leaves):
     if host_budget is None:
         return ReplayedSchedule(tape_schedule(profiles, budget))
     spills = host_budget // max(1, state_bytes)
-    return spill_schedule(profiles, budget, spills, host_transfer_seconds(leaves))
+    sched = spill_schedule(profiles, budget, spills, host_transfer_seconds(leaves))
+    # The device budget in all (the live state and the adjoint added back),
+    # within which the executor prefetches the spilled states.
+    sched.memory, sched.state_bytes = budget + 2 * state_bytes, state_bytes
+    return sched
 
 
 def profile_step(

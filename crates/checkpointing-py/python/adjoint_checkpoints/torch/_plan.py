@@ -179,6 +179,13 @@ class ReplayedSchedule:
             actions, max_n, text = tuple(schedule), schedule.max_n, repr(schedule)
         self.max_n, self.text, self.actions = max_n, text, tuple(actions)
         self._links = None
+        self._windows = None
+        #: The device budget (``memory=``, in bytes: snapshots, tapes, the
+        #: live state and the adjoint) the plan was made for, or ``None``;
+        #: and the largest state's bytes: with them, the executor may bring
+        #: ``DISK``-level states back to the device ahead of their reads,
+        #: within the budget (:func:`prefetch_windows`).
+        self.memory, self.state_bytes = None, 0
 
     def links(self):
         """The taping events linked to the previous one (a frozenset)."""
@@ -186,11 +193,75 @@ class ReplayedSchedule:
             self._links = chain_links(self.actions)
         return self._links
 
+    def prefetch_windows(self):
+        """:func:`prefetch_windows` of the actions, found once per plan."""
+        if self._windows is None:
+            self._windows = prefetch_windows(self.actions)
+        return self._windows
+
     def __iter__(self):
         return iter(self.actions)
 
     def __repr__(self):
         return self.text
+
+
+def prefetch_windows(actions):
+    """Where the copy back to the device of each state read from the
+    ``DISK`` level in the backward may start, ahead of the action that
+    reads it: a tuple of ``(start, read)`` action indices, in order, one
+    per ``Copy`` or ``Move`` from ``DISK`` after ``EndForward``, ``start <=
+    read``.
+
+    Actions ``start .. read - 1`` are the longest run right before the read
+    none of which can raise what the device holds (in the executor's byte
+    count, the adjoint aside: it is counted as a whole state by the
+    executor's check): ``Reverse`` actions all of whose steps' adjoint data
+    are tapes held in ``WORK`` (differentiating them frees the tapes, or
+    keeps them), and ``Copy`` or ``Move`` from ``RAM`` to ``WORK`` (the
+    restored state, held by reference, replaces the live one). A
+    ``Forward`` (it tapes or stores steps, and its new live state may come
+    on top of a snapshot holding the old one), a ``Reverse`` that tapes a
+    step again from a stored input, a transfer to ``RAM`` or ``DISK`` or
+    from ``DISK``, and ``EndForward`` end the run. So a device copy that
+    fits the budget when it is started, anywhere in its window, still fits
+    it at the read: the executor starts it at the first action of the
+    window where it fits (at the read itself, where the plan leaves no
+    room before it). One state at most is in flight: windows do not
+    overlap."""
+    work, disk, ram = _cp.StorageType.WORK, _cp.StorageType.DISK, _cp.StorageType.RAM
+    taped = set()  # steps whose adjoint data is a tape held in WORK
+    stored = {}  # (level, n) -> steps whose adjoint inputs it holds
+    windows, start, backward = [], None, False
+    for k, a in enumerate(actions):
+        safe = False
+        if isinstance(a, _cp.Forward):
+            if a.write_adj_deps and a.storage == work:
+                taped.update(range(a.n0, a.n1))
+            elif a.write_adj_deps:
+                stored.setdefault((a.storage, a.n0), set()).update(range(a.n0, a.n1))
+        elif isinstance(a, _cp.Reverse):
+            steps = range(a.n0, a.n1)
+            safe = all(i in taped for i in steps)
+            if a.clear_adj_deps:
+                taped.difference_update(steps)
+        elif isinstance(a, (_cp.Copy, _cp.Move)):
+            if a.from_storage == disk and backward:
+                windows.append((k if start is None else start, k))
+            steps = stored.get((a.from_storage, a.n), set())
+            if isinstance(a, _cp.Move):
+                stored.pop((a.from_storage, a.n), None)
+            if a.to_storage == work:
+                taped.difference_update(steps)  # stored inputs, taped again when reversed
+                safe = a.from_storage == ram
+            elif steps:
+                stored.setdefault((a.to_storage, a.n), set()).update(steps)
+        elif isinstance(a, _cp.EndForward):
+            backward = True
+        elif isinstance(a, _cp.EndReverse):
+            break
+        start = (k if start is None else start) if safe else None
+    return tuple(windows)
 
 
 def flat_call(step, spec, i):

@@ -15,6 +15,16 @@ gradients are threaded through the engine: each call is given the sum so
 far as the gradient of a root for each parameter (:class:`_Carry`), so
 that autograd adds each step's contribution to it, in place, in the order
 plain autograd does.
+
+With a plan made for a device budget (``memory=`` with ``host_memory=``:
+the plan's ``memory``), states read back from the ``DISK`` level (pinned
+host memory) are prefetched: their copy back to the device starts on a
+side stream at the first action of their window
+(:func:`._plan.prefetch_windows`: the actions right before the read that
+cannot raise the bytes held) where the copy fits the budget, counted in
+the bytes held from then on, and the compute stream waits for it at the
+read. ``ADJOINT_CHECKPOINTS_PREFETCH=0`` in the environment turns this
+off (the copy is then made on the compute stream at the read).
 """
 
 import os
@@ -110,7 +120,7 @@ class _Run:
 
     def __init__(self, step, spec, n_state, params, schedule, n, disk, stats, publish, compress=None):
         self.step_fn, self.spec, self.n_state, self.params = step, spec, n_state, params
-        self.schedule, self.actions = schedule, iter(schedule)
+        self.schedule, self.actions = schedule, enumerate(schedule)
         self.total = n if isinstance(n, int) else None
         if schedule.max_n is not None:
             if not isinstance(n, int):
@@ -146,6 +156,17 @@ class _Run:
             self.files = _Files(None if disk == "files" else os.fspath(disk), stats, compress)
         else:
             raise ValueError('disk must be "host", "files" or a directory')
+        #: Prefetching the DISK level back to the device (:meth:`_prefetch`):
+        #: the plan's device budget and the largest state's bytes, its
+        #: windows (none: no prefetch), the next one, the states whose copy
+        #: is in flight (holder -> its device storages, counted in the
+        #: ledger) and the side streams it copies on.
+        memory = getattr(schedule, "memory", None) if isinstance(schedule, ReplayedSchedule) else None
+        on = memory is not None and self.files is None
+        on = on and os.environ.get("ADJOINT_CHECKPOINTS_PREFETCH", "1") != "0"
+        self.memory, self.state_bytes = memory, getattr(schedule, "state_bytes", 0)
+        self.windows, self.window = (schedule.prefetch_windows() if on else ()), 0
+        self.fetched, self.fetch_streams = {}, {}
         stats.__init__()
         stats.schedule = repr(schedule)
 
@@ -216,6 +237,8 @@ class _Run:
         if isinstance(held, _Held) and held.storages is not None:
             self.ledger.remove(held.storages)
             held.storages = None
+        if held in self.fetched:
+            self.ledger.remove(self.fetched.pop(held))
         held.release()
         self.stored -= 1
 
@@ -247,7 +270,46 @@ class _Run:
     def _restore(self, level, held):
         if level == _S.DISK and self.files is None:
             self.stats.disk_reads += 1
+            if held in self.fetched:
+                # Counted from here on by its new holder (the caller's).
+                self.ledger.remove(self.fetched.pop(held))
+                self.stats.prefetched_reads += 1
         return held.restore()
+
+    def _prefetch(self, position):
+        """Starts the copy back to the device of the ``DISK``-level state
+        read at the end of the next window (:func:`._plan.prefetch_windows`)
+        if action ``position`` (the next to run, or the one whose steps
+        are being differentiated) is in that window and the copy fits the
+        plan's device budget now: the bytes held, the copy's, and the
+        adjoint counted as the largest state (it may grow to one when
+        steps are differentiated). No action of the window raises the
+        bytes held otherwise, so the copy still fits at the read; and the
+        window is the run of actions right before the read, so one state
+        at most is in flight. Where it does not fit, it is tried again at
+        the next action (at the read itself at the latest: the copy then
+        still runs on the side stream, overlapping the compute stream's
+        queued work)."""
+        windows = self.windows
+        while self.window < len(windows) and windows[self.window][1] < position:
+            self.window += 1  # read without a prefetch
+        if self.window == len(windows) or position < windows[self.window][0]:
+            return
+        a = self.schedule.actions[windows[self.window][1]]
+        entry = self.storage[_S.DISK].get(a.n)
+        holders = [] if entry is None else [h for h in [entry["ics"], *entry["deps"].values()] if h is not None]
+        need = sum(h.device_bytes() for h in holders if isinstance(h, _HostCopy))
+        if need == 0:  # CPU tensors (held by reference), or nothing stored: nothing to copy
+            self.window += 1
+            return
+        adjoint = max(0, self.state_bytes - sum(self.lam_storages.values()))
+        if self.ledger.total + need + adjoint > self.memory:
+            return
+        for h in holders:
+            storages = add_storages(h.prefetch(self.fetch_streams), {})
+            self.ledger.add(storages)
+            self.fetched[h] = storages
+        self.window += 1
 
     def _transfer(self, a, keep):
         level = self.storage[a.from_storage]
@@ -310,6 +372,8 @@ class _Run:
                 add_storages(data, storages)
         add_storages(self.live or [], storages)
         add_storages(self.lam, storages)
+        for fetched in self.fetched.values():
+            storages.update(fetched)
         for key in self.param_keys:
             storages.pop(key, None)
         return sum(storages.values())
@@ -351,7 +415,7 @@ class _Run:
         if self.stop is not None and self._stopped(0):
             raise ValueError("the stop function is true at step 0: the loop has no step")
         try:
-            for a in self.actions:
+            for _, a in self.actions:
                 if isinstance(a, _cp.Forward):
                     self._advance(a, forward_phase=True)
                 elif isinstance(a, (_cp.Copy, _cp.Move)):
@@ -374,22 +438,27 @@ class _Run:
             self.publish(self.stats)
 
     def _next_action(self):
-        return self.pushed_back.pop() if self.pushed_back else next(self.actions, None)
+        """The next action and its index in the schedule: ``(None, None)``
+        at its end."""
+        return self.pushed_back.pop() if self.pushed_back else next(self.actions, (None, None))
 
-    def _reverse(self, a, lam, gparams):
-        """Differentiates the steps of ``Reverse`` action ``a`` and of the
-        ``Reverse`` actions right after it that continue it and clear their
-        data (:func:`._segments.joins`): each run of linked tapes in one
-        call (:meth:`_differentiate`), each other step on its own."""
+    def _reverse(self, a, index, lam, gparams):
+        """Differentiates the steps of ``Reverse`` action ``a`` (the
+        schedule's action ``index``) and of the ``Reverse`` actions right
+        after it that continue it and clear their data
+        (:func:`._segments.joins`): each run of linked tapes in one call
+        (:meth:`_differentiate`), each other step on its own."""
         steps, end = list(range(a.n1 - 1, a.n0 - 1, -1)), a.n0
+        origins = [index] * len(steps)  # the action of each step
         while a.clear_adj_deps:
-            b = self._next_action()
+            j, b = self._next_action()
             if not joins(end, b):
                 if b is not None:
-                    self.pushed_back.append(b)
+                    self.pushed_back.append((j, b))
                 break
             self._check_reverse(b)
             steps += range(b.n1 - 1, b.n0 - 1, -1)
+            origins += [j] * (b.n1 - b.n0)
             end = b.n0
         k = 0
         while k < len(steps):
@@ -426,6 +495,8 @@ class _Run:
             k += len(run)
             self._set_lam(lam)
             self._account()
+            if self.windows and k < len(steps):
+                self._prefetch(origins[k])
         return lam
 
     def _differentiate(self, run, lam, gparams, retain):
@@ -479,12 +550,14 @@ class _Run:
         gparams = [None] * len(self.params)
         try:
             while True:
-                a = self._next_action()
+                index, a = self._next_action()
                 if a is None:
                     raise RuntimeError("the schedule ended before EndReverse")
+                if self.windows:
+                    self._prefetch(index)
                 if isinstance(a, _cp.Reverse):
                     self._check_reverse(a)
-                    lam = self._reverse(a, lam, gparams)
+                    lam = self._reverse(a, index, lam, gparams)
                 elif isinstance(a, _cp.Forward):
                     self._advance(a, forward_phase=False)
                 elif isinstance(a, (_cp.Copy, _cp.Move)):

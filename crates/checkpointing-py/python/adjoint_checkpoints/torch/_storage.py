@@ -6,7 +6,8 @@ holder per stored state, made when the schedule stores it, with
   and ``DISK`` with ``disk="host"`` for CPU tensors); version counters
   detect a state modified in place.
 * :class:`_HostCopy`: the ``DISK`` level in host memory (``disk="host"``):
-  pinned copies of CUDA tensors made on a side stream.
+  pinned copies of CUDA tensors made on a side stream, and copied back to
+  the device on another one when the run prefetches them.
 * :class:`_FileCopy`: the ``DISK`` level in files (``disk="files"`` or a
   directory), written and read by :class:`_Files` through the package's
   Rust disk store on a background thread.
@@ -48,20 +49,70 @@ class _Held:
 
 class _HostCopy:
     """A state in host memory: pinned copies of CUDA tensors, made on a side
-    stream (overlapping compute), references to CPU tensors."""
+    stream (overlapping compute), references to CPU tensors.
+
+    :meth:`prefetch` starts the copy of the CUDA tensors back to the device
+    ahead of :meth:`restore`, on another side stream: the device tensors
+    are allocated on that stream (so the caching allocator gives them
+    memory no queued kernel of the compute stream still uses) and handed
+    to the compute stream at :meth:`restore`, which waits for the copy's
+    event and records the tensors' use on the compute stream (so their
+    memory goes back to the side stream only once the compute stream's
+    work on them is done)."""
 
     def __init__(self, leaves, step, streams):
         self.step = step
         self.devices = [t.device for t in leaves]
         self.host, self.events = _to_host(leaves, streams)
         self.versions = [t._version if t.device.type == "cpu" else None for t in leaves]
+        #: Per tensor, (device tensor, event at the end of its copy) once
+        #: :meth:`prefetch` started it (``None`` for CPU tensors), else None.
+        self.prefetched = None
+
+    def device_bytes(self):
+        """The bytes :meth:`prefetch` would allocate on devices (0: nothing to
+        prefetch, the state is on the CPU)."""
+        return sum(t.numel() * t.element_size() for t, dev in zip(self.host, self.devices) if dev.type == "cuda")
+
+    def prefetch(self, streams):
+        """Starts the copy of the CUDA tensors back to their devices on a side
+        stream (one per device, made in ``streams`` if absent), after their
+        copy to the host; returns the device tensors, which
+        :meth:`restore` returns."""
+        ready = []
+        for t, dev, ev in zip(self.host, self.devices, self.events):
+            if dev.type != "cuda":
+                ready.append(None)
+                continue
+            side = _side_stream(streams, dev)
+            side.wait_event(ev)  # the copy to the host is done
+            with torch.cuda.stream(side):
+                # Allocated on the side stream: from memory no kernel queued
+                # on the compute stream may still use.
+                d = t.to(dev, non_blocking=True)
+                done = torch.cuda.Event()
+                done.record(side)
+            ready.append((d, done))
+        self.prefetched = ready
+        return [r[0] for r in ready if r is not None]
 
     def restore(self):
+        ready, self.prefetched = self.prefetched, None
         out = []
-        for t, dev, ev, v in zip(self.host, self.devices, self.events, self.versions):
+        for k, (t, dev, ev, v) in enumerate(zip(self.host, self.devices, self.events, self.versions)):
             if v is not None and t._version != v:
                 raise RuntimeError(f"checkpointed_loop: the state of step {self.step} was modified in place")
-            if dev.type == "cuda":
+            if ready is not None and ready[k] is not None:
+                d, done = ready[k]
+                if done is not None:
+                    compute = torch.cuda.current_stream(dev)
+                    compute.wait_event(done)
+                    # Used from now on on the compute stream: the allocator
+                    # must not reuse its memory for the side stream before
+                    # the work queued there on it is done.
+                    d.record_stream(compute)
+                out.append(d)
+            elif dev.type == "cuda":
                 torch.cuda.current_stream(dev).wait_event(ev)
                 out.append(t.to(dev, non_blocking=True))
             else:
@@ -70,6 +121,15 @@ class _HostCopy:
 
     def release(self):
         self.host = None
+        self.prefetched = None
+
+
+def _side_stream(streams, device):
+    """The side stream of ``device`` in ``streams``, made if absent."""
+    side = streams.get(device)
+    if side is None:
+        side = streams[device] = torch.cuda.Stream(device)
+    return side
 
 
 def _to_host(leaves, streams):
@@ -84,9 +144,7 @@ def _to_host(leaves, streams):
             host.append(t)
             events.append(None)
             continue
-        side = streams.get(t.device)
-        if side is None:
-            side = streams[t.device] = torch.cuda.Stream(t.device)
+        side = _side_stream(streams, t.device)
         side.wait_stream(torch.cuda.current_stream(t.device))
         with torch.cuda.stream(side):
             buf = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
