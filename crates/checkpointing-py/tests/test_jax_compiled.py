@@ -4,7 +4,8 @@ carry, scanned inputs, closed-over parameters) equal to 1e-12, relative to
 the largest entry of each gradient, for every kind of schedule, pytree and
 dict carries, under jit, vmap and jit(grad) called twice; the compiled
 program's memory (XLA's memory_analysis) at most s + 2 carries plus a small
-constant, whatever the number of steps; the DISK level's buffer on CPU."""
+constant, whatever the number of steps; the DISK level's buffer on CPU and,
+on a GPU only (selected by -k gpu), in pinned_host memory."""
 
 import numpy as np
 import pytest
@@ -323,3 +324,51 @@ def test_disk_level_buffer_on_cpu():
     with pytest.raises(ValueError, match=r"fakegpu device has memories \['device'\]"):
         cjax._disk_kind("pinned_host", plan, NoPinnedHost())
     assert cjax._disk_kind("auto", plan, NoPinnedHost()) is None
+
+
+ON_GPU = jax.devices()[0].platform == "gpu"
+
+
+@pytest.mark.skipif(not ON_GPU, reason="needs a GPU (JAX's first device is not one)")
+def test_gpu_disk_level_in_pinned_host_memory():
+    """On a GPU, "auto" and "pinned_host" put the DISK level's buffer in
+    pinned host memory: the compiled program's HLO has host-memory buffers
+    (S(5)), its host temporaries (memory_analysis) hold at least the DISK
+    slots' carries, and its device temporaries are that much smaller than
+    with disk_memory_kind="device" (less two carries of slack for staging);
+    the gradients equal lax.scan's (1e-12) in all three."""
+    cells, steps = 50_000, 40
+    x0 = jnp.sin(jnp.linspace(0.0, 20.0, cells))
+    schedule = lambda n: adjoint_checkpoints.Multistage(n, 2, 8)  # noqa: E731
+
+    def step(u, _):
+        lap = jnp.roll(u, 1) - 2.0 * u + jnp.roll(u, -1)
+        return u + 0.2 * lap - 0.01 * u**3, None
+
+    def compiled(scan):
+        f = jax.jit(jax.value_and_grad(lambda u: jnp.sum(scan(u) ** 2)))
+        program = f.lower(x0).compile()
+        return program, program(x0)
+
+    reference = compiled(lambda u: jax.lax.scan(step, u, None, length=steps)[0])[1]
+    runs = {}
+    for kind in ("auto", "pinned_host", "device"):
+        program, result = compiled(
+            lambda u: checkpointed_scan(step, u, steps, schedule=schedule, disk_memory_kind=kind)[0]
+        )
+        assert_close(result, reference)
+        hlo = program.as_text() or ""
+        runs[kind] = (last_stats["disk_memory_kind"], last_stats["slots"], program.memory_analysis(), hlo)
+    disk_slots = runs["device"][1][1]
+    assert disk_slots == 8
+    assert runs["device"][0] == "device" and "S(5)" not in runs["device"][3]
+    device_temp = runs["device"][2].temp_size_in_bytes
+    for kind in ("auto", "pinned_host"):
+        memory_kind, slots, analysis, hlo = runs[kind]
+        assert memory_kind == "pinned_host" and slots == runs["device"][1]
+        assert "S(5)" in hlo
+        assert analysis.host_temp_size_in_bytes >= disk_slots * carry_bytes(cells), analysis
+        assert analysis.temp_size_in_bytes <= device_temp - (disk_slots - 2) * carry_bytes(cells), (
+            analysis.temp_size_in_bytes / carry_bytes(cells),
+            device_temp / carry_bytes(cells),
+        )
