@@ -328,6 +328,7 @@ fn run() -> Result<(), BoxError> {
         spill / 1e9,
         100.0 * spill / down
     );
+    let mut differing = Vec::new();
     for k in substeps {
         let mut problem = GpuHeat2d::new(&gpu, heat)?.with_substeps(k)?;
         let costs = measure_costs(&gpu, &mut problem, &initial)?;
@@ -480,9 +481,17 @@ fn run() -> Result<(), BoxError> {
                 if row.equal { "yes" } else { "NO" }
             );
             if !row.equal {
-                return Err(format!("{}: gradient differs from store-all's", row.name).into());
+                differing.push(format!("k = {k}: {}", row.name));
             }
         }
     }
-    Ok(())
+    if differing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "gradients differ from store-all's: {}",
+            differing.join("; ")
+        )
+        .into())
+    }
 }

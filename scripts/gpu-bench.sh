@@ -4,6 +4,7 @@
 # problem (benches/gpu.rs), the JAX bench (pinned_host level against
 # lax.scan, nested jax.checkpoint and JAX's offload policy), and the
 # PyTorch bridge's CUDA tests and bench (scripts/gpu-torch.sh).
+# Each part's time limit, in seconds: PART_TIMEOUT (default 600).
 #
 #   scripts/gpu-bench.sh
 #
@@ -27,7 +28,7 @@ part() { # name, command...: runs it, logs it, remembers a failure
   shift
   echo "== $name: $*"
   local start=$SECONDS
-  "$@" 2>&1 | tee "$out/gpu-$name.log"
+  timeout "${PART_TIMEOUT:-600}" "$@" 2>&1 | tee "$out/gpu-$name.log"
   local rc=${PIPESTATUS[0]}
   echo "== $name: exit $rc after $((SECONDS - start)) s"
   [ "$rc" = 0 ] || status=1
@@ -48,6 +49,7 @@ for p in ${PARTS:-rust-tests rust-bench jax torch}; do
         part rust-bench cargo bench -p checkpointing-benches --bench gpu
       fi ;;
     jax)
+      part jax-tests "$python" -m pytest -q -p no:cacheprovider -rs crates/checkpointing-py/tests/test_jax_compiled.py -k gpu
       part jax "$python" crates/checkpointing-py/bench/gpu_jax.py ;;
     torch)
       part torch env OUT="$out" PYTHON="$python" bash scripts/gpu-torch.sh ;;
