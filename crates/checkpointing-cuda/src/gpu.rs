@@ -371,19 +371,7 @@ fn launch_step(
     from: &DeviceState,
     to: &mut DeviceState,
 ) -> Result<(), GpuError> {
-    let Heat2d { n, alpha, beta } = heat;
-    let n32 = n as i32;
-    let mut launch = gpu.compute.launch_builder(&gpu.step);
-    launch
-        .arg(&from.0)
-        .arg(&mut to.0)
-        .arg(&n32)
-        .arg(&alpha)
-        .arg(&beta);
-    // SAFETY: the kernel reads and writes n·n doubles of buffers of that
-    // length, with the argument types of its signature.
-    unsafe { launch.launch(Gpu::launch_config(n)) }?;
-    Ok(())
+    launch(gpu, &gpu.step, heat, &[from], to)
 }
 
 /// The adjoint of one [`Heat2d`] step at `state`, from `lambda` into `to`.
@@ -394,17 +382,27 @@ fn launch_adjoint(
     lambda: &DeviceState,
     to: &mut DeviceState,
 ) -> Result<(), GpuError> {
+    launch(gpu, &gpu.adjoint, heat, &[state, lambda], to)
+}
+
+/// Launches `kernel(inputs..., to, n, α, β)` over the grid on `gpu`'s
+/// compute stream.
+fn launch(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    heat: Heat2d,
+    inputs: &[&DeviceState],
+    to: &mut DeviceState,
+) -> Result<(), GpuError> {
     let Heat2d { n, alpha, beta } = heat;
     let n32 = n as i32;
-    let mut launch = gpu.compute.launch_builder(&gpu.adjoint);
-    launch
-        .arg(&state.0)
-        .arg(&lambda.0)
-        .arg(&mut to.0)
-        .arg(&n32)
-        .arg(&alpha)
-        .arg(&beta);
-    // SAFETY: as in `launch_step`.
+    let mut launch = gpu.compute.launch_builder(kernel);
+    for input in inputs {
+        launch.arg(&input.0);
+    }
+    launch.arg(&mut to.0).arg(&n32).arg(&alpha).arg(&beta);
+    // SAFETY: both kernels take their input fields, the output field (all
+    // n·n doubles, as these buffers are), n, α and β, in this order.
     unsafe { launch.launch(Gpu::launch_config(n)) }?;
     Ok(())
 }

@@ -400,6 +400,36 @@ def test_prefetch_changes_nothing_on_cpu_and_is_off_with_the_environment_variabl
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
 
+class _GpuGru:
+    """A GRU-like step on the GPU, its plain-autograd gradients, and the
+    device budget of the host-level tests: room for 6 states and 2 tapes;
+    ``beyond`` is what ``memory=`` does not count (the parameters'
+    gradients, in our accumulator and in ``.grad``; one step's backward
+    temporaries; the returned state and x0's gradient)."""
+
+    def __init__(self):
+        self.step = Recurrent(width=256).cuda()
+        self.params = list(self.step.parameters())
+        self.x0 = torch.randn(64, 256, dtype=torch.float64, device="cuda", requires_grad=True)
+        self.n, self.state = 120, self.x0.numel() * 8
+        self.ref = plain(self.step, self.x0, self.n, self.params)
+        self.tape = profile_step(self.step, self.x0).tape_bytes
+        self.memory = 6 * self.state + 2 * self.tape
+        self.beyond = 2 * sum(p.numel() * 8 for p in self.params) + 2 * self.tape + 2 * self.state
+
+    def measured(self):
+        """``(gradients, stats, device peak above the baseline)`` of a run
+        with the host level."""
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        got, stats = run(
+            self.step, self.x0, self.n, self.params, memory=self.memory, host_memory=self.n * self.state
+        )
+        torch.cuda.synchronize()
+        return got, stats, torch.cuda.max_memory_allocated() - base
+
+
 @cuda
 def test_on_a_gpu_memory_bounds_the_device_and_spills_go_to_pinned_host_memory(monkeypatch):
     import adjoint_checkpoints.torch._storage as storage
@@ -412,43 +442,22 @@ def test_on_a_gpu_memory_bounds_the_device_and_spills_go_to_pinned_host_memory(m
         pinned.extend(t.is_pinned() for t in self.host)
 
     monkeypatch.setattr(storage._HostCopy, "__init__", record)
-    step = Recurrent(width=256).cuda()
-    params = list(step.parameters())
-    x0 = torch.randn(64, 256, dtype=torch.float64, device="cuda", requires_grad=True)
-    n, state = 120, x0.numel() * 8
-    ref = plain(step, x0, n, params)
-    tape = profile_step(step, x0).tape_bytes
-    memory = 6 * state + 2 * tape
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    base = torch.cuda.memory_allocated()
-    got, stats = run(step, x0, n, params, memory=memory, host_memory=n * state)
-    torch.cuda.synchronize()
-    device_peak = torch.cuda.max_memory_allocated() - base
-    assert_close(got, ref)
+    gru = _GpuGru()
+    got, stats, device_peak = gru.measured()
+    assert_close(got, gru.ref)
     assert all(g.is_cuda for g in got)
     assert stats.peak_disk > 0 and pinned and all(pinned)
-    assert stats.peak_bytes <= memory
-    # On the device: the budget, plus what memory= does not count (the
-    # parameters' gradients, in our accumulator and in .grad; one step's
-    # backward temporaries; the returned state and x0's gradient), far
+    assert stats.peak_bytes <= gru.memory
+    # On the device: the budget, plus what memory= does not count, far
     # below plain autograd's n tapes.
-    beyond = 2 * sum(p.numel() * 8 for p in params) + 2 * tape + 2 * state
-    assert device_peak <= memory + beyond, (device_peak, memory, beyond)
-    assert device_peak < n * tape / 4
+    assert device_peak <= gru.memory + gru.beyond, (device_peak, gru.memory, gru.beyond)
+    assert device_peak < gru.n * gru.tape / 4
 
 
 @cuda
 def test_on_a_gpu_the_host_level_is_prefetched_back_on_a_side_stream_within_the_device_budget(monkeypatch):
-    step = Recurrent(width=256).cuda()
-    params = list(step.parameters())
-    x0 = torch.randn(64, 256, dtype=torch.float64, device="cuda", requires_grad=True)
-    n, state = 120, x0.numel() * 8
-    ref = plain(step, x0, n, params)
-    tape = profile_step(step, x0).tape_bytes
-    memory = 6 * state + 2 * tape
-    # What memory= does not count, as in the test above.
-    beyond = 2 * sum(p.numel() * 8 for p in params) + 2 * tape + 2 * state
+    gru = _GpuGru()
+    ref, memory, beyond = gru.ref, gru.memory, gru.beyond
     issued, handed = [], []
     prefetch, restore, start = _storage._HostCopy.prefetch, _storage._HostCopy.restore, _run._Run._prefetch
 
@@ -476,15 +485,7 @@ def test_on_a_gpu_the_host_level_is_prefetched_back_on_a_side_stream_within_the_
     monkeypatch.setattr(_storage._HostCopy, "prefetch", logged_prefetch)
     monkeypatch.setattr(_storage._HostCopy, "restore", logged_restore)
 
-    def measured():
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-        base = torch.cuda.memory_allocated()
-        got, stats = run(step, x0, n, params, memory=memory, host_memory=n * state)
-        torch.cuda.synchronize()
-        return got, stats, torch.cuda.max_memory_allocated() - base
-
-    got, stats, device_peak = measured()
+    got, stats, device_peak = gru.measured()
     assert_close(got, ref)
     assert all(g.is_cuda for g in got)
     # Every read of the host level was prefetched, each in its window,
@@ -500,7 +501,7 @@ def test_on_a_gpu_the_host_level_is_prefetched_back_on_a_side_stream_within_the_
     # Turned off: the same reads, made at the read on the compute stream.
     monkeypatch.setenv("ADJOINT_CHECKPOINTS_PREFETCH", "0")
     issued.clear()
-    off, stats_off, peak_off = measured()
+    off, stats_off, peak_off = gru.measured()
     assert_close(off, ref)
     assert stats_off.prefetched_reads == 0 and not issued
     assert stats_off.disk_reads == stats.disk_reads and stats_off.step_evaluations == stats.step_evaluations
