@@ -56,7 +56,9 @@ def _free_port():
 
 
 def _grads(how):
-    with mp.Manager() as manager:
+    # A spawned manager: forking a process that has imported JAX (other
+    # tests do) may deadlock.
+    with mp.get_context("spawn").Manager() as manager:
         out = manager.dict()
         mp.spawn(_worker, args=(2, _free_port(), how, out), nprocs=2, join=True)
         return dict(out)
