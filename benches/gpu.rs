@@ -139,32 +139,27 @@ fn measure_costs(
     initial: &DeviceState,
 ) -> Result<Costs, BoxError> {
     let rounds = 10;
-    let sync = |gpu: &Gpu| -> Result<(), BoxError> {
-        gpu.compute_stream().synchronize()?;
-        gpu.copy_stream().synchronize()?;
-        Ok(())
-    };
     let mut state = initial.clone();
     problem.forward(0, &mut state)?;
-    sync(gpu)?;
+    gpu.synchronize()?;
     let start = Instant::now();
     for _ in 0..rounds {
         problem.forward(0, &mut state)?;
     }
-    sync(gpu)?;
+    gpu.synchronize()?;
     let forward = start.elapsed().as_secs_f64() / rounds as f64;
     let mut lambda = initial.clone();
     problem.adjoint(0, initial, &mut lambda)?;
-    sync(gpu)?;
+    gpu.synchronize()?;
     let start = Instant::now();
     for _ in 0..rounds {
         problem.adjoint(0, initial, &mut lambda)?;
     }
-    sync(gpu)?;
+    gpu.synchronize()?;
     let adjoint = start.elapsed().as_secs_f64() / rounds as f64;
     let start = Instant::now();
     let copies: Vec<DeviceState> = (0..rounds).map(|_| initial.clone()).collect();
-    sync(gpu)?;
+    gpu.synchronize()?;
     let device_copy = start.elapsed().as_secs_f64() / rounds as f64;
     drop(copies);
     let (down, up) = pinned_bandwidth(gpu, initial.0.len(), rounds)?;
@@ -181,7 +176,7 @@ fn measure_costs(
     disk.save(0, one())?;
     let (disk_read, _) = best_of(3, || {
         let back = disk.load(0)?;
-        sync(gpu)?;
+        gpu.synchronize()?;
         Ok(back)
     })?;
     Ok(Costs {
@@ -227,8 +222,9 @@ struct Bench<'g> {
 }
 
 impl Bench<'_> {
-    /// Runs `schedule()` through an executor made by `stores()`, best of
-    /// `repeat`, with the peak of the best run's pool.
+    /// Runs `schedule()` through an executor with the stores of `levels`
+    /// (device snapshots always), best of `repeat`, with the peak of the
+    /// best run's pool.
     fn run<Sc: Schedule>(
         &self,
         name: String,

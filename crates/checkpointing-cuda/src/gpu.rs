@@ -133,6 +133,21 @@ impl Gpu {
         Ok(cudarc::driver::result::mem_get_info()?)
     }
 
+    /// Waits until the work queued so far on both streams (kernels and
+    /// snapshot copies) is done.
+    ///
+    /// ```
+    /// let Ok(gpu) = checkpointing_cuda::Gpu::new(0) else { return }; // needs a GPU
+    /// let state = gpu.upload(&[1.0, 2.0]).unwrap();
+    /// gpu.synchronize().unwrap(); // the upload is done
+    /// # drop(state);
+    /// ```
+    pub fn synchronize(&self) -> Result<(), GpuError> {
+        self.compute.synchronize()?;
+        self.copies.synchronize()?;
+        Ok(())
+    }
+
     /// The device's name, as the driver reports it (`NVIDIA H100 80GB
     /// HBM3`).
     pub fn name(&self) -> Result<String, GpuError> {
@@ -160,8 +175,7 @@ impl Gpu {
         let Some(pool) = self.memory_pool()? else {
             return Ok(None);
         };
-        self.compute.synchronize()?;
-        self.copies.synchronize()?;
+        self.synchronize()?;
         let read = |attribute| -> Result<u64, GpuError> {
             let mut value = 0u64;
             // SAFETY: both attributes are 64-bit counters written into `value`.
@@ -187,8 +201,7 @@ impl Gpu {
         let Some(pool) = self.memory_pool()? else {
             return Ok(());
         };
-        self.compute.synchronize()?;
-        self.copies.synchronize()?;
+        self.synchronize()?;
         let mut zero = 0u64;
         // SAFETY: the driver resets the high-water mark; the only value
         // it accepts for this attribute is zero.

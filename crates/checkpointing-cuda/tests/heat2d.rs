@@ -18,6 +18,10 @@ fn levels() -> [LevelSpec; 3] {
     ]
 }
 
+fn bitwise_equal(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
 /// `dJ/dT0 · v` by central differences equals the adjoint's.
 #[test]
 fn adjoint_matches_finite_differences() {
@@ -58,11 +62,7 @@ fn three_level_gradient_equals_store_all_on_cpu() {
             Ok(Heat2d::objective_gradient(t))
         })
         .unwrap();
-    assert!(out
-        .adjoint
-        .iter()
-        .zip(&reference)
-        .all(|(a, b)| a.to_bits() == b.to_bits()));
+    assert!(bitwise_equal(&out.adjoint, &reference));
     let levels = &out.stats.levels;
     assert!(levels.iter().all(|(_, stats)| stats.writes > 0));
     assert!(
@@ -111,14 +111,7 @@ fn gpu_gradients_equal_cpu_and_store_all() {
         .run(&mut problem, schedule, initial, terminal)
         .unwrap();
     let checkpointed = gpu.download(&out.adjoint).unwrap();
-    assert!(checkpointed
-        .iter()
-        .zip(&store_all)
-        .all(|(a, b)| a.to_bits() == b.to_bits()));
-}
-
-fn bitwise_equal(a: &[f64], b: &[f64]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+    assert!(bitwise_equal(&checkpointed, &store_all));
 }
 
 /// On the GPU, each storage arrangement against device store-all, bit for

@@ -161,10 +161,10 @@ class _Run:
         #: windows (none: no prefetch), the next one, the states whose copy
         #: is in flight (holder -> its device storages, counted in the
         #: ledger) and the side streams it copies on.
-        memory = getattr(schedule, "memory", None) if isinstance(schedule, ReplayedSchedule) else None
+        memory = schedule.memory if isinstance(schedule, ReplayedSchedule) else None
         on = memory is not None and self.files is None
         on = on and os.environ.get("ADJOINT_CHECKPOINTS_PREFETCH", "1") != "0"
-        self.memory, self.state_bytes = memory, getattr(schedule, "state_bytes", 0)
+        self.memory, self.state_bytes = memory, schedule.state_bytes if memory is not None else 0
         self.windows, self.window = (schedule.prefetch_windows() if on else ()), 0
         self.fetched, self.fetch_streams = {}, {}
         stats.__init__()
