@@ -160,8 +160,21 @@ fn a_background_save_that_fails_is_reported_by_the_next_call_and_by_flush() {
     );
     store.save(1, vec![1.0]).unwrap();
     store.save(2, vec![2.0]).unwrap();
-    let err = store.load(1).unwrap_err();
-    assert!(matches!(err, StorageError::BudgetExceeded { step: 2, .. }));
+    // The read lane may serve step 1 before the write lane has tried step
+    // 2; then the load succeeds and flush reports the failure. Either way
+    // it is reported exactly once, by the first call that follows it.
+    let load = store.load(1);
+    let flush = store.flush();
+    match (load, flush) {
+        (Err(err), Ok(())) | (Ok(_), Err(err)) => {
+            assert!(
+                matches!(err, StorageError::BudgetExceeded { step: 2, .. }),
+                "{err}"
+            )
+        }
+        (Ok(value), Ok(())) => panic!("the failed save was never reported (load gave {value:?})"),
+        (Err(a), Err(b)) => panic!("reported twice: {a} / {b}"),
+    }
 }
 
 #[test]

@@ -39,10 +39,12 @@ type Answer<T> = Receiver<Result<Staged<T>, StorageError>>;
 /// A read waits for the writes *of its own step* issued before it (a load
 /// sees its save), never for unrelated writes queued ahead; the inner store
 /// serves one operation at a time, so a read waits for at most the write in
-/// progress. An error of a background save or removal is reported by the
-/// next operation or [`flush`] (which the executor calls before it
-/// returns), naming the step whose write failed; a read of that step
-/// reports the write's error, not its own.
+/// progress. An error of a background save or removal is reported once,
+/// by the first operation that starts after the write lane met it, or else
+/// by [`flush`] (which the executor calls before it returns), naming the
+/// step whose write failed; a read of that step reports the write's error,
+/// not its own. (A read of another step that the read lane serves before
+/// the failing write ran returns its value; the error comes next.)
 ///
 /// The store is durable ([`SnapshotStore::as_durable`]) when its inner
 /// store is, and then serves journaled runs
