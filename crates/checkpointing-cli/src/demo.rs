@@ -144,9 +144,12 @@ fn print_report(config: &DemoConfig, r: &DemoReport) {
         .minimum_forward_steps
         .map_or("-".into(), |m| m.to_string());
     println!(
-        "forward steps                 {} done, {} recomputed; minimum for these snapshots {minimum}",
+        "forward steps                 {} run, {} recomputed ({} scheduled, {} skipped as unused; \
+         the schedule's minimum for these snapshots {minimum})",
         s.forward_steps,
-        s.forward_steps.saturating_sub(config.spec.steps())
+        s.forward_steps.saturating_sub(config.spec.steps()),
+        s.forward_steps + s.skipped_forward_steps,
+        s.skipped_forward_steps,
     );
     println!("adjoint steps                 {}", s.adjoint_steps);
     let (ram, disk) = (&s.levels[StorageLevel::Ram], &s.levels[StorageLevel::Disk]);

@@ -204,7 +204,9 @@ fn demo_heat_matches_store_all() {
         "{text}"
     );
     assert!(
-        text.contains("forward steps                 3713 done"),
+        text.contains(
+            "forward steps                 3214 run, 2714 recomputed (3713 scheduled, 499 skipped"
+        ),
         "{text}"
     );
     for schedule in [

@@ -231,7 +231,7 @@ impl DemoConfig {
                 spec.name()
             )));
         }
-        let total = cost.forward_steps + cost.adjoint_steps;
+        let total = cost.executed_forward_steps() + cost.adjoint_steps;
         let mut heat = HeatEquation::new(self.cells).with_substeps(self.substeps);
         let initial = heat.initial_state();
         let state_bytes = initial.footprint() as u64;

@@ -372,6 +372,20 @@ fn check<D: SnapshotStore<Checkpoint<Elastic>>>(
         "{:?}",
         spec
     );
+    // The executor skips exactly the dead steps the replay counts.
+    let cost = spec.cost().expect("replayed above");
+    prop_assert_eq!(
+        outcome.stats.skipped_forward_steps,
+        cost.skippable_forward_steps,
+        "{:?}",
+        spec
+    );
+    prop_assert_eq!(
+        outcome.stats.forward_steps,
+        cost.executed_forward_steps(),
+        "{:?}",
+        spec
+    );
     Ok(())
 }
 

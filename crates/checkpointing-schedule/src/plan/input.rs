@@ -43,6 +43,11 @@ pub struct PlanInput {
     /// How many times smaller a stored snapshot is than a state (1: not
     /// compressed); see [`PlanInput::with_compression_ratio`].
     pub compression_ratio: f64,
+    /// Whether the run skips the forward steps whose output is never read
+    /// ([`Cost::skippable_forward_steps`](crate::Cost::skippable_forward_steps)),
+    /// as the executor of the crate `checkpointing` does; see
+    /// [`PlanInput::with_dead_steps_skipped`].
+    pub skips_dead_steps: bool,
 }
 
 impl PlanInput {
@@ -61,6 +66,41 @@ impl PlanInput {
             levels,
             profile: None,
             compression_ratio: 1.0,
+            skips_dead_steps: false,
+        }
+    }
+
+    /// This input for a run that does (`true`) or does not skip the forward
+    /// steps whose output is never read. An adjoint computed from the state
+    /// before the step alone (the executor of the crate `checkpointing`,
+    /// `Problem::adjoint(n, x_n, λ)`) skips the last step of each reversal's
+    /// forward ([`ForwardOutput`](crate::action::ForwardOutput)), about one
+    /// step per reversal; a driver that records a tape in the forward
+    /// (PyTorch, JAX's `vjp`) runs every step the schedule counts, the
+    /// default. The planner prices
+    /// [`Cost::executed_forward_steps`](crate::Cost::executed_forward_steps)
+    /// or `forward_steps` accordingly.
+    ///
+    /// ```
+    /// use checkpointing_schedule::plan::{plan, Bytes, PlanInput};
+    /// let taped = PlanInput::new(Some(100), Bytes(1000), Bytes(20_000));
+    /// let skipping = taped.clone().with_dead_steps_skipped(true);
+    /// let (a, b) = (plan(&taped).unwrap().best, plan(&skipping).unwrap().best);
+    /// let dead = b.cost.skippable_forward_steps as f64 * taped.forward_seconds;
+    /// assert!(dead > 0.0);
+    /// assert_eq!(b.predicted_seconds, a.predicted_seconds - dead);
+    /// ```
+    pub fn with_dead_steps_skipped(mut self, yes: bool) -> Self {
+        self.skips_dead_steps = yes;
+        self
+    }
+
+    /// The forward steps of `cost` that a run of this input advances.
+    pub(super) fn forward_steps_run(&self, cost: &crate::Cost) -> u64 {
+        if self.skips_dead_steps {
+            cost.executed_forward_steps()
+        } else {
+            cost.forward_steps
         }
     }
 

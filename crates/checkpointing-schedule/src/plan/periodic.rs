@@ -91,6 +91,7 @@ pub(super) fn extrapolated(spec: &ScheduleSpec) -> Option<Cost> {
         actions: field(&|c: &Cost| c.actions)?,
         forward_steps: field(&|c: &Cost| c.forward_steps)?,
         recomputed_steps: field(&|c: &Cost| c.recomputed_steps)?,
+        skippable_forward_steps: field(&|c: &Cost| c.skippable_forward_steps)?,
         adjoint_steps: field(&|c: &Cost| c.adjoint_steps)?,
         levels,
         peak_work_steps: field(&|c: &Cost| c.peak_work_steps)?,

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use super::PlanError;
-use crate::action::{Action, Step, StorageLevel};
+use crate::action::{Action, ForwardOutput, Step, StorageLevel};
 use crate::levels::PerLevel;
 
 /// Per-step times and state sizes, for loops whose steps differ (adaptive
@@ -167,6 +167,12 @@ pub(super) struct Accountant<'a> {
     pub forward: f64,
     /// Seconds of the adjoint steps.
     pub adjoint: f64,
+    /// Seconds, within `forward`, of the steps whose output is never read
+    /// ([`ForwardOutput`]), which a run that skips them does not spend.
+    pub dead: f64,
+    /// The last forward whose output is not yet known to be read or not,
+    /// with its last step's seconds.
+    pending: Option<(ForwardOutput, f64)>,
     ended: bool,
 }
 
@@ -179,6 +185,8 @@ impl<'a> Accountant<'a> {
             peak: PerLevel::default(),
             forward: 0.0,
             adjoint: 0.0,
+            dead: 0.0,
+            pending: None,
             ended: false,
         }
     }
@@ -222,6 +230,20 @@ impl<'a> Accountant<'a> {
     pub(super) fn observe(&mut self, action: &Action) {
         if self.ended {
             return;
+        }
+        if let Some((output, seconds)) = self.pending.as_mut() {
+            if let Some(unused) = output.observe(action) {
+                if unused {
+                    self.dead += *seconds;
+                }
+                self.pending = None;
+            }
+        }
+        if let Some(output) = ForwardOutput::of(action).filter(|_| self.pending.is_none()) {
+            if let Action::Forward { n1, .. } = *action {
+                let last = Self::seconds(&self.profile.forward_seconds, n1.saturating_sub(1), n1);
+                self.pending = Some((output, last));
+            }
         }
         match *action {
             Action::Forward {

@@ -36,6 +36,11 @@ pub struct Cost {
     pub forward_steps: u64,
     /// Forward steps beyond the first `max_n`: recomputation.
     pub recomputed_steps: u64,
+    /// Forward steps among `forward_steps` whose output is never read: the
+    /// last step of a forward that only produces a reversal's input
+    /// ([`ForwardOutput`](crate::action::ForwardOutput)). The executor does
+    /// not run them; it runs [`Cost::executed_forward_steps`].
+    pub skippable_forward_steps: u64,
     /// Adjoint steps advanced.
     pub adjoint_steps: u64,
     /// Traffic and occupancy of each stored level (DEVICE, RAM, DISK): zero
@@ -74,6 +79,23 @@ impl Cost {
     #[deprecated(note = "use `fits_in(&PerLevel)`, which checks every stored level")]
     pub fn fits(&self, ram: u64, disk: u64) -> bool {
         self.ram_states() <= ram && self.levels[StorageLevel::Disk].peak <= disk
+    }
+
+    /// Forward steps an executor that skips the
+    /// [`skippable_forward_steps`](Cost::skippable_forward_steps) runs:
+    /// what the planner prices and the executor's
+    /// `ExecutionStats::forward_steps` counts.
+    ///
+    /// ```
+    /// use checkpointing_schedule::{Replay, Revolve};
+    /// // Every state fits: the reversals' forwards are all dead steps, and
+    /// // the run advances each step once, as store-all does.
+    /// let cost = Replay::new(10).run(Revolve::new(10, 10).unwrap()).unwrap();
+    /// assert_eq!(cost.forward_steps, 19);
+    /// assert_eq!(cost.executed_forward_steps(), 10);
+    /// ```
+    pub fn executed_forward_steps(&self) -> u64 {
+        self.forward_steps - self.skippable_forward_steps
     }
 
     /// Steps whose adjoint dependencies were held in WORK beyond the one

@@ -48,6 +48,7 @@ where
         work: &mut Work<S, P::Adjoint>,
         stop: &mut Stop<'_, S>,
         (n0, n1, write_ics, write_adj_deps, storage): (Step, Step, bool, bool, StorageLevel),
+        skip_last: bool,
         inconsistent: impl Fn(String) -> ExecutorError,
     ) -> Result<(), ExecutorError> {
         let (live_n, mut state) = match work.live.take() {
@@ -78,6 +79,16 @@ where
                     return Err(inconsistent(format!(
                         "adjoint dependencies of step {n} already held"
                     )));
+                }
+                if skip_last && n + 1 == n1 {
+                    // The last step's output is never read (see
+                    // `Executor::live_output_unused`): its input, all the
+                    // reversal needs, is in WORK, and the step need not
+                    // run. The live buffer is kept for the next restore.
+                    work.recycle(state);
+                    work.stats.skipped_forward_steps += 1;
+                    self.report(&work.stats);
+                    return Ok(());
                 }
             } else if write_adj_deps {
                 stored_deps.push(work.duplicate(&state));

@@ -144,7 +144,9 @@ impl Measurements {
     /// ([`LevelMeasurement::write_sd_seconds`]).
     pub fn plan_input(&self, budget: &PlanBudget) -> PlanInput {
         let state = self.state_bytes.max(1);
-        let mut input = PlanInput::new(budget.steps, Bytes(state), budget.ram());
+        // The executor skips the forward steps whose output is never read.
+        let mut input =
+            PlanInput::new(budget.steps, Bytes(state), budget.ram()).with_dead_steps_skipped(true);
         input.forward_seconds = self.forward_seconds.max(MIN_FORWARD_SECONDS);
         input.adjoint_seconds = self.adjoint_seconds + self.copy_seconds;
         for (level, measured) in self.levels.iter() {

@@ -39,7 +39,7 @@ use window::Window;
 
 use std::collections::VecDeque;
 
-use crate::action::{Action, Step};
+use crate::action::{Action, ForwardOutput, Step, DEAD_OUTPUT_SCAN};
 use crate::schedule::Schedule;
 use crate::storage::{Checkpoint, Footprint, SnapshotStore};
 use crate::{PerLevel, StorageLevel};
@@ -104,6 +104,33 @@ const SPARE_STATES: usize = 4;
 
 /// How many actions ahead the executor announces reads to the stores.
 const LOOK_AHEAD: usize = 8;
+
+/// The actions read ahead of the one running; the reads of the first
+/// `announced` have been announced to the stores.
+#[derive(Default)]
+struct Ahead {
+    actions: VecDeque<Action>,
+    announced: usize,
+}
+
+impl Ahead {
+    /// The next action read ahead, if any.
+    fn pop(&mut self) -> Option<Action> {
+        let action = self.actions.pop_front()?;
+        self.announced = self.announced.saturating_sub(1);
+        Some(action)
+    }
+
+    /// Reads actions of the schedule until `len` are buffered (or it ends).
+    fn fill<Sc: Schedule>(&mut self, schedule: &mut Sc, len: usize) {
+        while self.actions.len() < len {
+            let Some(action) = schedule.next() else {
+                return;
+            };
+            self.actions.push_back(action);
+        }
+    }
+}
 
 /// Where an execution starts: from the initial state, or from a journal.
 struct Start<S, A> {
@@ -336,9 +363,9 @@ where
             }
         }
         let offline = schedule.max_n().is_some();
-        let mut ahead = VecDeque::new();
+        let mut ahead = Ahead::default();
         let mut terminal = Some(terminal);
-        while let Some(action) = ahead.pop_front().or_else(|| schedule.next()) {
+        while let Some(action) = ahead.pop().or_else(|| schedule.next()) {
             if offline {
                 self.look_ahead(&mut schedule, &mut ahead);
             }
@@ -354,14 +381,20 @@ where
                     write_ics,
                     write_adj_deps,
                     storage,
-                } => self.forward(
-                    problem,
-                    &mut schedule,
-                    &mut work,
-                    &mut stop,
-                    (n0, n1, write_ics, write_adj_deps, storage),
-                    inconsistent,
-                )?,
+                } => {
+                    // An online schedule knows its reversals once finalized.
+                    let skip_last = schedule.max_n().is_some()
+                        && Self::forward_output_unused(&action, &mut schedule, &mut ahead);
+                    self.forward(
+                        problem,
+                        &mut schedule,
+                        &mut work,
+                        &mut stop,
+                        (n0, n1, write_ics, write_adj_deps, storage),
+                        skip_last,
+                        inconsistent,
+                    )?
+                }
                 Action::EndForward => {
                     let (n, state) = work
                         .live
@@ -423,13 +456,12 @@ where
     }
 
     /// Buffers the next actions of an offline schedule and tells the stores
-    /// which snapshots those actions will read, so that stores reading in
-    /// the background start early.
-    fn look_ahead<Sc: Schedule>(&mut self, schedule: &mut Sc, ahead: &mut VecDeque<Action>) {
-        while ahead.len() < LOOK_AHEAD {
-            let Some(action) = schedule.next() else {
-                return;
-            };
+    /// which snapshots the next [`LOOK_AHEAD`] actions will read, so that
+    /// stores reading in the background start early.
+    fn look_ahead<Sc: Schedule>(&mut self, schedule: &mut Sc, ahead: &mut Ahead) {
+        ahead.fill(schedule, LOOK_AHEAD);
+        let window = ahead.actions.len().min(LOOK_AHEAD);
+        for &action in ahead.actions.iter().take(window).skip(ahead.announced) {
             if let Action::Copy { n, from, to } | Action::Move { n, from, to } = action {
                 if to != StorageLevel::None {
                     if let Some(store) = self.level_store(from) {
@@ -437,8 +469,24 @@ where
                     }
                 }
             }
-            ahead.push_back(action);
         }
+        ahead.announced = window;
+    }
+
+    /// Whether the state `forward` leaves live is never read
+    /// ([`ForwardOutput`]: the rule [`Replay`](crate::Replay) counts by),
+    /// reading up to [`DEAD_OUTPUT_SCAN`] actions ahead (their reads are
+    /// announced only once within [`LOOK_AHEAD`]).
+    fn forward_output_unused<Sc: Schedule>(
+        forward: &Action,
+        schedule: &mut Sc,
+        ahead: &mut Ahead,
+    ) -> bool {
+        let Some(output) = ForwardOutput::of(forward) else {
+            return false;
+        };
+        ahead.fill(schedule, DEAD_OUTPUT_SCAN);
+        output.unused_in(ahead.actions.iter())
     }
 
     fn record_peak<A>(&self, work: &mut Work<S, A>) {

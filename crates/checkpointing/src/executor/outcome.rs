@@ -101,8 +101,14 @@ pub struct ExecutionStats {
     pub steps: Step,
     /// Actions performed.
     pub actions: u64,
-    /// Forward steps advanced.
+    /// Forward steps advanced (the problem's `forward` calls).
     pub forward_steps: u64,
+    /// Forward steps of the schedule not run: the last step of a forward
+    /// that only produces a reversal's input, when its output is never
+    /// read (the schedule's own count is `forward_steps +
+    /// skipped_forward_steps`).
+    #[serde(default)]
+    pub skipped_forward_steps: u64,
     /// Adjoint steps advanced.
     pub adjoint_steps: u64,
     /// Each stored level's store counters (zero for a level without a

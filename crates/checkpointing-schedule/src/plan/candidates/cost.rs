@@ -187,7 +187,11 @@ pub(super) fn cost_of(
             })
             .map_err(|_| Uncosted::Invalid)?;
         let exact = accountant.map(|a| ChainSeconds {
-            forward: a.forward,
+            forward: if input.skips_dead_steps {
+                a.forward - a.dead
+            } else {
+                a.forward
+            },
             adjoint: a.adjoint,
             peak: a.peak,
         });
@@ -251,7 +255,13 @@ const EXTRAPOLATE_ABOVE: u128 = 10_000;
 /// in RAM (Griewank & Walther 2000; Stumm & Walther 2010), Multistage its
 /// RAM and disk snapshots, each disk snapshot written and read once at
 /// least (Stumm & Walther 2009), Periodic `(n − 1)/period` checkpoints and
-/// one period's adjoint data, store-all every step. Others: `None`.
+/// one period's adjoint data, store-all every step. Others: `None`. The
+/// skippable forward steps ([`ForwardOutput`](crate::action::ForwardOutput))
+/// are one per reversal after the first: `n − 1` where each step is
+/// reversed alone (Revolve, Multistage; `n` for OnlineR2, whose forward
+/// sweep does not take the last step's adjoint data), `⌈n / period⌉ − 1` for
+/// Periodic, none where the adjoint data is written in the first sweep
+/// (store-all).
 fn estimated(spec: &ScheduleSpec, counts: &StepCounts) -> Option<Cost> {
     let mut cost = Cost {
         max_n: counts.max_n,
@@ -261,6 +271,7 @@ fn estimated(spec: &ScheduleSpec, counts: &StepCounts) -> Option<Cost> {
         peak_work_steps: 1,
         ..Cost::default()
     };
+    let one_per_step = counts.max_n.saturating_sub(1);
     let held = |peak: u64| LevelCost {
         writes: peak,
         reads: peak,
@@ -268,15 +279,25 @@ fn estimated(spec: &ScheduleSpec, counts: &StepCounts) -> Option<Cost> {
         deletes: 0,
     };
     match spec {
-        ScheduleSpec::Revolve(p) => cost.levels[StorageLevel::Ram] = held(p.snapshots_in_ram),
-        ScheduleSpec::OnlineR2(p) => cost.levels[StorageLevel::Ram] = held(p.snapshots),
+        ScheduleSpec::Revolve(p) => {
+            cost.levels[StorageLevel::Ram] = held(p.snapshots_in_ram);
+            cost.skippable_forward_steps = one_per_step;
+        }
+        ScheduleSpec::OnlineR2(p) => {
+            cost.levels[StorageLevel::Ram] = held(p.snapshots);
+            // The forward sweep does not know its end: every step's
+            // reversal recomputes it.
+            cost.skippable_forward_steps = counts.max_n;
+        }
         ScheduleSpec::Multistage(p) => {
             cost.levels[StorageLevel::Ram] = held(p.snapshots_in_ram);
             cost.levels[StorageLevel::Disk] = held(p.snapshots_on_disk);
+            cost.skippable_forward_steps = one_per_step;
         }
         ScheduleSpec::Periodic(p) => {
             cost.levels[StorageLevel::Ram] = held((p.max_n - 1) / p.period);
             cost.peak_work_steps = p.period;
+            cost.skippable_forward_steps = p.max_n.div_ceil(p.period) - 1;
         }
         ScheduleSpec::SingleMemory(p) => cost.peak_work_steps = p.steps,
         ScheduleSpec::SingleDisk(p) => cost.levels[StorageLevel::Disk] = held(p.steps),
@@ -316,7 +337,7 @@ pub(super) fn predict(input: &PlanInput, spec: ScheduleSpec, costed: Costed) -> 
     let steps = match &exact {
         Some(e) => e.forward + e.adjoint,
         None => {
-            input.forward_seconds * cost.forward_steps as f64
+            input.forward_seconds * input.forward_steps_run(&cost) as f64
                 + input.adjoint_seconds * cost.adjoint_steps as f64
         }
     };
@@ -358,4 +379,59 @@ pub(in crate::plan) fn fits(input: &PlanInput, candidate: &Candidate) -> bool {
             None => candidate.cost.levels[level].peak == 0,
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::{
+        MultistageParams, OnlineR2Params, PeriodicParams, RevolveParams, SingleDiskParams,
+        SingleMemoryParams,
+    };
+    use crate::Trajectory;
+
+    /// The closed forms' skippable forward steps are the replay's.
+    #[test]
+    fn estimated_dead_steps_are_the_replays() {
+        for n in [1, 2, 7, 40, 301] {
+            let specs = [
+                ScheduleSpec::Revolve(RevolveParams {
+                    max_n: n,
+                    snapshots_in_ram: 3,
+                    ..Default::default()
+                }),
+                ScheduleSpec::OnlineR2(OnlineR2Params {
+                    steps: n,
+                    snapshots: 4,
+                }),
+                ScheduleSpec::Multistage(MultistageParams {
+                    max_n: n,
+                    snapshots_in_ram: 2,
+                    snapshots_on_disk: 3,
+                    trajectory: Trajectory::Maximum,
+                }),
+                ScheduleSpec::Periodic(PeriodicParams {
+                    max_n: n,
+                    period: 6,
+                }),
+                ScheduleSpec::SingleMemory(SingleMemoryParams { steps: n }),
+                ScheduleSpec::SingleDisk(SingleDiskParams {
+                    steps: n,
+                    move_data: true,
+                }),
+            ];
+            for spec in specs {
+                let Some(closed) = spec.closed_form_steps() else {
+                    continue;
+                };
+                let replayed = spec.cost().unwrap();
+                let estimate = estimated(&spec, &closed).unwrap();
+                assert_eq!(
+                    estimate.skippable_forward_steps, replayed.skippable_forward_steps,
+                    "{spec:?}"
+                );
+                assert_eq!(estimate.forward_steps, replayed.forward_steps, "{spec:?}");
+            }
+        }
+    }
 }

@@ -158,6 +158,13 @@ pub(super) fn lower_seconds(input: &PlanInput, spec: &ScheduleSpec) -> f64 {
         (None, ScheduleSpec::OnlineR2(p)) => binomial(p.snapshots).map_or(n, |f| f as f64),
         _ => n,
     };
+    // A run that skips dead steps skips at most one per reversal (at most
+    // `n`), and advances every step once.
+    let forward = if input.skips_dead_steps {
+        (forward - n).max(n)
+    } else {
+        forward
+    };
     input.forward_seconds * forward + input.adjoint_seconds * n
 }
 

@@ -15,9 +15,18 @@ use crate::PerLevel;
 
 /// The journal's file name inside its directory.
 pub(super) const FILE: &str = "checkpointing-journal";
-/// File header: magic, payload length, CRC-32 of the payload. Version 2
-/// keeps one record per stored level (version 1 had RAM and DISK fields).
-const MAGIC: &[u8; 8] = b"CKPTJRN2";
+/// File header: magic, payload length, CRC-32 of the payload. Version 3
+/// counts the skipped forward steps in the stats; version 2 keeps one
+/// record per stored level (version 1 had RAM and DISK fields).
+const MAGIC: &[u8; 8] = b"CKPTJRN3";
+/// The magic of every earlier version, and what tells that version apart.
+const OLDER: [(&[u8; 8], &str); 2] = [
+    (b"CKPTJRN1", "version 1, RAM and DISK fields"),
+    (
+        b"CKPTJRN2",
+        "version 2, by an executor that ran every scheduled forward step",
+    ),
+];
 const HEADER: usize = 8 + 8 + 4;
 
 /// What a journal entry keeps of one stored level.
@@ -135,6 +144,12 @@ fn unseal<'b>(path: &Path, bytes: &'b [u8]) -> Result<&'b [u8], JournalError> {
         path: path.to_path_buf(),
         reason,
     };
+    if let Some((_, written)) = OLDER.iter().find(|(magic, _)| bytes.starts_with(*magic)) {
+        return Err(corrupted(format!(
+            "a journal of an older format ({written}); finish that run with the release \
+             that wrote it, or start it anew"
+        )));
+    }
     if bytes.len() < HEADER || &bytes[..8] != MAGIC {
         return Err(corrupted("not a journal (bad header)".into()));
     }
@@ -150,4 +165,23 @@ fn unseal<'b>(path: &Path, bytes: &'b [u8]) -> Result<&'b [u8], JournalError> {
         return Err(corrupted("checksum mismatch".into()));
     }
     Ok(&bytes[HEADER..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_journal_of_an_older_format_is_named_as_such() {
+        let path = Path::new("journal");
+        for (magic, _) in OLDER {
+            let mut bytes = seal(b"payload");
+            bytes[..8].copy_from_slice(magic);
+            let err = unseal(path, &bytes).unwrap_err().to_string();
+            assert!(err.contains("older format"), "{err}");
+        }
+        let err = unseal(path, b"CKPTSNP1 and more bytes").unwrap_err();
+        assert!(err.to_string().contains("bad header"), "{err}");
+        assert!(unseal(path, &seal(b"payload")).is_ok());
+    }
 }
