@@ -95,6 +95,14 @@ impl PlanInput {
         self
     }
 
+    /// Whether a level runs its I/O in the background
+    /// ([`LevelBudget::in_background`]).
+    pub(super) fn has_background_level(&self) -> bool {
+        self.levels
+            .iter()
+            .any(|(_, b)| b.is_some_and(|b| b.background.is_some()))
+    }
+
     /// The forward steps of `cost` that a run of this input advances.
     pub(super) fn forward_steps_run(&self, cost: &crate::Cost) -> u64 {
         if self.skips_dead_steps {

@@ -35,6 +35,27 @@ pub struct LevelBudget {
     /// [`LevelBudget::with_write_sd`].
     #[serde(skip_serializing_if = "is_zero")]
     pub write_sd_seconds: f64,
+    /// How the level's writes and reads run beside the computation: `None`
+    /// blocks it for `write_seconds` and `read_seconds` each; a background
+    /// level ([`LevelBudget::in_background`]) costs only what its lanes
+    /// leave exposed ([`Timeline`](super::Timeline)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub background: Option<BackgroundIo>,
+}
+
+/// A level whose writes and reads run on background lanes (the crate
+/// `checkpointing-store`'s `AsyncStore`): a write lane that takes the
+/// saves in order and a read lane that serves the reads the executor
+/// announces ahead, each taking the level's `write_seconds` or
+/// `read_seconds` a snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct BackgroundIo {
+    /// Writes issued and not finished (queued or being written) before a
+    /// save waits for the oldest.
+    pub writes_in_flight: u64,
+    /// How many actions ahead of the one running the executor announces
+    /// reads (its look-ahead).
+    pub look_ahead: usize,
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -50,7 +71,27 @@ impl LevelBudget {
             write_seconds,
             read_seconds,
             write_sd_seconds: 0.0,
+            background: None,
         }
+    }
+
+    /// This level with its I/O on background lanes (see [`BackgroundIo`]).
+    ///
+    /// ```
+    /// use checkpointing_schedule::plan::{plan, BackgroundIo, Bytes, LevelBudget, PlanInput};
+    /// use checkpointing_schedule::StorageLevel;
+    /// let disk = LevelBudget::new(Bytes(1000), 0.5, 0.5);
+    /// let input = |disk| {
+    ///     PlanInput::new(Some(100), Bytes(10), Bytes(50)).with_level(StorageLevel::Disk, disk)
+    /// };
+    /// let lanes = BackgroundIo { writes_in_flight: 5, look_ahead: 8 };
+    /// let blocking = plan(&input(disk)).unwrap().best.predicted_seconds;
+    /// let overlapped = plan(&input(disk.in_background(lanes))).unwrap().best.predicted_seconds;
+    /// assert!(overlapped < blocking);
+    /// ```
+    pub fn in_background(mut self, lanes: BackgroundIo) -> Self {
+        self.background = Some(lanes);
+        self
     }
 
     /// This budget with writes whose seconds have standard deviation

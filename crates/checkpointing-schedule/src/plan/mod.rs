@@ -150,13 +150,15 @@ mod periodic;
 mod profile;
 #[cfg(test)]
 mod tests;
+mod timeline;
 
 pub use bytes::{Bytes, ParseBytesError};
 pub use error::PlanError;
 pub use input::PlanInput;
-pub use level::{LevelBudget, LevelTimes};
+pub use level::{BackgroundIo, LevelBudget, LevelTimes};
 pub use outcome::{Candidate, Costing, NotCosted, NotCostedReason, Plan};
 pub use profile::StepProfile;
+pub use timeline::Timeline;
 
 use crate::action::{Step, StorageLevel};
 use crate::schedule::ScheduleSpec;

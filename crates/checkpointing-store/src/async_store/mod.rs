@@ -421,6 +421,16 @@ where
         }
     }
 
+    /// The queued saves (`capacity`) and the one being written, fewer where
+    /// the byte budget holds fewer snapshots (at least one).
+    fn background_writes(&self, snapshot_bytes: u64) -> Option<u64> {
+        let queued = self.capacity as u64 + 1;
+        Some(match self.byte_budget {
+            Some(budget) => queued.min(budget / snapshot_bytes.max(1)).max(1),
+            None => queued,
+        })
+    }
+
     fn flush(&mut self) -> Result<(), StorageError> {
         let (done, wait) = mpsc::sync_channel(1);
         self.send_write(Write::Flush(done))?;

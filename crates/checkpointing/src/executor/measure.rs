@@ -9,9 +9,11 @@ use std::time::{Duration, Instant};
 
 use super::planned::PlanBudget;
 use super::verify::subtract_traffic;
+use super::LOOK_AHEAD;
 use super::{ExecutionStats, Executor, ExecutorError, Problem, UserError};
 use crate::action::Step;
-use crate::plan::{Bytes, LevelBudget, PlanInput, RAM_OVERHEAD_STATES};
+use crate::plan::{BackgroundIo, Bytes, LevelBudget, PlanInput, Timeline, RAM_OVERHEAD_STATES};
+use crate::schedule::ScheduleSpec;
 use crate::storage::{Checkpoint, Footprint, SnapshotStore, StorageError, StoreStats};
 use crate::{PerLevel, StorageLevel};
 
@@ -83,9 +85,28 @@ pub struct LevelMeasurement {
     pub snapshot_bytes: u64,
     /// The probe's traffic on this store.
     pub traffic: StoreStats,
+    /// Saves that may be unfinished before one waits, for a store that
+    /// writes in the background
+    /// ([`SnapshotStore::background_writes`]); `None` for a blocking one.
+    /// The planner then prices the level's I/O on its timeline.
+    pub background_writes: Option<u64>,
 }
 
 impl LevelMeasurement {
+    /// The planner's budget for this level with `capacity` bytes: its
+    /// times, their spread, and its lanes if it writes in the background.
+    fn budget(&self, capacity: Bytes) -> LevelBudget {
+        let budget = LevelBudget::new(capacity, self.write_seconds, self.read_seconds())
+            .with_write_sd(self.write_sd_seconds);
+        match self.background_writes {
+            Some(writes_in_flight) => budget.in_background(BackgroundIo {
+                writes_in_flight,
+                look_ahead: LOOK_AHEAD,
+            }),
+            None => budget,
+        }
+    }
+
     /// The read time given to the planner, which does not tell copies from
     /// moves: their mean.
     pub fn read_seconds(&self) -> f64 {
@@ -164,13 +185,47 @@ impl Measurements {
             } else {
                 bytes.0 / snapshot * state
             };
-            input = input.with_level(
-                level,
-                LevelBudget::new(Bytes(capacity), m.write_seconds, m.read_seconds())
-                    .with_write_sd(m.write_sd_seconds),
-            );
+            input = input.with_level(level, m.budget(Bytes(capacity)));
         }
         input
+    }
+
+    /// The planner's prices of a run, without capacities: every measured
+    /// level as large as can be (what [`Timeline`] needs).
+    fn timing_input(&self) -> PlanInput {
+        let mut input = self.plan_input(&PlanBudget::new(self.steps, Bytes(0)));
+        for (level, measured) in self.levels.iter() {
+            if let Some(m) = measured {
+                input = input.with_level(level, m.budget(Bytes(u64::MAX)));
+            }
+        }
+        input
+    }
+
+    /// The planner's model of a run: for an offline run of `spec` with a
+    /// level in the background, the schedule replayed on the [`Timeline`]
+    /// (what overlapped cannot be told from counts) plus the writes'
+    /// spread, as the plan predicts it; otherwise
+    /// [`model_seconds`](Self::model_seconds) of the run's counts.
+    pub fn model_run_seconds(&self, spec: Option<&ScheduleSpec>, stats: &ExecutionStats) -> f64 {
+        let background = self
+            .levels
+            .iter()
+            .any(|(_, m)| m.is_some_and(|m| m.background_writes.is_some()));
+        match spec.filter(|_| background).map(ScheduleSpec::build) {
+            Some(Ok(schedule)) => {
+                let spread: f64 = self
+                    .levels
+                    .iter()
+                    .filter_map(|(level, m)| m.map(|m| (level, m)))
+                    .map(|(level, m)| {
+                        (stats.levels[level].writes as f64).sqrt() * m.write_sd_seconds
+                    })
+                    .sum();
+                Timeline::seconds(&self.timing_input(), schedule) + spread
+            }
+            _ => self.model_seconds(stats),
+        }
     }
 
     /// The planner's time model applied to the counts a run reports:
@@ -330,6 +385,7 @@ fn probe_store<S: Clone + Footprint>(
         writes => traffic.bytes_written / writes,
     };
     Ok(LevelMeasurement {
+        background_writes: store.background_writes(snapshot_bytes.max(1)),
         write_seconds: mean(&writes),
         write_sd_seconds: sample_sd(&writes),
         copy_read_seconds: mean(&copies),

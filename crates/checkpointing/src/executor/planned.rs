@@ -294,6 +294,7 @@ where
         let plan = plan(&measurements.plan_input(budget))?;
         let planning_seconds = start.elapsed().as_secs_f64();
         let start = Instant::now();
+        let online = stop.is_some();
         let mut outcome = match stop {
             None => self.run_spec(problem, &plan.best.spec, initial, terminal)?,
             Some(stop) => {
@@ -305,7 +306,8 @@ where
         measurements.discount(&mut outcome.stats);
         Ok(PlannedOutcome {
             predicted_seconds: plan.best.predicted_seconds,
-            modelled_seconds: measurements.model_seconds(&outcome.stats),
+            modelled_seconds: measurements
+                .model_run_seconds((!online).then_some(&plan.best.spec), &outcome.stats),
             outcome,
             plan,
             measurements,

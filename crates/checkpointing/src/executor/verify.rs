@@ -355,7 +355,7 @@ where
             rows.push(VerifiedCandidate {
                 spec: candidate.spec.clone(),
                 predicted_seconds: candidate.predicted_seconds,
-                modelled_seconds: measurements.model_seconds(&stats),
+                modelled_seconds: measurements.model_run_seconds(Some(&candidate.spec), &stats),
                 measured_seconds: median(run_seconds.clone()),
                 run_seconds,
                 stats,

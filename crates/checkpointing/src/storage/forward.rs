@@ -9,8 +9,8 @@
 
 /// Implements the listed [`SnapshotStore`](crate::SnapshotStore) methods of
 /// a wrapper by calling its field `inner` (any name): `remove`,
-/// `held_steps`, `contains`, `prefetch`, `flush`, `resident_bytes`, `stats`,
-/// `as_durable`. Without a list, all eight. Use it inside the wrapper's
+/// `held_steps`, `contains`, `prefetch`, `flush`, `background_writes`,
+/// `resident_bytes`, `stats`, `as_durable`. Without a list, all nine. Use it inside the wrapper's
 /// `impl SnapshotStore<T>`.
 ///
 /// ```
@@ -38,7 +38,8 @@
 macro_rules! forward_to_inner_store {
     ($inner:ident) => {
         $crate::forward_to_inner_store!(
-            $inner: remove, held_steps, contains, prefetch, flush, resident_bytes, stats, as_durable
+            $inner: remove, held_steps, contains, prefetch, flush, background_writes,
+            resident_bytes, stats, as_durable
         );
     };
     ($inner:ident: $($method:ident),+ $(,)?) => {
@@ -67,6 +68,11 @@ macro_rules! forward_to_inner_store {
     (@one $inner:ident flush) => {
         fn flush(&mut self) -> ::core::result::Result<(), $crate::StorageError> {
             self.$inner.flush()
+        }
+    };
+    (@one $inner:ident background_writes) => {
+        fn background_writes(&self, snapshot_bytes: u64) -> ::core::option::Option<u64> {
+            self.$inner.background_writes(snapshot_bytes)
         }
     };
     (@one $inner:ident resident_bytes) => {

@@ -140,6 +140,17 @@ pub trait SnapshotStore<T> {
     fn flush(&mut self) -> Result<(), StorageError> {
         Ok(())
     }
+    /// How many saves of `snapshot_bytes` each may be unfinished before a
+    /// save waits, for a store that writes on a background lane and reads
+    /// the [`prefetch`](Self::prefetch)ed steps on another (the crate
+    /// `checkpointing-store`'s `AsyncStore`); `None` (the default) for a
+    /// store whose saves and loads block until done. The planner prices a
+    /// background store's I/O on its timeline
+    /// ([`plan::BackgroundIo`](crate::plan::BackgroundIo)).
+    fn background_writes(&self, snapshot_bytes: u64) -> Option<u64> {
+        let _ = snapshot_bytes;
+        None
+    }
     /// Bytes the store holds in memory now (measured from the values'
     /// buffers). The default, 0, is right for a store that keeps nothing in
     /// this process's memory.
@@ -213,6 +224,9 @@ macro_rules! forward_through_pointer {
         }
         fn flush(&mut self) -> Result<(), StorageError> {
             (**self).flush()
+        }
+        fn background_writes(&self, snapshot_bytes: u64) -> Option<u64> {
+            (**self).background_writes(snapshot_bytes)
         }
         fn resident_bytes(&self) -> u64 {
             (**self).resident_bytes()

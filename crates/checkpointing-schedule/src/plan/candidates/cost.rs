@@ -4,6 +4,7 @@
 
 use super::super::periodic;
 use super::super::profile::Accountant;
+use super::super::timeline::Timeline;
 use super::super::{
     Candidate, Costing, PlanInput, PLAN_TABLE_WORK, RAM_OVERHEAD_STATES, REPLAY_STEP_LIMIT,
 };
@@ -19,6 +20,9 @@ pub(super) struct Costed {
     cost: Cost,
     costing: Costing,
     exact: Option<ChainSeconds>,
+    /// The replayed actions' seconds on the [`Timeline`], where a level
+    /// runs in the background.
+    timeline: Option<f64>,
 }
 
 /// Seconds and peak bytes of a replayed configuration on a profile.
@@ -172,6 +176,7 @@ pub(super) fn cost_of(
                         cost,
                         costing: Costing::Periodic,
                         exact: None,
+                        timeline: None,
                     });
                 }
             }
@@ -179,10 +184,14 @@ pub(super) fn cost_of(
     }
     if estimate <= REPLAY_STEP_LIMIT && work.take(estimate * replay_weight(spec)) {
         let mut accountant = profile.map(Accountant::new);
+        let mut timeline = input.has_background_level().then(|| Timeline::new(input));
         let cost = spec
             .cost_observed(|action| {
                 if let Some(a) = accountant.as_mut() {
                     a.observe(action);
+                }
+                if let Some(t) = timeline.as_mut() {
+                    t.observe(*action);
                 }
             })
             .map_err(|_| Uncosted::Invalid)?;
@@ -199,6 +208,7 @@ pub(super) fn cost_of(
             cost,
             costing: Costing::Replayed,
             exact,
+            timeline: timeline.map(Timeline::finish),
         });
     }
     let closed = closed.ok_or(Uncosted::OverWork)?;
@@ -211,6 +221,7 @@ pub(super) fn cost_of(
             cost,
             costing: Costing::ClosedForm,
             exact: None,
+            timeline: None,
         })
         .ok_or(Uncosted::OverWork)
 }
@@ -318,6 +329,7 @@ pub(super) fn predict(input: &PlanInput, spec: ScheduleSpec, costed: Costed) -> 
         cost,
         costing,
         exact,
+        timeline,
     } = costed;
     let state = input.state_bytes.0;
     let overhead = cost
@@ -333,13 +345,18 @@ pub(super) fn predict(input: &PlanInput, spec: ScheduleSpec, costed: Costed) -> 
             .saturating_add(overhead),
         None => cost.levels[level].peak.saturating_mul(state),
     });
-    let traffic = traffic_seconds(input, &cost);
     let steps = match &exact {
         Some(e) => e.forward + e.adjoint,
         None => {
             input.forward_seconds * input.forward_steps_run(&cost) as f64
                 + input.adjoint_seconds * cost.adjoint_steps as f64
         }
+    };
+    // On the timeline, writes and reads cost what the lanes leave exposed
+    // (the writes' spread still added); otherwise each blocks in full.
+    let (steps, traffic) = match timeline {
+        Some(seconds) => (seconds, write_spread_seconds(input, &cost)),
+        None => (steps, traffic_seconds(input, &cost)),
     };
     Candidate {
         spec,
@@ -362,10 +379,20 @@ pub(in crate::plan) fn traffic_seconds(input: &PlanInput, cost: &Cost) -> f64 {
         .filter_map(|(level, budget)| budget.map(|b| (level, b)))
         .map(|(level, b)| {
             let c = &cost.levels[level];
-            c.writes as f64 * b.write_seconds
-                + c.reads as f64 * b.read_seconds
-                + (c.writes as f64).sqrt() * b.write_sd_seconds
+            c.writes as f64 * b.write_seconds + c.reads as f64 * b.read_seconds
         })
+        .sum::<f64>()
+        + write_spread_seconds(input, cost)
+}
+
+/// One standard deviation of every level's writes' total time,
+/// `Σ √writes · write_sd_seconds`.
+fn write_spread_seconds(input: &PlanInput, cost: &Cost) -> f64 {
+    input
+        .levels
+        .iter()
+        .filter_map(|(level, budget)| budget.map(|b| (level, b)))
+        .map(|(level, b)| (cost.levels[level].writes as f64).sqrt() * b.write_sd_seconds)
         .sum()
 }
 

@@ -1,0 +1,452 @@
+//! [`Timeline`]: an action stream's time when storage runs beside the
+//! computation.
+
+use std::collections::{HashMap, VecDeque};
+
+use super::{BackgroundIo, PlanInput};
+use crate::action::{Action, ForwardOutput, Step, StorageLevel, DEAD_OUTPUT_SCAN};
+use crate::levels::PerLevel;
+
+/// An action stream replayed on a compute lane and, for each background
+/// level, a write lane and a read lane, as the executor runs it over
+/// `AsyncStore`s: the seconds the computation waits for are the prediction.
+///
+/// The compute clock `t` advances by each forward and adjoint step's
+/// seconds (the input's, or its profile's per step; without the steps whose
+/// output nothing reads where the input
+/// [skips them](PlanInput::with_dead_steps_skipped)). On a blocking level a
+/// write or read adds its seconds to `t`. On a background level (with
+/// [`BackgroundIo`]):
+///
+/// * a save issued at `t` starts at `max(t, w_free)` and ends
+///   `e = start + w` later (`w_free ← e`); when
+///   [`writes_in_flight`](BackgroundIo::writes_in_flight) writes are
+///   unfinished, the save first waits for the oldest, `t ← min e`;
+/// * a read of step `n` is announced when the action
+///   [`look_ahead`](BackgroundIo::look_ahead) actions before it starts, at
+///   `t_a`; it starts at `max(t_a, r_free, e_n)` (after the save of `n`) and
+///   ends `start + r` (`r_free ← end`); the action that needs it waits,
+///   `t ← max(t, end)`; a read not announced starts when it is needed;
+/// * the run ends when every write has: `t ← max(t, w_free)`.
+///
+/// With no background level the time is the blocking sum
+/// `Σ steps + Σ writes · w + Σ reads · r`.
+///
+/// ```
+/// use checkpointing_schedule::plan::{BackgroundIo, Bytes, LevelBudget, PlanInput, Timeline};
+/// use checkpointing_schedule::{Revolve, StorageLevel};
+/// let mut input = PlanInput::new(Some(20), Bytes(8), Bytes(16));
+/// input.forward_seconds = 1.0;
+/// input.adjoint_seconds = 1.0;
+/// let blocking = LevelBudget::new(Bytes(1 << 20), 0.5, 0.5);
+/// let with = |disk| input.clone().with_level(StorageLevel::Ram, disk);
+/// let schedule = || Revolve::new(20, 3).unwrap();
+/// let stalled = Timeline::seconds(&with(blocking), schedule());
+/// let lanes = BackgroundIo { writes_in_flight: 4, look_ahead: 8 };
+/// let hidden = Timeline::seconds(&with(blocking.in_background(lanes)), schedule());
+/// assert!(hidden < stalled);
+/// ```
+#[derive(Debug)]
+pub struct Timeline<'a> {
+    input: &'a PlanInput,
+    /// Actions received and not yet timed (the look-ahead).
+    ahead: VecDeque<Action>,
+    /// Index of the first action in `ahead`.
+    front: u64,
+    /// How many actions must follow one before it is timed.
+    horizon: usize,
+    /// The compute clock.
+    t: f64,
+    lanes: PerLevel<Lanes>,
+}
+
+/// One background level's lanes.
+#[derive(Debug, Default)]
+struct Lanes {
+    write_free: f64,
+    read_free: f64,
+    /// End times of the writes not known to be finished, oldest first.
+    in_flight: VecDeque<f64>,
+    /// When the last save of each step held ends.
+    saved: HashMap<Step, f64>,
+    /// End times of the reads announced for each step, in order.
+    read_ahead: HashMap<Step, VecDeque<f64>>,
+    /// Index of the last action whose read was announced.
+    announced: u64,
+}
+
+impl<'a> Timeline<'a> {
+    /// An empty timeline priced by `input`.
+    pub fn new(input: &'a PlanInput) -> Self {
+        let look_ahead = input
+            .levels
+            .iter()
+            .filter_map(|(_, b)| b.and_then(|b| b.background))
+            .map(|b| b.look_ahead)
+            .max()
+            .unwrap_or(0);
+        Self {
+            input,
+            ahead: VecDeque::new(),
+            front: 0,
+            horizon: look_ahead.max(DEAD_OUTPUT_SCAN),
+            t: 0.0,
+            lanes: PerLevel::default(),
+        }
+    }
+
+    /// The seconds of `actions` (up to the first `EndReverse`).
+    pub fn seconds<I: IntoIterator<Item = Action>>(input: &PlanInput, actions: I) -> f64 {
+        let mut timeline = Timeline::new(input);
+        for action in actions {
+            let end = action == Action::EndReverse;
+            timeline.observe(action);
+            if end {
+                break;
+            }
+        }
+        timeline.finish()
+    }
+
+    /// Receives the next action of the stream.
+    pub fn observe(&mut self, action: Action) {
+        self.ahead.push_back(action);
+        while self.ahead.len() > self.horizon {
+            self.time_front();
+        }
+    }
+
+    /// Times the rest and returns the stream's seconds: when the last
+    /// write ends, or the computation, whichever is later.
+    pub fn finish(mut self) -> f64 {
+        while !self.ahead.is_empty() {
+            self.time_front();
+        }
+        self.lanes
+            .iter()
+            .map(|(_, lanes)| lanes.write_free)
+            .fold(self.t, f64::max)
+    }
+
+    fn background(&self, level: StorageLevel) -> Option<BackgroundIo> {
+        self.input.levels.get(level).copied().flatten()?.background
+    }
+
+    fn write_seconds(&self, level: StorageLevel) -> f64 {
+        self.input
+            .levels
+            .get(level)
+            .copied()
+            .flatten()
+            .map_or(0.0, |b| b.write_seconds)
+    }
+
+    fn read_seconds(&self, level: StorageLevel) -> f64 {
+        self.input
+            .levels
+            .get(level)
+            .copied()
+            .flatten()
+            .map_or(0.0, |b| b.read_seconds)
+    }
+
+    /// Seconds of steps `n0..n1` in `uniform` or the profile's `per_step`.
+    fn steps(uniform: f64, per_step: Option<&[f64]>, n0: Step, n1: Step) -> f64 {
+        match per_step {
+            Some(costs) => {
+                let len = costs.len() as Step;
+                let (a, b) = (n0.min(len) as usize, n1.min(len) as usize);
+                costs[a..b].iter().sum()
+            }
+            None => uniform * (n1 - n0) as f64,
+        }
+    }
+
+    /// Times the first action received.
+    fn time_front(&mut self) {
+        let Some(action) = self.ahead.pop_front() else {
+            return;
+        };
+        let index = self.front;
+        self.front += 1;
+        self.announce(index);
+        match action {
+            Action::Forward {
+                n0,
+                n1,
+                write_ics,
+                write_adj_deps,
+                storage,
+            } => {
+                if write_ics {
+                    self.write(storage, n0);
+                }
+                let dead = self.input.skips_dead_steps
+                    && ForwardOutput::of(&action).is_some_and(|o| o.unused_in(&self.ahead));
+                let end = if dead { n1 - 1 } else { n1 };
+                let profile = self.input.profile.as_ref();
+                self.t += Self::steps(
+                    self.input.forward_seconds,
+                    profile.map(|p| p.forward_seconds.as_slice()),
+                    n0,
+                    end,
+                );
+                if write_adj_deps && storage.is_stored() {
+                    self.write(storage, n0);
+                }
+            }
+            Action::Reverse { n1, n0, .. } => {
+                let profile = self.input.profile.as_ref();
+                self.t += Self::steps(
+                    self.input.adjoint_seconds,
+                    profile.map(|p| p.adjoint_seconds.as_slice()),
+                    n0,
+                    n1,
+                );
+            }
+            Action::Copy { n, from, to } | Action::Move { n, from, to } => {
+                let is_move = matches!(action, Action::Move { .. });
+                if to != StorageLevel::None {
+                    self.read(from, n);
+                }
+                if is_move {
+                    if let Some(lanes) = self.lanes.get_mut(from) {
+                        lanes.saved.remove(&n);
+                        lanes.read_ahead.remove(&n);
+                    }
+                }
+                if to.is_stored() {
+                    self.write(to, n);
+                }
+            }
+            Action::EndForward | Action::EndReverse => {}
+        }
+    }
+
+    /// Starts the reads of the actions within each background level's
+    /// look-ahead of action `index`, as the executor announces them when
+    /// it starts that action.
+    fn announce(&mut self, index: u64) {
+        for level in StorageLevel::STORED {
+            let Some(lanes_io) = self.background(level) else {
+                continue;
+            };
+            let read = self.read_seconds(level);
+            let last = index + lanes_io.look_ahead as u64;
+            let t = self.t;
+            let lanes = &mut self.lanes[level];
+            let first = lanes.announced.max(index) + 1;
+            for i in first..=last {
+                let Some(&next) = self.ahead.get((i - index - 1) as usize) else {
+                    break;
+                };
+                if let Action::Copy { n, from, to } | Action::Move { n, from, to } = next {
+                    // A step not yet saved is not read ahead (the store
+                    // ignores it); its read starts when it is needed.
+                    let saved = lanes.saved.get(&n).copied();
+                    if let Some(saved) = saved.filter(|_| from == level && to != StorageLevel::None)
+                    {
+                        let start = t.max(lanes.read_free).max(saved);
+                        lanes.read_free = start + read;
+                        lanes
+                            .read_ahead
+                            .entry(n)
+                            .or_default()
+                            .push_back(start + read);
+                    }
+                }
+            }
+            lanes.announced = lanes.announced.max(last);
+        }
+    }
+
+    fn write(&mut self, level: StorageLevel, n: Step) {
+        let seconds = self.write_seconds(level);
+        let Some(io) = self.background(level) else {
+            self.t += seconds;
+            return;
+        };
+        let t = self.t;
+        let lanes = &mut self.lanes[level];
+        // A new save replaces what was read ahead of the old one.
+        lanes.read_ahead.remove(&n);
+        lanes.in_flight.retain(|&end| end > t);
+        let mut t = t;
+        if lanes.in_flight.len() as u64 >= io.writes_in_flight.max(1) {
+            t = t.max(lanes.in_flight.pop_front().expect("a write in flight"));
+        }
+        let end = t.max(lanes.write_free) + seconds;
+        lanes.write_free = end;
+        lanes.in_flight.push_back(end);
+        lanes.saved.insert(n, end);
+        self.t = t;
+    }
+
+    fn read(&mut self, level: StorageLevel, n: Step) {
+        let seconds = self.read_seconds(level);
+        if self.background(level).is_none() {
+            self.t += seconds;
+            return;
+        }
+        let t = self.t;
+        let lanes = &mut self.lanes[level];
+        let ready = match lanes.read_ahead.get_mut(&n).and_then(VecDeque::pop_front) {
+            Some(end) => end,
+            None => {
+                let saved = lanes.saved.get(&n).copied().unwrap_or(0.0);
+                let end = t.max(lanes.read_free).max(saved) + seconds;
+                lanes.read_free = end;
+                end
+            }
+        };
+        self.t = t.max(ready);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{Bytes, LevelBudget};
+    use crate::schedule::{HRevolve, Schedule};
+    use crate::Replay;
+
+    fn input(disk: LevelBudget) -> PlanInput {
+        let mut input =
+            PlanInput::new(Some(60), Bytes(8), Bytes(8 * 4)).with_level(StorageLevel::Disk, disk);
+        input.forward_seconds = 1.0;
+        input.adjoint_seconds = 2.0;
+        input
+    }
+
+    fn schedule() -> impl Schedule {
+        HRevolve::new(60, 2, 8, crate::schedule::Costs::default()).unwrap()
+    }
+
+    /// Without a background level the timeline is the blocking sum.
+    #[test]
+    fn blocking_levels_add_up() {
+        let disk = LevelBudget::new(Bytes(1 << 20), 0.25, 0.75);
+        for skip in [false, true] {
+            let input = input(disk).with_dead_steps_skipped(skip);
+            let cost = Replay::new(60).run(schedule()).unwrap();
+            let forward = if skip {
+                cost.executed_forward_steps()
+            } else {
+                cost.forward_steps
+            };
+            let d = &cost.levels[StorageLevel::Disk];
+            let want = forward as f64
+                + 2.0 * cost.adjoint_steps as f64
+                + 0.25 * d.writes as f64
+                + 0.75 * d.reads as f64;
+            assert!(d.writes > 0 && d.reads > 0);
+            let got = Timeline::seconds(&input, schedule());
+            assert!((got - want).abs() < 1e-9, "{got} vs {want}");
+        }
+    }
+
+    /// Background lanes hide I/O behind the steps: never slower than
+    /// blocking, never faster than the steps alone, and a write that takes
+    /// no time costs nothing.
+    #[test]
+    fn lanes_hide_what_the_steps_cover() {
+        let lanes = BackgroundIo {
+            writes_in_flight: 4,
+            look_ahead: 8,
+        };
+        for seconds in [0.0, 0.1, 0.5, 1.0, 3.0, 20.0] {
+            let disk = LevelBudget::new(Bytes(1 << 20), seconds, seconds);
+            let blocking = Timeline::seconds(&input(disk), schedule());
+            let background = Timeline::seconds(&input(disk.in_background(lanes)), schedule());
+            let free = Timeline::seconds(&input(LevelBudget::free(Bytes(1 << 20))), schedule());
+            assert!(
+                background <= blocking + 1e-9,
+                "{seconds}: {background} > {blocking}"
+            );
+            assert!(
+                background >= free - 1e-9,
+                "{seconds}: {background} < {free}"
+            );
+            if seconds == 0.0 {
+                assert_eq!(background, free);
+            }
+        }
+        // Fast writes, read well ahead: close to the steps alone.
+        let disk = LevelBudget::new(Bytes(1 << 20), 0.2, 0.2).in_background(lanes);
+        let free = Timeline::seconds(&input(LevelBudget::free(Bytes(1 << 20))), schedule());
+        let background = Timeline::seconds(&input(disk), schedule());
+        assert!(background < free * 1.05, "{background} vs {free}");
+    }
+
+    fn forward(n0: Step, write_ics: bool) -> Action {
+        Action::Forward {
+            n0,
+            n1: n0 + 1,
+            write_ics,
+            write_adj_deps: false,
+            storage: if write_ics {
+                StorageLevel::Disk
+            } else {
+                StorageLevel::None
+            },
+        }
+    }
+
+    /// A write queue of one stalls each save behind the last; a deep one
+    /// lets the computation run on, and the end waits for the writes.
+    #[test]
+    fn a_short_queue_stalls_saves() {
+        let disk = LevelBudget::new(Bytes(1 << 20), 1.0, 1.0);
+        let reverse = Action::Reverse {
+            n1: 3,
+            n0: 2,
+            clear_adj_deps: true,
+        };
+        let stream = [
+            forward(0, true),
+            forward(1, true),
+            forward(2, true),
+            reverse,
+        ];
+        let with = |writes_in_flight| {
+            let lanes = BackgroundIo {
+                writes_in_flight,
+                look_ahead: 8,
+            };
+            let mut input = input(disk.in_background(lanes));
+            input.forward_seconds = 0.0;
+            Timeline::seconds(&input, stream)
+        };
+        // Saves at 0, 1, 2 (each waits for the last), then 2 s of adjoint.
+        assert_eq!(with(1), 4.0);
+        // Saves at 0, 0, 0 ending at 1, 2, 3; the adjoint ends at 2.
+        assert_eq!(with(4), 3.0);
+    }
+
+    /// A read announced ahead runs while the steps before it do.
+    #[test]
+    fn a_read_announced_ahead_is_hidden() {
+        let disk = LevelBudget::new(Bytes(1 << 20), 0.5, 3.0);
+        let mut stream: Vec<Action> = vec![forward(0, true)];
+        stream.extend((1..11).map(|n| forward(n, false)));
+        stream.push(Action::Copy {
+            n: 0,
+            from: StorageLevel::Disk,
+            to: StorageLevel::Work,
+        });
+        let with = |look_ahead| {
+            let lanes = BackgroundIo {
+                writes_in_flight: 4,
+                look_ahead,
+            };
+            Timeline::seconds(&input(disk.in_background(lanes)), stream.clone())
+        };
+        // 11 steps of 1 s; the read is announced as action 3 starts (t = 3)
+        // and ends at 6.
+        assert_eq!(with(8), 11.0);
+        // Not announced: read when needed, 3 s exposed.
+        assert_eq!(with(0), 14.0);
+        // Blocking: every write and read exposed.
+        assert_eq!(Timeline::seconds(&input(disk), stream.clone()), 14.5);
+    }
+}
