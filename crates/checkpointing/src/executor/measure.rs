@@ -212,7 +212,10 @@ impl Measurements {
             .levels
             .iter()
             .any(|(_, m)| m.is_some_and(|m| m.background_writes.is_some()));
-        match spec.filter(|_| background).map(ScheduleSpec::build) {
+        match spec
+            .filter(|_| background)
+            .map(ScheduleSpec::build_for_steps)
+        {
             Some(Ok(schedule)) => {
                 let spread: f64 = self
                     .levels

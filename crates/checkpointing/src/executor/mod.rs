@@ -103,7 +103,7 @@ struct Work<S, A> {
 const SPARE_STATES: usize = 4;
 
 /// How many actions ahead the executor announces reads to the stores.
-pub(crate) const LOOK_AHEAD: usize = 8;
+pub const LOOK_AHEAD: usize = 8;
 
 /// The actions read ahead of the one running; the reads of the first
 /// `announced` have been announced to the stores.
