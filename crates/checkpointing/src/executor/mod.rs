@@ -362,11 +362,13 @@ where
                 return Err(ExecutorError::EndedEarly { actions: skipped });
             }
         }
-        let offline = schedule.max_n().is_some();
         let mut ahead = Ahead::default();
         let mut terminal = Some(terminal);
         while let Some(action) = ahead.pop().or_else(|| schedule.next()) {
-            if offline {
+            // An online schedule's next actions are known once it is
+            // finalized (its reverse sweep); before, they depend on when
+            // the loop stops.
+            if schedule.max_n().is_some() {
                 self.look_ahead(&mut schedule, &mut ahead);
             }
             let inconsistent = |reason: String| ExecutorError::Inconsistent {
@@ -455,7 +457,8 @@ where
         Err(ExecutorError::EndedEarly { actions: index })
     }
 
-    /// Buffers the next actions of an offline schedule and tells the stores
+    /// Buffers the next actions of a schedule that knows its steps (offline,
+    /// or online once finalized) and tells the stores
     /// which snapshots the next [`LOOK_AHEAD`] actions will read, so that
     /// stores reading in the background start early.
     fn look_ahead<Sc: Schedule>(&mut self, schedule: &mut Sc, ahead: &mut Ahead) {
