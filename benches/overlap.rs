@@ -11,7 +11,7 @@
 //! Columns: time as a ratio to store-all's in RAM (measured in the same
 //! run), the planner's predicted time for the row's disk mode (its
 //! timeline, `plan::Timeline`: blocking, background writes with reads when
-//! needed, or with reads announced `LOOK_AHEAD` actions ahead), peak resident
+//! needed, or with reads announced the executor's `LOOK_AHEAD` actions ahead), peak resident
 //! memory of the process during the gradient (`VmHWM`, reset before each
 //! run), and bytes written to disk. The disk's bandwidth is measured by
 //! `Executor::measure` (a write and a read of a state).
@@ -28,8 +28,7 @@
 use std::fs;
 use std::time::Instant;
 
-use checkpointing::executor::LOOK_AHEAD;
-use checkpointing::plan::{plan, BackgroundIo, Bytes, Timeline};
+use checkpointing::plan::{plan, BackgroundIo, Bytes, Timeline, RAM_OVERHEAD_STATES};
 use checkpointing::schedule::SingleMemoryParams;
 use checkpointing::{
     Checkpoint, DiskStore, Executor, Measurements, MemoryStore, PlanBudget, ScheduleSpec,
@@ -40,22 +39,49 @@ use checkpointing_store::AsyncStore;
 
 type Snapshot = Checkpoint<Vec<f64>>;
 
-/// How the disk level runs.
+/// How the disk level runs: blocking, or an `AsyncStore` of this write
+/// queue capacity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Disk {
     Blocking,
-    BackgroundWrites,
-    BackgroundPrefetch,
+    BackgroundWrites(usize),
+    BackgroundPrefetch(usize),
 }
 
 impl Disk {
-    fn name(self) -> &'static str {
+    fn name(self) -> String {
         match self {
-            Disk::Blocking => "blocking disk",
-            Disk::BackgroundWrites => "background writes",
-            Disk::BackgroundPrefetch => "background writes + prefetch",
+            Disk::Blocking => "blocking disk".into(),
+            Disk::BackgroundWrites(c) => format!("background writes (queue {c})"),
+            Disk::BackgroundPrefetch(c) => format!("background writes + prefetch (queue {c})"),
         }
     }
+
+    /// The lanes of this disk's background store.
+    fn lanes(self) -> Option<BackgroundIo> {
+        match self {
+            Disk::Blocking => None,
+            Disk::BackgroundWrites(c) | Disk::BackgroundPrefetch(c) => {
+                AsyncStore::new(DiskStore::<Snapshot>::temporary().unwrap(), c).background_io(1)
+            }
+        }
+    }
+}
+
+/// The largest write queue, up to the default, whose staged snapshots fit
+/// in `ram_states` states beside the live state, one step's adjoint data and
+/// one RAM snapshot; `None` when even a queue of one does not.
+fn staging_capacity(ram_states: u64) -> Option<usize> {
+    (1..=AsyncStore::<Snapshot, DiskStore<Snapshot>>::DEFAULT_CAPACITY)
+        .rev()
+        .find(|&c| {
+            let staged = Disk::BackgroundPrefetch(c)
+                .lanes()
+                .unwrap()
+                .staged_snapshots;
+            // At least one RAM snapshot left.
+            staged + RAM_OVERHEAD_STATES < ram_states
+        })
 }
 
 /// A store that ignores read announcements: background writes only.
@@ -114,15 +140,13 @@ fn gradient(heat: &HeatEquation, x0: &[f64], spec: &ScheduleSpec, disk: Disk) ->
     let store = DiskStore::temporary().unwrap();
     let mut executor = match disk {
         Disk::Blocking => Executor::new(MemoryStore::new(), store),
-        Disk::BackgroundWrites => Executor::new(
+        Disk::BackgroundWrites(c) => Executor::new(
             MemoryStore::new(),
             NoPrefetch {
-                inner: AsyncStore::with_default_capacity(store),
+                inner: AsyncStore::new(store, c),
             },
         ),
-        Disk::BackgroundPrefetch => {
-            Executor::new(MemoryStore::new(), AsyncStore::with_default_capacity(store))
-        }
+        Disk::BackgroundPrefetch(c) => Executor::new(MemoryStore::new(), AsyncStore::new(store, c)),
     };
     let mut problem = heat.clone();
     reset_peak();
@@ -152,26 +176,16 @@ fn gradient(heat: &HeatEquation, x0: &[f64], spec: &ScheduleSpec, disk: Disk) ->
     }
 }
 
-/// The lanes of the benchmark's `AsyncStore` (default capacity) with reads
-/// announced `look_ahead` actions ahead.
-fn lanes(look_ahead: usize) -> BackgroundIo {
-    BackgroundIo {
-        writes_in_flight: AsyncStore::<Snapshot, DiskStore<Snapshot>>::DEFAULT_CAPACITY as u64 + 1,
-        look_ahead,
-    }
-}
-
 /// The planner's prediction of `spec` run with `disk`: its timeline on the
 /// measured prices, the disk level blocking or in the background as the
 /// row runs it.
 fn predicted(m: &Measurements, budget: &PlanBudget, spec: &ScheduleSpec, disk: Disk) -> f64 {
     let mut input = m.plan_input(budget);
     if let Some(level) = input.levels[StorageLevel::Disk].as_mut() {
-        level.background = match disk {
-            Disk::Blocking => None,
-            Disk::BackgroundWrites => Some(lanes(0)),
-            Disk::BackgroundPrefetch => Some(lanes(LOOK_AHEAD)),
-        };
+        level.background = disk.lanes();
+    }
+    if let Disk::BackgroundWrites(_) = disk {
+        input.read_look_ahead = 0;
     }
     Timeline::seconds(&input, spec.build_for_steps().unwrap())
 }
@@ -225,12 +239,18 @@ fn main() {
         let ram_states = (steps / fraction).max(1);
         let budget = PlanBudget::new(steps, Bytes(ram_states * state_bytes))
             .with_disk(Bytes(steps * state_bytes));
-        // The pick runs with the disk in the background, and is planned so.
+        // The pick runs with the disk in the background where its staging
+        // fits in RAM beside a snapshot, and is planned so; blocking where
+        // not. The other background rows use the same queue (one where
+        // nothing fits: their staging then exceeds the budget).
+        let capacity = staging_capacity(ram_states);
+        let pick_disk = capacity.map_or(Disk::Blocking, Disk::BackgroundPrefetch);
         let mut input = m.plan_input(&budget);
         if let Some(level) = input.levels[StorageLevel::Disk].as_mut() {
-            level.background = Some(lanes(LOOK_AHEAD));
+            level.background = pick_disk.lanes();
         }
         let plan = plan(&input).unwrap();
+        let capacity = capacity.unwrap_or(1);
         // The best-ranked schedule with a disk level, for the three disk
         // rows; the pick may keep everything in RAM.
         let with_disk = std::iter::once(&plan.best)
@@ -240,8 +260,8 @@ fn main() {
         let memory = format!("1/{fraction} ({ram_states} states)");
         for disk in [
             Disk::Blocking,
-            Disk::BackgroundWrites,
-            Disk::BackgroundPrefetch,
+            Disk::BackgroundWrites(capacity),
+            Disk::BackgroundPrefetch(capacity),
         ] {
             rows.push((
                 memory.clone(),
@@ -255,7 +275,7 @@ fn main() {
             memory,
             "planner's pick".into(),
             plan.best.spec.clone(),
-            Some(Disk::BackgroundPrefetch),
+            Some(pick_disk),
             Some(plan.best.predicted_seconds),
         ));
     }

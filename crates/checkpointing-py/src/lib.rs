@@ -49,6 +49,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // The workspace's version: the wheel's, `checkpointing --version`'s and
     // `ckpt_version()`'s too.
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // How many actions ahead the executor (and the pyrevolve driver)
+    // announce reads.
+    m.add("LOOK_AHEAD", checkpointing::executor::LOOK_AHEAD)?;
     m.add_function(wrap_pyfunction!(registry::_register, m)?)?;
     m.add_function(wrap_pyfunction!(constructors::optimal_steps_binomial, m)?)?;
     m.add_function(wrap_pyfunction!(spec::schedule_from_spec, m)?)?;

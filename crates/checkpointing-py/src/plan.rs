@@ -11,8 +11,10 @@
 //! 1 GB/s, and a latency). Sizes are parsed by [`Bytes`]'s `FromStr`, so the
 //! units are exactly the command's.
 
+use checkpointing::executor::LOOK_AHEAD;
 use checkpointing::{ScheduleSpec, StorageLevel};
-use checkpointing_schedule::plan::{self, Bytes, Candidate, LevelTimes, PlanInput};
+use checkpointing_schedule::plan::{self, Bytes, Candidate, LevelBudget, LevelTimes, PlanInput};
+use checkpointing_store::{background_lanes, ASYNC_DEFAULT_CAPACITY};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt, PyString};
@@ -383,8 +385,8 @@ impl PlannedSchedule {
 
 /// `_plan(max_n, state_bytes, ram, disk, forward_seconds, adjoint_seconds,
 /// disk_write_seconds, disk_read_seconds, disk_bandwidth,
-/// disk_latency_seconds, compression_ratio)`: the work of `adjoint_checkpoints.plan` (see its
-/// docstring), every argument given.
+/// disk_latency_seconds, compression_ratio, disk_background)`: the work of
+/// `adjoint_checkpoints.plan` (see its docstring), every argument given.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn _plan(
@@ -400,6 +402,7 @@ pub(crate) fn _plan(
     disk_bandwidth: Option<&Bound<'_, PyAny>>,
     disk_latency_seconds: f64,
     compression_ratio: f64,
+    disk_background: bool,
 ) -> PyResult<Py<PlannedSchedule>> {
     let steps = match max_n {
         None => None,
@@ -456,9 +459,16 @@ pub(crate) fn _plan(
                     state_bytes.compressed(compression_ratio),
                 )
                 .map_err(plan_error)?;
-            input = input.with_level(StorageLevel::Disk, budget);
+            input = input.with_level(
+                StorageLevel::Disk,
+                background(budget, disk_background, state_bytes, compression_ratio),
+            );
+            if disk_background {
+                input = input.with_read_look_ahead(LOOK_AHEAD);
+            }
         }
         None if times.given() => return Err(plan_error("disk times given without disk")),
+        None if disk_background => return Err(plan_error("disk_background=True without disk")),
         None => {}
     }
     let input = input.with_compression_ratio(compression_ratio);
@@ -495,4 +505,19 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PlannedSchedule>()?;
     m.add("PlanError", py.get_type::<PlanError>())?;
     Ok(())
+}
+
+/// `budget` with the lanes of `ArrayStore("disk")` (a default `AsyncStore`)
+/// when the disk works in the background.
+fn background(
+    budget: LevelBudget,
+    disk_background: bool,
+    state_bytes: Bytes,
+    ratio: f64,
+) -> LevelBudget {
+    if !disk_background {
+        return budget;
+    }
+    let stored = state_bytes.compressed(ratio).0;
+    budget.in_background(background_lanes(ASYNC_DEFAULT_CAPACITY, None, stored))
 }

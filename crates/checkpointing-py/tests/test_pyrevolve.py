@@ -650,7 +650,9 @@ def test_planned_measures_the_step_and_the_disk_then_plans(disk, tmp_path):
 
     heat = Heat()
     fwd = Counted(heat.fwd)
-    budget = {"ram": CELLS * 8 * 5} | ({"disk": CELLS * 8 * 100} if disk else {})
+    # With a disk, RAM also holds what the background disk store stages
+    # (9 snapshots), which the plan reserves.
+    budget = {"ram": CELLS * 8 * (5 + (9 if disk else 0))} | ({"disk": CELLS * 8 * 100} if disk else {})
     revolver = pr.Revolver(heat.cp, fwd, heat.rev, None, N, filedir=str(tmp_path), disk=disk,
                            schedule=pr.planned(**budget, repeats=2))
     # One uncounted and two timed runs of step 0, each from the initial
@@ -666,6 +668,9 @@ def test_planned_measures_the_step_and_the_disk_then_plans(disk, tmp_path):
         assert plan_input["levels"]["disk"]["write_seconds"] == measured["disk_write_seconds"]
         assert plan_input["levels"]["disk"]["read_seconds"] == measured["disk_read_seconds"]
         assert plan_input["levels"]["disk"]["capacity"] == budget["disk"]
+        assert plan_input["levels"]["disk"]["background"] == {"writes_in_flight": 5, "staged_snapshots": 9}
+        # Reads announced as far ahead as the drop-in's driver announces them.
+        assert plan_input["read_look_ahead"] == adjoint_checkpoints._native.LOOK_AHEAD == 8
         assert not any(p.is_file() for p in tmp_path.rglob("*")), "the measurement's snapshot was left behind"
     else:
         assert plan_input["levels"]["disk"] is None
@@ -674,7 +679,8 @@ def test_planned_measures_the_step_and_the_disk_then_plans(disk, tmp_path):
 
 
 def test_planned_as_the_default_plans_for_each_revolver():
-    choice = pr.planned(ram=CELLS * 8 * 4, disk=CELLS * 8 * 50, repeats=1)
+    # RAM: 4 states and the background disk store's 9 staged snapshots.
+    choice = pr.planned(ram=CELLS * 8 * (4 + 9), disk=CELLS * 8 * 50, repeats=1)
     previous = pr.set_default_schedule(choice)
     try:
         assert pr.get_default_schedule() is choice

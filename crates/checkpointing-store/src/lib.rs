@@ -40,7 +40,7 @@ mod hdf5_store;
 mod lossy;
 mod quantized;
 
-pub use async_store::AsyncStore;
+pub use async_store::{background_lanes, AsyncStore, ASYNC_DEFAULT_CAPACITY};
 /// The error of adopting a manifest through an [`AsyncStore`] whose inner
 /// store is not durable; one type with `checkpointing_mpi`'s.
 pub use checkpointing::NotDurable;

@@ -3,7 +3,7 @@
 //! prediction is the timeline's (no more than the blocking sum), and a
 //! verification's model of each exactly costed run is that prediction.
 
-use checkpointing::plan::{plan, Bytes, Costing};
+use checkpointing::plan::{plan, BackgroundIo, Bytes, Costing, Timeline};
 use checkpointing::{
     DiskStore, Executor, MemoryStore, PlanBudget, Problem, Step, StorageLevel, UserError,
     VerifyOptions,
@@ -34,9 +34,15 @@ fn problem() -> Damped {
     Damped
 }
 
-fn budget() -> PlanBudget {
+/// `ram_states` states of RAM and a disk for every step.
+fn budget_of(ram_states: u64) -> PlanBudget {
     let state = (CELLS * 8) as u64;
-    PlanBudget::new(STEPS, Bytes(6 * state)).with_disk(Bytes(STEPS * 2 * state))
+    PlanBudget::new(STEPS, Bytes(ram_states * state)).with_disk(Bytes(STEPS * 2 * state))
+}
+
+/// Room for the background store's 9 staged snapshots and a few more.
+fn budget() -> PlanBudget {
+    budget_of(16)
 }
 
 #[test]
@@ -49,29 +55,25 @@ fn a_background_disk_is_priced_on_the_timeline() {
         .unwrap();
     let capacity = AsyncStore::<Vec<f64>, DiskStore<Vec<f64>>>::DEFAULT_CAPACITY as u64;
     let disk = measured.levels[StorageLevel::Disk].unwrap();
-    assert_eq!(disk.background_writes, Some(capacity + 1));
-    assert_eq!(
-        measured.levels[StorageLevel::Ram]
-            .unwrap()
-            .background_writes,
-        None
-    );
+    let lanes = BackgroundIo {
+        writes_in_flight: capacity + 1,
+        staged_snapshots: 2 * capacity + 1,
+    };
+    assert_eq!(disk.background, Some(lanes));
+    assert_eq!(measured.levels[StorageLevel::Ram].unwrap().background, None);
 
     let input = measured.plan_input(&budget());
     let lanes = input.levels[StorageLevel::Disk].unwrap().background;
     assert!(lanes.is_some());
+    // The same schedule priced blocking costs at least as much.
     let mut blocking = input.clone();
     blocking.levels[StorageLevel::Disk]
         .as_mut()
         .unwrap()
         .background = None;
-    let (overlapped, blocked) = (plan(&input).unwrap(), plan(&blocking).unwrap());
-    assert!(
-        overlapped.best.predicted_seconds <= blocked.best.predicted_seconds,
-        "{} > {}",
-        overlapped.best.predicted_seconds,
-        blocked.best.predicted_seconds
-    );
+    let pick = plan(&input).unwrap().best.spec;
+    let seconds = |input| Timeline::seconds(input, pick.build_for_steps().unwrap());
+    assert!(seconds(&input) <= seconds(&blocking), "{pick:?}");
 
     let options = VerifyOptions::default()
         .with_alternatives(3)
@@ -90,4 +92,44 @@ fn a_background_disk_is_priced_on_the_timeline() {
         }
     }
     assert!(exact > 0);
+}
+
+/// Staged snapshots are memory: a planned run over a background disk stays
+/// within the RAM it was given, counting the saves not yet written and the
+/// reads ahead, which the plan reserves; a budget too small for them is a
+/// typed error.
+#[test]
+fn a_planned_run_with_staging_stays_within_its_ram() {
+    let initial: Vec<f64> = (0..CELLS).map(|i| (i as f64 * 1e-3).sin()).collect();
+    let mut with_disk = 0;
+    for (capacity, ram_states) in [(4, 13), (4, 20), (1, 6), (2, 9)] {
+        let budget = budget_of(ram_states);
+        let disk = AsyncStore::new(DiskStore::temporary().unwrap(), capacity);
+        let out = Executor::new(MemoryStore::new(), disk)
+            .run_planned(&mut problem(), &budget, initial.clone(), |x| Ok(x.clone()))
+            .unwrap();
+        let stats = &out.outcome.stats;
+        let what = format!(
+            "capacity {capacity}, {ram_states} states: {}",
+            out.plan.best.spec.name()
+        );
+        with_disk += usize::from(stats.levels[StorageLevel::Disk].writes > 0);
+        assert!(
+            stats.peak_snapshot_bytes <= budget.ram().0,
+            "{what}: peak {} > {}",
+            stats.peak_snapshot_bytes,
+            budget.ram().0,
+        );
+    }
+    assert!(with_disk >= 2, "{with_disk} runs used the disk");
+    // Nine staged snapshots, the live state and one step's adjoint data do
+    // not fit in 10 states: refused before running.
+    let disk = AsyncStore::with_default_capacity(DiskStore::temporary().unwrap());
+    let refused = Executor::new(MemoryStore::new(), disk).run_planned(
+        &mut problem(),
+        &budget_of(10),
+        initial,
+        |x| Ok(x.clone()),
+    );
+    assert!(refused.is_err(), "{:?}", refused.map(|o| o.plan.best.spec));
 }

@@ -17,6 +17,7 @@ from ._plan import Verification
 
 __all__ = [
     "__version__",
+    "LOOK_AHEAD",
     "_register",
     "optimal_steps_binomial",
     "schedule_from_spec",
@@ -66,6 +67,7 @@ __all__ = [
 ]
 
 __version__: Final[str]
+LOOK_AHEAD: Final[int]
 
 RECORD_DTYPE: Final[dict[str, Any]]
 RECORD_KINDS: Final[dict[str, int]]
@@ -334,6 +336,7 @@ def _plan(
     disk_bandwidth: int | str | None,
     disk_latency_seconds: float | None,
     compression_ratio: float | None,
+    disk_background: bool,
 ) -> PlannedSchedule: ...
 def _parse_bytes(name: str, value: int | str) -> int: ...
 

@@ -33,6 +33,7 @@ def plan(
     disk_bandwidth: Optional[Bytes] = None,
     disk_latency_seconds: float = 0.0,
     compression_ratio: float = 1.0,
+    disk_background: bool = False,
 ) -> PlannedSchedule:
     """The recommended schedule for ``max_n`` steps of ``state_bytes``
     states within ``ram`` bytes of RAM (and ``disk`` bytes of disk): every
@@ -89,9 +90,18 @@ def plan(
       adjoint data stay uncompressed; ``peak_bytes`` are the true peaks.
       Fold the codec's time into ``disk_write_seconds``.
 
+    - ``disk_background``: the disk level is an ``ArrayStore("disk")``
+      working in the background (its default; the pyrevolve drop-in's disk
+      storage): its writes and reads are priced on the planner's timeline,
+      overlapping the steps (reads announced ``LOOK_AHEAD`` = 8 actions
+      ahead, as the pyrevolve driver and the Rust executor do), and its
+      staged snapshots (up to 9: 5 writes in flight, 4 reads ahead) are
+      reserved in ``ram``. Without it every disk write and read blocks.
+
     The predicted time is ``forward_seconds x forward steps +
     adjoint_seconds x adjoint steps + write seconds x disk writes + read
-    seconds x disk reads``.
+    seconds x disk reads`` (with ``disk_background``, the timeline's: what
+    the steps do not hide).
 
     Raises :class:`PlanError` (a ``ValueError``) with the planner's message
     for arguments with no plan: no ``forward_seconds``, a ``disk`` without
@@ -157,6 +167,7 @@ def plan(
         disk_bandwidth,
         disk_latency_seconds,
         compression_ratio,
+        disk_background,
     )
 
 

@@ -3,7 +3,7 @@
 //! costed candidate that its table provably does no worse than.
 
 use super::candidates::fits;
-use super::{Candidate, Costing, PlanInput, RAM_OVERHEAD_STATES};
+use super::{Candidate, Costing, PlanInput};
 use crate::levels::PerLevel;
 use crate::schedule::ScheduleSpec;
 use crate::StorageLevel;
@@ -142,7 +142,7 @@ pub(super) fn estimate(
     let peak_bytes = PerLevel::from_fn(|level| match level {
         StorageLevel::Ram => class
             .ram
-            .saturating_add(RAM_OVERHEAD_STATES)
+            .saturating_add(input.ram_overhead_states())
             .saturating_mul(state),
         StorageLevel::Disk => disk.saturating_mul(state),
         _ => 0,

@@ -48,6 +48,11 @@ pub struct PlanInput {
     /// as the executor of the crate `checkpointing` does; see
     /// [`PlanInput::with_dead_steps_skipped`].
     pub skips_dead_steps: bool,
+    /// How many actions ahead of the one running the reads of a
+    /// background level are announced (the executor's `LOOK_AHEAD`; 0:
+    /// each read starts when it is needed). See
+    /// [`PlanInput::with_read_look_ahead`].
+    pub read_look_ahead: usize,
 }
 
 impl PlanInput {
@@ -67,7 +72,29 @@ impl PlanInput {
             profile: None,
             compression_ratio: 1.0,
             skips_dead_steps: false,
+            read_look_ahead: 0,
         }
+    }
+
+    /// This input for a run that announces the reads of its background
+    /// levels `actions` ahead of the one running (the executor of the crate
+    /// `checkpointing` announces `LOOK_AHEAD`), so that they run while the
+    /// steps before them do ([`Timeline`](super::Timeline)).
+    pub fn with_read_look_ahead(mut self, actions: usize) -> Self {
+        self.read_look_ahead = actions;
+        self
+    }
+
+    /// States RAM holds besides its snapshots: the live state and one
+    /// step's adjoint data ([`RAM_OVERHEAD_STATES`]), and what background
+    /// levels stage ([`BackgroundIo::staged_snapshots`](super::BackgroundIo::staged_snapshots)).
+    pub fn ram_overhead_states(&self) -> u64 {
+        self.levels
+            .iter()
+            .filter_map(|(_, b)| b.and_then(|b| b.background))
+            .fold(RAM_OVERHEAD_STATES, |held, io| {
+                held.saturating_add(io.staged_snapshots)
+            })
     }
 
     /// This input for a run that does (`true`) or does not skip the forward
@@ -167,7 +194,8 @@ impl PlanInput {
     /// The input as the planner sees stored snapshots: sizes divided by
     /// the compression ratio (rounded up; the profile's too), and RAM's
     /// capacity reduced by what the uncompressed overhead takes beyond its
-    /// compressed count, `RAM_OVERHEAD_STATES · (s − ⌈s/ratio⌉)` for the
+    /// compressed count, `overhead · (s − ⌈s/ratio⌉)` (overhead:
+    /// [`ram_overhead_states`](Self::ram_overhead_states)) for the
     /// largest state `s`, so that every count and fit computed from one
     /// snapshot size is exact. The input itself when not compressed.
     pub fn stored(&self) -> Result<PlanInput, PlanError> {
@@ -196,7 +224,8 @@ impl PlanInput {
     pub(super) fn uncompressed_overhead(&self) -> u64 {
         let largest = self.largest_state();
         let compressed = largest.compressed(self.compression_ratio);
-        RAM_OVERHEAD_STATES.saturating_mul(largest.0.saturating_sub(compressed.0))
+        self.ram_overhead_states()
+            .saturating_mul(largest.0.saturating_sub(compressed.0))
     }
 
     /// This input with `budget` for `level` (DEVICE, RAM or DISK).
@@ -218,7 +247,7 @@ impl PlanInput {
         Ok(PerLevel::from_fn(|level| {
             let held = self.levels[level].map_or(0, |b| b.capacity.0 / state);
             if level == StorageLevel::Ram {
-                held.saturating_sub(RAM_OVERHEAD_STATES)
+                held.saturating_sub(self.ram_overhead_states())
             } else {
                 held
             }

@@ -45,17 +45,19 @@ pub struct LevelBudget {
 
 /// A level whose writes and reads run on background lanes (the crate
 /// `checkpointing-store`'s `AsyncStore`): a write lane that takes the
-/// saves in order and a read lane that serves the reads the executor
-/// announces ahead, each taking the level's `write_seconds` or
-/// `read_seconds` a snapshot.
+/// saves in order and a read lane that serves the reads announced ahead
+/// ([`PlanInput::read_look_ahead`](super::PlanInput::read_look_ahead)),
+/// each taking the level's `write_seconds` or `read_seconds` a snapshot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct BackgroundIo {
     /// Writes issued and not finished (queued or being written) before a
     /// save waits for the oldest.
     pub writes_in_flight: u64,
-    /// How many actions ahead of the one running the executor announces
-    /// reads (its look-ahead).
-    pub look_ahead: usize,
+    /// Most snapshots the level holds in memory at once besides what it
+    /// stores: saves not yet written and reads ahead not yet taken. The
+    /// planner reserves them in RAM, beside the live state and one step's
+    /// adjoint data.
+    pub staged_snapshots: u64,
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -82,9 +84,11 @@ impl LevelBudget {
     /// use checkpointing_schedule::StorageLevel;
     /// let disk = LevelBudget::new(Bytes(1000), 0.5, 0.5);
     /// let input = |disk| {
-    ///     PlanInput::new(Some(100), Bytes(10), Bytes(50)).with_level(StorageLevel::Disk, disk)
+    ///     PlanInput::new(Some(100), Bytes(10), Bytes(50))
+    ///         .with_level(StorageLevel::Disk, disk)
+    ///         .with_read_look_ahead(8)
     /// };
-    /// let lanes = BackgroundIo { writes_in_flight: 5, look_ahead: 8 };
+    /// let lanes = BackgroundIo { writes_in_flight: 5, staged_snapshots: 0 };
     /// let blocking = plan(&input(disk)).unwrap().best.predicted_seconds;
     /// let overlapped = plan(&input(disk.in_background(lanes))).unwrap().best.predicted_seconds;
     /// assert!(overlapped < blocking);

@@ -271,14 +271,15 @@ pub fn plan_observed(
 fn nothing_fits(input: &PlanInput) -> PlanError {
     let ram = input.levels[StorageLevel::Ram].expect("checked");
     let state = input.state_bytes.0;
-    let overhead = RAM_OVERHEAD_STATES.saturating_mul(state);
+    let overhead_states = input.ram_overhead_states();
+    let overhead = overhead_states.saturating_mul(state);
     let first_state = input
         .profile
         .as_ref()
         .map(|p| overhead.saturating_add(p.state_bytes[0]));
     let uniform = std::iter::once(0)
         .chain((0..63).map(|k| 1u64 << k))
-        .map(|extra| (RAM_OVERHEAD_STATES + extra).saturating_mul(state));
+        .map(|extra| (overhead_states + extra).saturating_mul(state));
     let mut smallest = None;
     for bytes in first_state.into_iter().chain(uniform) {
         if bytes <= ram.capacity.0 {

@@ -23,7 +23,7 @@ use crate::levels::PerLevel;
 ///   [`writes_in_flight`](BackgroundIo::writes_in_flight) writes are
 ///   unfinished, the save first waits for the oldest, `t ← min e`;
 /// * a read of step `n` is announced when the action
-///   [`look_ahead`](BackgroundIo::look_ahead) actions before it starts, at
+///   [`read_look_ahead`](PlanInput::read_look_ahead) actions before it starts, at
 ///   `t_a`; it starts at `max(t_a, r_free, e_n)` (after the save of `n`) and
 ///   ends `start + r` (`r_free ← end`); the action that needs it waits,
 ///   `t ← max(t, end)`; a read not announced starts when it is needed;
@@ -35,14 +35,14 @@ use crate::levels::PerLevel;
 /// ```
 /// use checkpointing_schedule::plan::{BackgroundIo, Bytes, LevelBudget, PlanInput, Timeline};
 /// use checkpointing_schedule::{Revolve, StorageLevel};
-/// let mut input = PlanInput::new(Some(20), Bytes(8), Bytes(16));
+/// let mut input = PlanInput::new(Some(20), Bytes(8), Bytes(16)).with_read_look_ahead(8);
 /// input.forward_seconds = 1.0;
 /// input.adjoint_seconds = 1.0;
 /// let blocking = LevelBudget::new(Bytes(1 << 20), 0.5, 0.5);
 /// let with = |disk| input.clone().with_level(StorageLevel::Ram, disk);
 /// let schedule = || Revolve::new(20, 3).unwrap();
 /// let stalled = Timeline::seconds(&with(blocking), schedule());
-/// let lanes = BackgroundIo { writes_in_flight: 4, look_ahead: 8 };
+/// let lanes = BackgroundIo { writes_in_flight: 4, staged_snapshots: 8 };
 /// let hidden = Timeline::seconds(&with(blocking.in_background(lanes)), schedule());
 /// assert!(hidden < stalled);
 /// ```
@@ -78,18 +78,11 @@ struct Lanes {
 impl<'a> Timeline<'a> {
     /// An empty timeline priced by `input`.
     pub fn new(input: &'a PlanInput) -> Self {
-        let look_ahead = input
-            .levels
-            .iter()
-            .filter_map(|(_, b)| b.and_then(|b| b.background))
-            .map(|b| b.look_ahead)
-            .max()
-            .unwrap_or(0);
         Self {
             input,
             ahead: VecDeque::new(),
             front: 0,
-            horizon: look_ahead.max(DEAD_OUTPUT_SCAN),
+            horizon: input.read_look_ahead.max(DEAD_OUTPUT_SCAN),
             t: 0.0,
             lanes: PerLevel::default(),
         }
@@ -228,11 +221,11 @@ impl<'a> Timeline<'a> {
     /// it starts that action.
     fn announce(&mut self, index: u64) {
         for level in StorageLevel::STORED {
-            let Some(lanes_io) = self.background(level) else {
+            if self.background(level).is_none() {
                 continue;
-            };
+            }
             let read = self.read_seconds(level);
-            let last = index + lanes_io.look_ahead as u64;
+            let last = index + self.input.read_look_ahead as u64;
             let t = self.t;
             let lanes = &mut self.lanes[level];
             let first = lanes.announced.max(index) + 1;
@@ -352,7 +345,7 @@ mod tests {
     fn lanes_hide_what_the_steps_cover() {
         let lanes = BackgroundIo {
             writes_in_flight: 4,
-            look_ahead: 8,
+            staged_snapshots: 8,
         };
         for seconds in [0.0, 0.1, 0.5, 1.0, 3.0, 20.0] {
             let disk = LevelBudget::new(Bytes(1 << 20), seconds, seconds);
@@ -411,7 +404,7 @@ mod tests {
         let with = |writes_in_flight| {
             let lanes = BackgroundIo {
                 writes_in_flight,
-                look_ahead: 8,
+                staged_snapshots: writes_in_flight,
             };
             let mut input = input(disk.in_background(lanes));
             input.forward_seconds = 0.0;
@@ -437,9 +430,10 @@ mod tests {
         let with = |look_ahead| {
             let lanes = BackgroundIo {
                 writes_in_flight: 4,
-                look_ahead,
+                staged_snapshots: 8,
             };
-            Timeline::seconds(&input(disk.in_background(lanes)), stream.clone())
+            let input = input(disk.in_background(lanes)).with_read_look_ahead(look_ahead);
+            Timeline::seconds(&input, stream.clone())
         };
         // 11 steps of 1 s; the read is announced as action 3 starts (t = 3)
         // and ends at 6.

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use checkpointing::plan::BackgroundIo;
 use checkpointing::{DurableStore, Footprint, SnapshotStore, Step, StorageError, StoreStats};
 
 mod durable;
@@ -108,10 +109,8 @@ where
     T: Footprint + Send + 'static,
     St: SnapshotStore<T> + Send + 'static,
 {
-    /// How many saves queue, and how many reads run ahead, by default
-    /// where this crate's users put a store in the background (the demo,
-    /// `plan --verify`, the Python stores).
-    pub const DEFAULT_CAPACITY: usize = 4;
+    /// [`ASYNC_DEFAULT_CAPACITY`].
+    pub const DEFAULT_CAPACITY: usize = ASYNC_DEFAULT_CAPACITY;
 
     /// Moves `inner` to two background lanes, a write lane with a queue of
     /// `capacity` pending saves (at least 1) and a read lane with at most
@@ -352,6 +351,42 @@ where
     }
 }
 
+/// How many saves queue, and how many reads run ahead, in an
+/// [`AsyncStore`] by default, where this crate's users put a store in the
+/// background (the demo, `plan --verify`, the Python stores).
+pub const ASYNC_DEFAULT_CAPACITY: usize = 4;
+
+/// The lanes of an [`AsyncStore`] of `capacity` (at least 1), with a byte
+/// budget for its writes if any, for snapshots of `snapshot_bytes`: writes
+/// in flight are the queued saves (`capacity`) and the one being written,
+/// fewer where the byte budget holds fewer snapshots (at least one); staged
+/// are those and up to `capacity` reads ahead.
+///
+/// ```
+/// use checkpointing_store::{background_lanes, AsyncStore};
+/// use checkpointing::DiskStore;
+/// let lanes = background_lanes(AsyncStore::<f64, DiskStore<f64>>::DEFAULT_CAPACITY, None, 1000);
+/// assert_eq!(AsyncStore::<f64, DiskStore<f64>>::DEFAULT_CAPACITY, checkpointing_store::ASYNC_DEFAULT_CAPACITY);
+/// assert_eq!((lanes.writes_in_flight, lanes.staged_snapshots), (5, 9));
+/// assert_eq!(background_lanes(4, Some(2500), 1000).writes_in_flight, 2);
+/// ```
+pub fn background_lanes(
+    capacity: usize,
+    byte_budget: Option<u64>,
+    snapshot_bytes: u64,
+) -> BackgroundIo {
+    let capacity = capacity.max(1) as u64;
+    let queued = capacity + 1;
+    let writes_in_flight = match byte_budget {
+        Some(budget) => queued.min(budget / snapshot_bytes.max(1)).max(1),
+        None => queued,
+    };
+    BackgroundIo {
+        writes_in_flight,
+        staged_snapshots: writes_in_flight + capacity,
+    }
+}
+
 fn lane_gone() -> StorageError {
     StorageError::Io {
         step: 0,
@@ -421,14 +456,13 @@ where
         }
     }
 
-    /// The queued saves (`capacity`) and the one being written, fewer where
-    /// the byte budget holds fewer snapshots (at least one).
-    fn background_writes(&self, snapshot_bytes: u64) -> Option<u64> {
-        let queued = self.capacity as u64 + 1;
-        Some(match self.byte_budget {
-            Some(budget) => queued.min(budget / snapshot_bytes.max(1)).max(1),
-            None => queued,
-        })
+    /// [`background_lanes`] of this store's capacity and byte budget.
+    fn background_io(&self, snapshot_bytes: u64) -> Option<BackgroundIo> {
+        Some(background_lanes(
+            self.capacity,
+            self.byte_budget,
+            snapshot_bytes,
+        ))
     }
 
     fn flush(&mut self) -> Result<(), StorageError> {

@@ -85,11 +85,11 @@ pub struct LevelMeasurement {
     pub snapshot_bytes: u64,
     /// The probe's traffic on this store.
     pub traffic: StoreStats,
-    /// Saves that may be unfinished before one waits, for a store that
-    /// writes in the background
-    /// ([`SnapshotStore::background_writes`]); `None` for a blocking one.
-    /// The planner then prices the level's I/O on its timeline.
-    pub background_writes: Option<u64>,
+    /// The lanes of a store that works in the background
+    /// ([`SnapshotStore::background_io`]); `None` for a blocking one. The
+    /// planner then prices the level's I/O on its timeline and reserves
+    /// its staging in RAM.
+    pub background: Option<BackgroundIo>,
 }
 
 impl LevelMeasurement {
@@ -98,11 +98,8 @@ impl LevelMeasurement {
     fn budget(&self, capacity: Bytes) -> LevelBudget {
         let budget = LevelBudget::new(capacity, self.write_seconds, self.read_seconds())
             .with_write_sd(self.write_sd_seconds);
-        match self.background_writes {
-            Some(writes_in_flight) => budget.in_background(BackgroundIo {
-                writes_in_flight,
-                look_ahead: LOOK_AHEAD,
-            }),
+        match self.background {
+            Some(lanes) => budget.in_background(lanes),
             None => budget,
         }
     }
@@ -165,9 +162,11 @@ impl Measurements {
     /// ([`LevelMeasurement::write_sd_seconds`]).
     pub fn plan_input(&self, budget: &PlanBudget) -> PlanInput {
         let state = self.state_bytes.max(1);
-        // The executor skips the forward steps whose output is never read.
-        let mut input =
-            PlanInput::new(budget.steps, Bytes(state), budget.ram()).with_dead_steps_skipped(true);
+        // The executor skips the forward steps whose output is never read,
+        // and announces reads LOOK_AHEAD actions ahead.
+        let mut input = PlanInput::new(budget.steps, Bytes(state), budget.ram())
+            .with_dead_steps_skipped(true)
+            .with_read_look_ahead(LOOK_AHEAD);
         input.forward_seconds = self.forward_seconds.max(MIN_FORWARD_SECONDS);
         input.adjoint_seconds = self.adjoint_seconds + self.copy_seconds;
         for (level, measured) in self.levels.iter() {
@@ -211,7 +210,7 @@ impl Measurements {
         let background = self
             .levels
             .iter()
-            .any(|(_, m)| m.is_some_and(|m| m.background_writes.is_some()));
+            .any(|(_, m)| m.is_some_and(|m| m.background.is_some()));
         match spec
             .filter(|_| background)
             .map(ScheduleSpec::build_for_steps)
@@ -388,7 +387,7 @@ fn probe_store<S: Clone + Footprint>(
         writes => traffic.bytes_written / writes,
     };
     Ok(LevelMeasurement {
-        background_writes: store.background_writes(snapshot_bytes.max(1)),
+        background: store.background_io(snapshot_bytes.max(1)),
         write_seconds: mean(&writes),
         write_sd_seconds: sample_sd(&writes),
         copy_read_seconds: mean(&copies),

@@ -9,7 +9,7 @@
 
 /// Implements the listed [`SnapshotStore`](crate::SnapshotStore) methods of
 /// a wrapper by calling its field `inner` (any name): `remove`,
-/// `held_steps`, `contains`, `prefetch`, `flush`, `background_writes`,
+/// `held_steps`, `contains`, `prefetch`, `flush`, `background_io`,
 /// `resident_bytes`, `stats`, `as_durable`. Without a list, all nine. Use it inside the wrapper's
 /// `impl SnapshotStore<T>`.
 ///
@@ -38,7 +38,7 @@
 macro_rules! forward_to_inner_store {
     ($inner:ident) => {
         $crate::forward_to_inner_store!(
-            $inner: remove, held_steps, contains, prefetch, flush, background_writes,
+            $inner: remove, held_steps, contains, prefetch, flush, background_io,
             resident_bytes, stats, as_durable
         );
     };
@@ -70,9 +70,12 @@ macro_rules! forward_to_inner_store {
             self.$inner.flush()
         }
     };
-    (@one $inner:ident background_writes) => {
-        fn background_writes(&self, snapshot_bytes: u64) -> ::core::option::Option<u64> {
-            self.$inner.background_writes(snapshot_bytes)
+    (@one $inner:ident background_io) => {
+        fn background_io(
+            &self,
+            snapshot_bytes: u64,
+        ) -> ::core::option::Option<$crate::plan::BackgroundIo> {
+            self.$inner.background_io(snapshot_bytes)
         }
     };
     (@one $inner:ident resident_bytes) => {

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{SplitIo, StorageError};
 use crate::action::Step;
+use crate::plan::BackgroundIo;
 
 /// Traffic and occupancy counters of a store.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -140,14 +141,15 @@ pub trait SnapshotStore<T> {
     fn flush(&mut self) -> Result<(), StorageError> {
         Ok(())
     }
-    /// How many saves of `snapshot_bytes` each may be unfinished before a
-    /// save waits, for a store that writes on a background lane and reads
-    /// the [`prefetch`](Self::prefetch)ed steps on another (the crate
-    /// `checkpointing-store`'s `AsyncStore`); `None` (the default) for a
-    /// store whose saves and loads block until done. The planner prices a
-    /// background store's I/O on its timeline
-    /// ([`plan::BackgroundIo`](crate::plan::BackgroundIo)).
-    fn background_writes(&self, snapshot_bytes: u64) -> Option<u64> {
+    /// For a store that writes on a background lane and reads the
+    /// [`prefetch`](Self::prefetch)ed steps on another (the crate
+    /// `checkpointing-store`'s `AsyncStore`), with snapshots of
+    /// `snapshot_bytes`: how many saves may be unfinished before one waits,
+    /// and how many snapshots it may hold staged in memory. `None` (the
+    /// default) for a store whose saves and loads block until done. The
+    /// planner prices a background store's I/O on its timeline and reserves
+    /// its staging in RAM ([`plan::BackgroundIo`](crate::plan::BackgroundIo)).
+    fn background_io(&self, snapshot_bytes: u64) -> Option<BackgroundIo> {
         let _ = snapshot_bytes;
         None
     }
@@ -225,8 +227,8 @@ macro_rules! forward_through_pointer {
         fn flush(&mut self) -> Result<(), StorageError> {
             (**self).flush()
         }
-        fn background_writes(&self, snapshot_bytes: u64) -> Option<u64> {
-            (**self).background_writes(snapshot_bytes)
+        fn background_io(&self, snapshot_bytes: u64) -> Option<BackgroundIo> {
+            (**self).background_io(snapshot_bytes)
         }
         fn resident_bytes(&self) -> u64 {
             (**self).resident_bytes()

@@ -3,7 +3,7 @@ the user's operators and of the storages' slots (:class:`_Run`)."""
 
 from collections import deque
 
-from adjoint_checkpoints import Copy, EndForward, EndReverse, Forward, Move, Reverse, StorageType
+from adjoint_checkpoints import Copy, EndForward, EndReverse, Forward, Move, Reverse, StorageType, _native
 
 from ._errors import RevolverError
 from .storage import Storage, StorageError
@@ -245,8 +245,8 @@ class _Run:
         raise AssertionError(f"internal error: the schedule ended before {end.__name__}")
 
     #: Actions read ahead of the one carried out, to announce the restores
-    #: they will make (as the Rust executor does).
-    LOOK_AHEAD = 8
+    #: they will make (the Rust executor's count, which the planner prices).
+    LOOK_AHEAD = _native.LOOK_AHEAD
 
     def _ahead(self):
         """The schedule's actions, read ``LOOK_AHEAD`` ahead: each one read

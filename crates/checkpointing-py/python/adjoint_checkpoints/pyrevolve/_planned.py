@@ -81,6 +81,9 @@ class Planned:
             forward_seconds=measured["forward_seconds"],
             adjoint_seconds=self.adjoint_seconds,
             compression_ratio=self.compression_ratio,
+            # The drop-in's disk storage is an ArrayStore("disk"), in the
+            # background.
+            disk_background=self.disk is not None,
             **times,
         )
 
@@ -105,7 +108,9 @@ def planned(
 
     ``ram`` and ``disk`` are byte budgets as :func:`adjoint_checkpoints.plan`
     takes them (``ram`` holds the live state and one step's adjoint data
-    besides the snapshots). ``adjoint_seconds`` (the reverse operator's step
+    besides the snapshots, and with ``disk`` what the disk storage, working
+    in the background, stages: up to 9 snapshots, reserved by the plan; its
+    writes and reads are priced as overlapping the steps). ``adjoint_seconds`` (the reverse operator's step
     cannot be timed before the forward has run) only shifts the predicted
     time and never changes the pick; ``compression_ratio`` as for ``plan``
     (1: none assumed, which never overfills a budget); ``repeats`` timed

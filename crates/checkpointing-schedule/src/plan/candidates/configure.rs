@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use super::super::coarsen;
-use super::super::{PlanInput, MAX_CANDIDATES, RAM_OVERHEAD_STATES};
+use super::super::{PlanInput, MAX_CANDIDATES};
 use crate::action::StorageLevel;
 use crate::levels::PerLevel;
 use crate::schedule::{
@@ -174,7 +174,9 @@ fn table_key(spec: &ScheduleSpec) -> String {
 fn heterogeneous(input: &PlanInput) -> Option<ScheduleSpec> {
     let profile = input.profile.as_ref()?;
     let ram = input.levels[StorageLevel::Ram]?.capacity.0;
-    let overhead = RAM_OVERHEAD_STATES.saturating_mul(profile.largest_state());
+    let overhead = input
+        .ram_overhead_states()
+        .saturating_mul(profile.largest_state());
     let budget = ram.checked_sub(overhead)?;
     if profile.steps() >= 2 && budget < profile.state_bytes[0] {
         return None;

@@ -5,9 +5,7 @@
 use super::super::periodic;
 use super::super::profile::Accountant;
 use super::super::timeline::Timeline;
-use super::super::{
-    Candidate, Costing, PlanInput, PLAN_TABLE_WORK, RAM_OVERHEAD_STATES, REPLAY_STEP_LIMIT,
-};
+use super::super::{Candidate, Costing, PlanInput, PLAN_TABLE_WORK, REPLAY_STEP_LIMIT};
 use crate::action::{Step, StorageLevel};
 use crate::levels::PerLevel;
 use crate::replay::{Cost, LevelCost};
@@ -334,7 +332,7 @@ pub(super) fn predict(input: &PlanInput, spec: ScheduleSpec, costed: Costed) -> 
     let state = input.state_bytes.0;
     let overhead = cost
         .extra_work_steps()
-        .saturating_add(RAM_OVERHEAD_STATES)
+        .saturating_add(input.ram_overhead_states())
         .saturating_mul(state);
     let peak_bytes = PerLevel::from_fn(|level| match &exact {
         Some(e) if level == StorageLevel::Ram => e.peak[level].saturating_add(overhead),
