@@ -3,65 +3,20 @@
 //! the gradient of an uninterrupted run, bit for bit.
 
 use checkpointing::{
-    DiskStore, Executor, ExecutorError, Journal, MemoryStore, Problem, ResumableProblem,
-    ScheduleSpec, SnapshotStore, Step, StorageLevel, UserError,
+    DiskStore, Executor, ExecutorError, Journal, MemoryStore, ScheduleSpec, SnapshotStore, Step,
+    StorageLevel, UserError,
 };
 use checkpointing_store::AsyncStore;
 
 const STEPS: Step = 80;
 
-/// `x_{i+1} = x_i + 0.05 a cos(x_i)`, accumulating `∂J/∂a`; fails (as a
-/// crash would stop the run) at its `fail_at`-th forward step.
-struct Drift {
-    a: f64,
-    grad_a: f64,
-    forward_steps: u64,
-    fail_at: Option<u64>,
-}
+mod common;
 
-impl Drift {
-    fn new(fail_at: Option<u64>) -> Self {
-        Self {
-            a: 1.3,
-            grad_a: 0.0,
-            forward_steps: 0,
-            fail_at,
-        }
-    }
-}
+use common::Drift;
 
-impl Problem for Drift {
-    type State = Vec<f64>;
-    type Adjoint = Vec<f64>;
-
-    fn forward(&mut self, _: Step, x: &mut Vec<f64>) -> Result<(), UserError> {
-        self.forward_steps += 1;
-        if self.fail_at == Some(self.forward_steps) {
-            return Err("simulated crash".into());
-        }
-        for v in x.iter_mut() {
-            *v += 0.05 * self.a * v.cos();
-        }
-        Ok(())
-    }
-
-    fn adjoint(&mut self, _: Step, x: &Vec<f64>, l: &mut Vec<f64>) -> Result<(), UserError> {
-        for (v, l) in x.iter().zip(l.iter_mut()) {
-            self.grad_a += *l * 0.05 * v.cos();
-            *l *= 1.0 - 0.05 * self.a * v.sin();
-        }
-        Ok(())
-    }
-}
-
-impl ResumableProblem for Drift {
-    type Accumulators = f64;
-    fn accumulators(&self) -> f64 {
-        self.grad_a
-    }
-    fn restore_accumulators(&mut self, grad_a: f64) {
-        self.grad_a = grad_a;
-    }
+/// A crash at the `fail_at`-th forward step.
+fn crash() -> Result<(), UserError> {
+    Err("simulated crash".into())
 }
 
 fn spec() -> ScheduleSpec {
@@ -80,20 +35,12 @@ fn terminal(x: &[f64]) -> Result<Vec<f64>, UserError> {
     Ok(x.to_vec())
 }
 
-fn bits(adjoint: &[f64], grad_a: f64) -> Vec<u64> {
-    adjoint
-        .iter()
-        .chain([&grad_a])
-        .map(|v| v.to_bits())
-        .collect()
-}
-
 /// A journaled attempt whose DISK level is a background store over a disk
 /// store in `dir`.
 fn attempt(dir: &std::path::Path, fail_at: Option<u64>) -> Result<Vec<u64>, ExecutorError> {
     let journal = Journal::new(dir, spec(), "drift a=1.3").commit_every_actions(3);
     let disk = AsyncStore::new(DiskStore::in_dir(dir).unwrap(), 2);
-    let mut problem = Drift::new(fail_at);
+    let mut problem = Drift::new(fail_at.map(|k| (k, crash as common::Hook)));
     let out = Executor::new(MemoryStore::new(), disk).run_resumable(
         &mut problem,
         &journal,
@@ -101,7 +48,7 @@ fn attempt(dir: &std::path::Path, fail_at: Option<u64>) -> Result<Vec<u64>, Exec
         |x| terminal(x),
     )?;
     assert!(!journal.exists());
-    Ok(bits(&out.adjoint, problem.grad_a))
+    Ok(problem.bits(&out.adjoint))
 }
 
 #[test]
@@ -113,7 +60,7 @@ fn a_crashed_run_through_a_background_disk_store_resumes_exactly() {
         })
         .unwrap();
     assert!(out.stats.levels[StorageLevel::Disk].writes > 0);
-    let want = bits(&out.adjoint, problem.grad_a);
+    let want = problem.bits(&out.adjoint);
     for fail_at in [10, 45, 90, 130, 170] {
         let dir = tempfile::tempdir().unwrap();
         let crashed = attempt(dir.path(), Some(fail_at));

@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use checkpointing::{
-    Checkpoint, DiskStore, Executor, Journal, MemoryStore, Problem, ResumableProblem, ScheduleSpec,
-    SnapshotStore, Step, StorageError, UserError,
+    Checkpoint, DiskStore, Executor, Journal, MemoryStore, ScheduleSpec, SnapshotStore, Step,
+    StorageError, UserError,
 };
 use checkpointing_store::AsyncStore;
 
@@ -53,56 +53,19 @@ impl SnapshotStore<Snapshot> for HangingDisk {
     checkpointing::forward_to_inner_store!(inner);
 }
 
-/// `x_{i+1} = x_i + 0.05 a cos(x_i)`, accumulating `∂J/∂a`; sets
-/// [`PAUSED`] at its `pause_at`-th forward step.
-struct Drift {
-    a: f64,
-    grad_a: f64,
-    forward_steps: u64,
-    pause_at: Option<u64>,
+mod common;
+
+use common::Drift;
+
+/// Marks the pause: the disk's next save hangs.
+fn pause() -> Result<(), UserError> {
+    PAUSED.store(true, Ordering::SeqCst);
+    Ok(())
 }
 
-impl Problem for Drift {
-    type State = Vec<f64>;
-    type Adjoint = Vec<f64>;
-
-    fn forward(&mut self, _: Step, x: &mut Vec<f64>) -> Result<(), UserError> {
-        self.forward_steps += 1;
-        if self.pause_at == Some(self.forward_steps) {
-            PAUSED.store(true, Ordering::SeqCst);
-        }
-        for v in x.iter_mut() {
-            *v += 0.05 * self.a * v.cos();
-        }
-        Ok(())
-    }
-
-    fn adjoint(&mut self, _: Step, x: &Vec<f64>, l: &mut Vec<f64>) -> Result<(), UserError> {
-        for (v, l) in x.iter().zip(l.iter_mut()) {
-            self.grad_a += *l * 0.05 * v.cos();
-            *l *= 1.0 - 0.05 * self.a * v.sin();
-        }
-        Ok(())
-    }
-}
-
-impl ResumableProblem for Drift {
-    type Accumulators = f64;
-    fn accumulators(&self) -> f64 {
-        self.grad_a
-    }
-    fn restore_accumulators(&mut self, grad_a: f64) {
-        self.grad_a = grad_a;
-    }
-}
-
+/// The problem, pausing at its `pause_at`-th forward step.
 fn drift(pause_at: Option<u64>) -> Drift {
-    Drift {
-        a: 1.3,
-        grad_a: 0.0,
-        forward_steps: 0,
-        pause_at,
-    }
+    Drift::new(pause_at.map(|k| (k, pause as common::Hook)))
 }
 
 fn spec() -> ScheduleSpec {
@@ -118,14 +81,6 @@ fn initial() -> Vec<f64> {
     (0..4096).map(|i| (i as f64 * 1e-3).sin()).collect()
 }
 
-fn bits(adjoint: &[f64], grad_a: f64) -> Vec<u64> {
-    adjoint
-        .iter()
-        .chain([&grad_a])
-        .map(|v| v.to_bits())
-        .collect()
-}
-
 /// A journaled run in `dir` whose DISK level is a background store over
 /// `disk`.
 fn journaled<D>(dir: &Path, disk: D, pause_at: Option<u64>) -> Vec<u64>
@@ -137,7 +92,7 @@ where
     let out = Executor::new(MemoryStore::new(), AsyncStore::new(disk, 3))
         .run_resumable(&mut problem, &journal, initial(), |x| Ok(x.clone()))
         .unwrap();
-    bits(&out.adjoint, problem.grad_a)
+    problem.bits(&out.adjoint)
 }
 
 /// Runs until the disk hangs, then waits to be killed.
@@ -161,7 +116,7 @@ fn a_run_killed_with_writes_in_flight_resumes_bit_for_bit() {
         .run(&mut problem, spec().build().unwrap(), initial(), |x| {
             Ok(x.clone())
         })
-        .map(|out| bits(&out.adjoint, problem.grad_a))
+        .map(|out| problem.bits(&out.adjoint))
         .unwrap();
     let this = std::env::current_exe().unwrap();
     // Within the first sweep, where H-Revolve writes its disk snapshots

@@ -202,7 +202,7 @@ impl<'a> Accountant<'a> {
     /// The sum of `costs[a..b]`, clipped to the chain (the order of
     /// [`crate::HeterogeneousChain::account`], so the sums agree bit for
     /// bit).
-    fn seconds(costs: &[f64], a: Step, b: Step) -> f64 {
+    pub(super) fn seconds(costs: &[f64], a: Step, b: Step) -> f64 {
         let len = costs.len() as Step;
         let (a, b) = (a.min(len) as usize, b.min(len) as usize);
         costs.get(a..b).map_or(0.0, |c| c.iter().sum())

@@ -3,6 +3,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use super::profile::Accountant;
 use super::{BackgroundIo, PlanInput};
 use crate::action::{Action, ForwardOutput, Step, StorageLevel, DEAD_OUTPUT_SCAN};
 use crate::levels::PerLevel;
@@ -143,14 +144,11 @@ impl<'a> Timeline<'a> {
             .map_or(0.0, |b| b.read_seconds)
     }
 
-    /// Seconds of steps `n0..n1` in `uniform` or the profile's `per_step`.
+    /// Seconds of steps `n0..n1` in `uniform` or the profile's `per_step`
+    /// (summed as [`Accountant`] sums them).
     fn steps(uniform: f64, per_step: Option<&[f64]>, n0: Step, n1: Step) -> f64 {
         match per_step {
-            Some(costs) => {
-                let len = costs.len() as Step;
-                let (a, b) = (n0.min(len) as usize, n1.min(len) as usize);
-                costs[a..b].iter().sum()
-            }
+            Some(costs) => Accountant::seconds(costs, n0, n1),
             None => uniform * (n1 - n0) as f64,
         }
     }
@@ -442,5 +440,24 @@ mod tests {
         assert_eq!(with(0), 14.0);
         // Blocking: every write and read exposed.
         assert_eq!(Timeline::seconds(&input(disk), stream.clone()), 14.5);
+    }
+
+    /// Per-step times from a profile: a uniform profile is the scalars.
+    #[test]
+    fn a_uniform_profile_is_the_scalar_times() {
+        let lanes = BackgroundIo {
+            writes_in_flight: 2,
+            staged_snapshots: 3,
+        };
+        let disk = LevelBudget::new(Bytes(1 << 20), 0.7, 0.4).in_background(lanes);
+        let scalar = input(disk);
+        let profile = crate::plan::StepProfile::new(vec![1.0; 60], vec![2.0; 60], vec![8; 60]);
+        let mut profiled = scalar.clone();
+        profiled.profile = Some(profile.unwrap());
+        let (a, b) = (
+            Timeline::seconds(&scalar, schedule()),
+            Timeline::seconds(&profiled, schedule()),
+        );
+        assert!((a - b).abs() < 1e-9, "{a} vs {b}");
     }
 }

@@ -134,3 +134,71 @@ pub fn gradient(
         )
     }
 }
+
+/// What a [`Drift`] does at one forward step (a crash returns an error).
+pub type Hook = fn() -> Result<(), UserError>;
+
+/// `x_{i+1} = x_i + 0.05 a cos(x_i)`, accumulating `∂J/∂a`; at its
+/// `at.0`-th forward step it calls `at.1`.
+pub struct Drift {
+    pub a: f64,
+    pub grad_a: f64,
+    forward_steps: u64,
+    at: Option<(u64, Hook)>,
+}
+
+impl Drift {
+    pub fn new(at: Option<(u64, Hook)>) -> Self {
+        Self {
+            a: 1.3,
+            grad_a: 0.0,
+            forward_steps: 0,
+            at,
+        }
+    }
+
+    /// The bits of a gradient and of this problem's `∂J/∂a`.
+    pub fn bits(&self, adjoint: &[f64]) -> Vec<u64> {
+        adjoint
+            .iter()
+            .chain([&self.grad_a])
+            .map(|v| v.to_bits())
+            .collect()
+    }
+}
+
+impl Problem for Drift {
+    type State = Vec<f64>;
+    type Adjoint = Vec<f64>;
+
+    fn forward(&mut self, _: u64, x: &mut Vec<f64>) -> Result<(), UserError> {
+        self.forward_steps += 1;
+        if let Some((step, hook)) = self.at {
+            if step == self.forward_steps {
+                hook()?;
+            }
+        }
+        for v in x.iter_mut() {
+            *v += 0.05 * self.a * v.cos();
+        }
+        Ok(())
+    }
+
+    fn adjoint(&mut self, _: u64, x: &Vec<f64>, l: &mut Vec<f64>) -> Result<(), UserError> {
+        for (v, l) in x.iter().zip(l.iter_mut()) {
+            self.grad_a += *l * 0.05 * v.cos();
+            *l *= 1.0 - 0.05 * self.a * v.sin();
+        }
+        Ok(())
+    }
+}
+
+impl ResumableProblem for Drift {
+    type Accumulators = f64;
+    fn accumulators(&self) -> f64 {
+        self.grad_a
+    }
+    fn restore_accumulators(&mut self, grad_a: f64) {
+        self.grad_a = grad_a;
+    }
+}
