@@ -82,7 +82,7 @@ where
                 }
                 if skip_last && n + 1 == n1 {
                     // The last step's output is never read (see
-                    // `Executor::live_output_unused`): its input, all the
+                    // `ForwardOutput`): its input, all the
                     // reversal needs, is in WORK, and the step need not
                     // run. The live buffer is kept for the next restore.
                     work.recycle(state);
