@@ -50,6 +50,13 @@ INPUTS = [
         "--steps unknown --state-bytes 80MB --ram 2GiB --disk 100GB --disk-write-seconds 0.2 --forward-seconds 0.05",
     ),
     ((None, 1000, 6000), {"forward_seconds": 0.001}, "--steps unknown --state-bytes 1000 --ram 6000 --forward-seconds 0.001"),
+    (
+        (300, "80MB", "2GB"),
+        {"disk": "4GB", "disk_write_seconds": 0.3, "disk_read_seconds": 0.1, "forward_seconds": 0.1,
+         "disk_background": True},
+        "--steps 300 --state-bytes 80MB --ram 2GB --disk 4GB --disk-write-seconds 0.3 "
+        "--disk-read-seconds 0.1 --forward-seconds 0.1 --disk-background",
+    ),
 ]
 IDS = [flags for _, _, flags in INPUTS]
 

@@ -1,9 +1,11 @@
 //! The planner's input from `checkpointing plan`'s flags: the values' parsers,
 //! each level's flags, the step count and the [`PlanInput`].
 
+use checkpointing::executor::LOOK_AHEAD;
 use checkpointing::{Step, StorageLevel};
 use checkpointing_schedule::plan::{self, Bytes, LevelBudget, LevelTimes, PlanInput, StepProfile};
 use checkpointing_schedule::schedule::{PerStep, ScheduleError};
+use checkpointing_store::{background_lanes, ASYNC_DEFAULT_CAPACITY};
 
 use super::PlanArgs;
 use crate::Failure;
@@ -229,6 +231,13 @@ impl PlanArgs {
                 "--disk-write-sd-seconds given without --disk".into(),
                 2,
             ));
+        }
+        if self.disk_background {
+            let Some(disk) = input.levels[StorageLevel::Disk].as_mut() else {
+                return Err(Failure("--disk-background given without --disk".into(), 2));
+            };
+            disk.background = Some(background_lanes(ASYNC_DEFAULT_CAPACITY, None, mean_state.0));
+            input = input.with_read_look_ahead(LOOK_AHEAD);
         }
         Ok(input.with_compression_ratio(ratio))
     }

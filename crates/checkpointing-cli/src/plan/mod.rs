@@ -96,6 +96,13 @@ pub(crate) struct PlanArgs {
     /// less are preferred when writes are erratic [default: 0].
     #[arg(long, value_name = "SECONDS")]
     disk_write_sd_seconds: Option<f64>,
+    /// The disk is a background store (an AsyncStore with its default
+    /// queue, as the demo and --verify run it): its writes and reads are
+    /// priced on the planner's timeline, overlapping the steps, reads
+    /// announced as far ahead as the executor announces them, and its
+    /// staged snapshots (up to 9) are reserved in RAM.
+    #[arg(long)]
+    disk_background: bool,
     /// Device (GPU) memory budget for snapshots, e.g. 20GB (no device if
     /// left out); hierarchical-revolve is then planned over DEVICE, RAM and
     /// DISK.
