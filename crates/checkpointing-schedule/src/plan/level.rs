@@ -41,6 +41,11 @@ pub struct LevelBudget {
     /// leave exposed ([`Timeline`](super::Timeline)).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub background: Option<BackgroundIo>,
+    /// Seconds the computation waits to hand one snapshot to a background
+    /// level (the state's copy, the queueing), before the write lane takes
+    /// it; 0 by default. Set it with [`LevelBudget::with_issue_seconds`].
+    #[serde(skip_serializing_if = "is_zero")]
+    pub issue_seconds: f64,
 }
 
 /// A level whose writes and reads run on background lanes (the crate
@@ -74,7 +79,15 @@ impl LevelBudget {
             read_seconds,
             write_sd_seconds: 0.0,
             background: None,
+            issue_seconds: 0.0,
         }
+    }
+
+    /// This budget with `seconds` of the computation's own per write to a
+    /// background level (see [`LevelBudget::issue_seconds`]).
+    pub fn with_issue_seconds(mut self, seconds: f64) -> Self {
+        self.issue_seconds = seconds;
+        self
     }
 
     /// This level with its I/O on background lanes (see [`BackgroundIo`]).

@@ -19,7 +19,9 @@ use crate::levels::PerLevel;
 /// write or read adds its seconds to `t`. On a background level (with
 /// [`BackgroundIo`]):
 ///
-/// * a save issued at `t` starts at `max(t, w_free)` and ends
+/// * a save costs the computation the level's
+///   [`issue_seconds`](super::LevelBudget::issue_seconds) (the copy), then,
+///   issued at `t`, starts at `max(t, w_free)` and ends
 ///   `e = start + w` later (`w_free ← e`); when
 ///   [`writes_in_flight`](BackgroundIo::writes_in_flight) writes are
 ///   unfinished, the save first waits for the oldest, `t ← min e`;
@@ -257,6 +259,7 @@ impl<'a> Timeline<'a> {
             self.t += seconds;
             return;
         };
+        self.t += self.input.levels[level].map_or(0.0, |b| b.issue_seconds);
         let t = self.t;
         let lanes = &mut self.lanes[level];
         // A new save replaces what was read ahead of the old one.
@@ -412,6 +415,15 @@ mod tests {
         assert_eq!(with(1), 4.0);
         // Saves at 0, 0, 0 ending at 1, 2, 3; the adjoint ends at 2.
         assert_eq!(with(4), 3.0);
+        // Each save's copy costs the computation 0.25 s: saves issued at
+        // 0.25, 0.5, 0.75 end at 1.25, 2.25, 3.25; the adjoint ends at 2.75.
+        let lanes = BackgroundIo {
+            writes_in_flight: 4,
+            staged_snapshots: 4,
+        };
+        let mut copying = input(disk.in_background(lanes).with_issue_seconds(0.25));
+        copying.forward_seconds = 0.0;
+        assert_eq!(Timeline::seconds(&copying, stream), 3.25);
     }
 
     /// A read announced ahead runs while the steps before it do.

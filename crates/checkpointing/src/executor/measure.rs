@@ -90,6 +90,11 @@ pub struct LevelMeasurement {
     /// planner then prices the level's I/O on its timeline and reserves
     /// its staging in RAM.
     pub background: Option<BackgroundIo>,
+    /// Seconds the caller waits in a save before it returns (the state's
+    /// copy and the hand-over; for a blocking store, the whole write): mean
+    /// of the rounds. A background level costs the computation this per
+    /// write ([`LevelBudget::issue_seconds`]).
+    pub issue_seconds: f64,
 }
 
 impl LevelMeasurement {
@@ -99,7 +104,9 @@ impl LevelMeasurement {
         let budget = LevelBudget::new(capacity, self.write_seconds, self.read_seconds())
             .with_write_sd(self.write_sd_seconds);
         match self.background {
-            Some(lanes) => budget.in_background(lanes),
+            Some(lanes) => budget
+                .in_background(lanes)
+                .with_issue_seconds(self.issue_seconds),
             None => budget,
         }
     }
@@ -330,9 +337,13 @@ fn probe_store<S: Clone + Footprint>(
     let before = store.stats();
     let (mut writes, mut copies, mut moves) = (Vec::new(), Vec::new(), Vec::new());
     let mut spare: Option<S> = None;
+    // What the caller waits for in a save (the copy, the hand-over), apart
+    // from the write itself, which the flush waits for.
+    let mut issues = Vec::new();
     let started = Instant::now();
     while more_rounds(&writes, started) {
         timed(&mut writes, || {
+            let issued = Instant::now();
             let ics = match spare.take() {
                 Some(mut buffer) => {
                     buffer.clone_from(state);
@@ -351,6 +362,7 @@ fn probe_store<S: Clone + Footprint>(
                     deps: Vec::new(),
                 },
             )?;
+            issues.push(issued.elapsed());
             store.flush()
         })?;
         let read = timed(&mut copies, || {
@@ -388,6 +400,7 @@ fn probe_store<S: Clone + Footprint>(
     };
     Ok(LevelMeasurement {
         background: store.background_io(snapshot_bytes.max(1)),
+        issue_seconds: mean(&issues),
         write_seconds: mean(&writes),
         write_sd_seconds: sample_sd(&writes),
         copy_read_seconds: mean(&copies),
