@@ -14,7 +14,6 @@
 //! Three replays of a few periods each take microseconds to milliseconds
 //! where the full replay of a million steps takes seconds.
 
-use super::{PlanInput, Timeline};
 use crate::action::Step;
 use crate::levels::PerLevel;
 use crate::replay::{Cost, LevelCost};
@@ -98,30 +97,4 @@ pub(super) fn extrapolated(spec: &ScheduleSpec) -> Option<Cost> {
         peak_work_steps: field(&|c: &Cost| c.peak_work_steps)?,
     };
     (cost.adjoint_steps == n).then_some(cost)
-}
-
-/// The [`Timeline`] seconds of `spec` on `input`, extrapolated as
-/// [`extrapolated`] extrapolates the counts: `t(2) + (K − 2)·(t(3) − t(2))`
-/// from timelines of 2, 3 and 4 periods, where the three are affine in the
-/// number of periods (to a relative 1e-9: the lanes reach the same state at
-/// each period's start); `None` otherwise, or where [`extrapolated`] would
-/// not answer.
-pub(super) fn extrapolated_seconds(spec: &ScheduleSpec, input: &PlanInput) -> Option<f64> {
-    let p = period(spec)?;
-    let n = spec.steps();
-    let periods = n.checked_sub(1)? / p;
-    if periods < LEAST_PERIODS {
-        return None;
-    }
-    let tail = n - periods * p;
-    let at = |k: Step| -> Option<f64> {
-        let schedule = with_steps(spec, tail + k * p)?.build_for_steps().ok()?;
-        Some(Timeline::seconds(input, schedule))
-    };
-    let (t2, t3, t4) = (at(2)?, at(3)?, at(4)?);
-    let step = t3 - t2;
-    if ((t4 - t3) - step).abs() > 1e-9 * t4.abs() {
-        return None;
-    }
-    Some(t2 + step * (periods - 2) as f64)
 }

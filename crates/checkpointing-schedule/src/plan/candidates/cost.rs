@@ -170,17 +170,13 @@ pub(super) fn cost_of(
             let periods = 4 * 15 * u128::from(p) * replay_weight(spec);
             if work.take_periodic(periods.min(estimate)) {
                 if let Some(cost) = periodic::extrapolated(spec) {
-                    // Where the timeline's periods are not alike, the
-                    // blocking sum (an upper bound) prices it.
-                    let timeline = input
-                        .has_background_level()
-                        .then(|| periodic::extrapolated_seconds(spec, input))
-                        .flatten();
+                    // Priced blocking (an upper bound): a timeline is not
+                    // affine in the periods where a lane falls behind.
                     return Ok(Costed {
                         cost,
                         costing: Costing::Periodic,
                         exact: None,
-                        timeline,
+                        timeline: None,
                     });
                 }
             }

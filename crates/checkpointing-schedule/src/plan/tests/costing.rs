@@ -56,58 +56,6 @@ proptest! {
     }
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(32))]
-
-    /// A periodic schedule's timeline over a background disk, extrapolated
-    /// from 2, 3 and 4 of its periods, is the full timeline's (to a relative
-    /// 1e-9) wherever it answers, and it answers for two-level on disk.
-    #[test]
-    fn periodic_timeline_extrapolation_equals_the_full_timeline(
-        period in 2u64..20,
-        periods in 8u64..30,
-        snapshots in 1u64..6,
-        disk_family in any::<bool>(),
-        write in 0.0f64..3.0,
-        read in 0.0f64..3.0,
-        writes_in_flight in 1u64..6,
-        look_ahead in 0usize..10,
-    ) {
-        let n = periods * period + 1;
-        let spec = if disk_family {
-            ScheduleSpec::from(crate::schedule::TwoLevelParams {
-                steps: n,
-                period,
-                binomial_snapshots: snapshots,
-                binomial_storage: StorageLevel::Disk,
-                binomial_trajectory: crate::schedule::Trajectory::Maximum,
-            })
-        } else {
-            ScheduleSpec::from(crate::schedule::PeriodicDiskRevolveParams {
-                max_n: n,
-                snapshots_in_ram: snapshots,
-                costs: crate::schedule::Costs { uf: 1.0, ub: 1.0, wd: write, rd: read },
-            })
-        };
-        let lanes = BackgroundIo { writes_in_flight, staged_snapshots: 0 };
-        let disk = LevelBudget::new(Bytes(u64::MAX), write, read).in_background(lanes);
-        let mut input = PlanInput::new(Some(n), Bytes(1), Bytes(u64::MAX))
-            .with_level(StorageLevel::Disk, disk)
-            .with_read_look_ahead(look_ahead)
-            .with_dead_steps_skipped(true);
-        input.forward_seconds = 1.0;
-        input.adjoint_seconds = 2.0;
-        let Ok(schedule) = spec.build_for_steps() else {
-            return Ok(());
-        };
-        let full = Timeline::seconds(&input, schedule);
-        match periodic::extrapolated_seconds(&spec, &input) {
-            Some(t) => prop_assert!((t - full).abs() <= 1e-9 * full, "{:?}: {} vs {}", spec, t, full),
-            None => prop_assert!(!disk_family, "{:?} not extrapolated", spec),
-        }
-    }
-}
-
 /// A disk whose writes vary adds `sd · √writes` to every candidate that
 /// writes to it, and nothing to one that does not: predictions with and
 /// without the spread differ by exactly that term.
