@@ -95,6 +95,41 @@ impl ForwardOutput {
     }
 }
 
+/// Follows an action stream one action at a time and names each forward
+/// whose last step turns out dead by [`ForwardOutput`]'s rule: what
+/// [`Replay`](crate::Replay) and the planner's accounting count.
+///
+/// ```
+/// use checkpointing_schedule::action::DeadSteps;
+/// use checkpointing_schedule::Revolve;
+/// let mut dead = DeadSteps::default();
+/// let count = Revolve::new(10, 10).unwrap().filter(|a| dead.observe(a).is_some()).count();
+/// assert_eq!(count, 9);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct DeadSteps {
+    /// The forward whose output is not yet known to be read or not.
+    pending: Option<(ForwardOutput, Action)>,
+}
+
+impl DeadSteps {
+    /// Reads the next action; returns the earlier forward whose last step
+    /// this action shows dead, if any.
+    pub fn observe(&mut self, action: &Action) -> Option<Action> {
+        let mut dead = None;
+        if let Some((output, forward)) = self.pending.as_mut() {
+            if let Some(unused) = output.observe(action) {
+                dead = unused.then_some(*forward);
+                self.pending = None;
+            }
+        }
+        if self.pending.is_none() {
+            self.pending = ForwardOutput::of(action).map(|output| (output, *action));
+        }
+        dead
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

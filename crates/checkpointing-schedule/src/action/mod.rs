@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 mod dead_output;
 
-pub use dead_output::{ForwardOutput, DEAD_OUTPUT_SCAN};
+pub use dead_output::{DeadSteps, ForwardOutput, DEAD_OUTPUT_SCAN};
 
 /// A step index of the forward loop. Step `n` is the state *before* the
 /// `n`-th forward step, so a loop of `max_n` steps has states `0..=max_n`.

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use super::PlanError;
-use crate::action::{Action, ForwardOutput, Step, StorageLevel};
+use crate::action::{Action, DeadSteps, Step, StorageLevel};
 use crate::levels::PerLevel;
 
 /// Per-step times and state sizes, for loops whose steps differ (adaptive
@@ -168,11 +168,9 @@ pub(super) struct Accountant<'a> {
     /// Seconds of the adjoint steps.
     pub adjoint: f64,
     /// Seconds, within `forward`, of the steps whose output is never read
-    /// ([`ForwardOutput`]), which a run that skips them does not spend.
+    /// ([`DeadSteps`]), which a run that skips them does not spend.
     pub dead: f64,
-    /// The last forward whose output is not yet known to be read or not,
-    /// with its last step's seconds.
-    pending: Option<(ForwardOutput, f64)>,
+    dead_steps: DeadSteps,
     ended: bool,
 }
 
@@ -186,7 +184,7 @@ impl<'a> Accountant<'a> {
             forward: 0.0,
             adjoint: 0.0,
             dead: 0.0,
-            pending: None,
+            dead_steps: DeadSteps::default(),
             ended: false,
         }
     }
@@ -231,19 +229,8 @@ impl<'a> Accountant<'a> {
         if self.ended {
             return;
         }
-        if let Some((output, seconds)) = self.pending.as_mut() {
-            if let Some(unused) = output.observe(action) {
-                if unused {
-                    self.dead += *seconds;
-                }
-                self.pending = None;
-            }
-        }
-        if let Some(output) = ForwardOutput::of(action).filter(|_| self.pending.is_none()) {
-            if let Action::Forward { n1, .. } = *action {
-                let last = Self::seconds(&self.profile.forward_seconds, n1.saturating_sub(1), n1);
-                self.pending = Some((output, last));
-            }
+        if let Some(Action::Forward { n1, .. }) = self.dead_steps.observe(action) {
+            self.dead += Self::seconds(&self.profile.forward_seconds, n1.saturating_sub(1), n1);
         }
         match *action {
             Action::Forward {

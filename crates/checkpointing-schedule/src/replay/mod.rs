@@ -20,7 +20,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::action::{Action, ForwardOutput, Step};
+use crate::action::{Action, DeadSteps, Step};
 use crate::levels::PerLevel;
 use crate::StorageLevel;
 
@@ -157,7 +157,7 @@ impl Replay {
             held: PerLevel::default(),
         };
         let mut index = 0;
-        let mut pending_output: Option<ForwardOutput> = None;
+        let mut dead_steps = DeadSteps::default();
         for action in actions {
             model.apply(&action).map_err(|kind| ReplayError {
                 index,
@@ -165,12 +165,8 @@ impl Replay {
                 kind,
             })?;
             index += 1;
-            if let Some(unused) = pending_output.as_mut().and_then(|o| o.observe(&action)) {
-                model.cost.skippable_forward_steps += u64::from(unused);
-                pending_output = None;
-            }
-            if pending_output.is_none() {
-                pending_output = ForwardOutput::of(&action);
+            if dead_steps.observe(&action).is_some() {
+                model.cost.skippable_forward_steps += 1;
             }
             if model.phase == Phase::Done {
                 break;
