@@ -52,6 +52,8 @@ True
 
 from __future__ import annotations
 
+import functools
+import json
 from functools import partial
 from typing import Any, Callable, Optional, TypeVar, Union
 
@@ -62,7 +64,7 @@ import numpy as np
 import adjoint_checkpoints as _cp
 
 from .. import codecs
-from . import _compiled, _online, _program, _revolve
+from . import _compiled, _online, _program, _residuals, _revolve
 
 __all__ = ["checkpointed_scan", "checkpointed_while_loop", "last_stats"]
 
@@ -91,7 +93,8 @@ def checkpointed_scan(
     init: Carry,
     xs_or_length: Any,
     *,
-    schedule: Union[_cp.Schedule, Callable[[int], _cp.Schedule]],
+    schedule: Union[_cp.Schedule, Callable[[int], _cp.Schedule], None] = None,
+    memory: Union[int, float, str, None] = None,
     mode: str = "compiled",
     disk_memory_kind: str = "auto",
     compress: Optional[str] = None,
@@ -106,6 +109,26 @@ def checkpointed_scan(
     schedule of this package (e.g. ``lambda n: Revolve(n, 10)``), or such a
     schedule object. Returns ``(final_carry, ys)`` with ``ys`` stacked as
     ``lax.scan`` does.
+
+    ``memory`` (instead of ``schedule``, compiled mode): a byte budget
+    (an ``int``, or a string such as ``"400MiB"``), or a ``float``, the
+    fraction of what ``lax.scan``'s gradient keeps (every step's VJP
+    residuals, plus the live carry and its cotangent); it covers the stored
+    carries, the stored residuals, the live carry and its cotangent (not
+    ``xs``, ``ys`` or one step's VJP workspace, which every gradient
+    needs). The loop then keeps *residual checkpoints*: a step may be
+    taped in the forward (its ``jax.vjp`` residuals stored, sizes read from
+    the step's jaxpr; parameters it closes over are not copied) so that
+    its backward needs no forward re-run, and the tape-aware
+    ``HeterogeneousRevolve`` decides per step between a tape, a carry and
+    recomputation within the budget. With a budget of ``lax.scan``'s
+    (``memory=1.0``) nothing is recomputed; below the least a gradient
+    needs (two carries, one stored carry and one tape) it raises
+    :class:`adjoint_checkpoints.InvalidScheduleParameters` naming that
+    least. ``last_stats`` then also has ``taped_steps``, ``memory``,
+    ``carry_bytes``, ``tape_bytes`` and ``peak_bytes`` (the plan's buffers
+    of carries and tapes, allocated for the whole gradient, and the live
+    carry and its cotangent: within ``memory``).
 
     ``mode="compiled"`` (default) compiles the schedule into the program
     (works under ``jax.jit`` and ``jax.vmap``; online schedules such as
@@ -133,6 +156,13 @@ def checkpointed_scan(
     """
     if mode not in ("compiled", "host"):
         raise ValueError(f"mode is 'compiled' or 'host', got {mode!r}")
+    if (schedule is None) == (memory is None):
+        raise TypeError(
+            "checkpointed_scan needs schedule= (a schedule, or n -> schedule) or memory= (a byte budget), "
+            "one of them"
+        )
+    if memory is not None and mode != "compiled":
+        raise ValueError("memory= plans residual checkpoints for mode='compiled'")
     if isinstance(xs_or_length, (int, np.integer)):
         length, xs = int(xs_or_length), None
     else:
@@ -153,6 +183,8 @@ def checkpointed_scan(
             codecs.check(compress)
             factory = _Compressing(factory, compress)
         return _scan(fn, factory, length, init, xs, *consts)
+    if memory is not None:
+        return _memory_scan(fn, init, xs, x0, tuple(consts), length, memory, disk_memory_kind)
     plan = _plan(schedule, length)
     if isinstance(plan, _Generated):
         last_stats.clear()
@@ -180,8 +212,140 @@ def checkpointed_scan(
         peak_stored=plan.peak_stored,
         records=tuple(len(table) for table in plan.fused),
         disk_memory_kind=kind or "device",
+        taped_steps=plan.taped_steps,
     )
     return _compiled.Compiled(fn, plan, kind)(init, xs, consts)
+
+
+def _memory_scan(fn, init, xs, x0, consts, length, memory, disk_memory_kind):
+    """``checkpointed_scan`` with ``memory=``: the step's residual layout
+    read from its jaxpr, the tape-aware plan for the budget, compiled."""
+    residuals = _residuals.Residuals(fn, init, x0, consts)
+    carry_bytes = _nbytes(init)
+    tape_bytes = residuals.nbytes
+    budget = _memory_budget(memory, length, carry_bytes, tape_bytes)
+    plan = _tape_plan(length, carry_bytes, tape_bytes, budget - 2 * carry_bytes)
+    kind = _disk_kind(disk_memory_kind, plan)
+    last_stats.clear()
+    last_stats.update(
+        mode="compiled",
+        program="records",
+        forward_steps=plan.forward_steps,
+        schedule_forward_steps=plan.schedule_forward_steps,
+        adjoint_steps=plan.adjoint_steps,
+        slots=plan.slots,
+        peak_stored=plan.peak_stored,
+        records=tuple(len(table) for table in plan.fused),
+        disk_memory_kind=kind or "device",
+        taped_steps=plan.taped_steps,
+        memory=budget,
+        carry_bytes=carry_bytes,
+        tape_bytes=tape_bytes,
+        peak_bytes=plan.buffer_bytes(carry_bytes, tape_bytes) + 2 * carry_bytes,
+    )
+    return _compiled.Compiled(fn, plan, kind, residuals)(init, xs, consts)
+
+
+def _nbytes(tree):
+    return sum(int(np.prod(leaf.shape)) * np.dtype(leaf.dtype).itemsize for leaf in jax.tree_util.tree_leaves(tree))
+
+
+def _memory_budget(memory, length, carry_bytes, tape_bytes):
+    """``memory=`` in bytes (a ``float``: that fraction of ``lax.scan``'s
+    store-all, ``length`` tapes and two carries), checked against the least
+    a gradient needs: the live carry and its cotangent, and for more than
+    one step a stored carry and one tape (the tape-aware programme's least,
+    see ``HeterogeneousRevolve``)."""
+    if isinstance(memory, bool):
+        raise TypeError("memory= is a byte budget (an int or a string such as '400MiB') or a fraction (a float)")
+    if isinstance(memory, float):
+        if not memory > 0:
+            raise ValueError(f"memory={memory}: a fraction of lax.scan's memory must be positive")
+        budget = int(memory * (length * tape_bytes + 2 * carry_bytes))
+    else:
+        budget = _cp._native._parse_bytes("memory", memory)
+    least = 2 * carry_bytes + _least_schedule_bytes(length, carry_bytes, tape_bytes)
+    if budget < least:
+        raise _cp.InvalidScheduleParameters(
+            f"memory={budget} bytes is less than a gradient of {length} steps needs: {least} bytes "
+            f"(the live carry and its cotangent, {2 * carry_bytes} bytes"
+            + (f", one stored carry, {carry_bytes} bytes" if length > 1 else "")
+            + f", and one step's VJP residuals, {tape_bytes} bytes); lax.scan keeps "
+            f"{length * tape_bytes + 2 * carry_bytes} bytes"
+        )
+    return budget
+
+
+@functools.lru_cache(maxsize=32)
+def _tape_plan(length, carry_bytes, tape_bytes, budget):
+    """The compiled plan of the tape-aware ``HeterogeneousRevolve`` for
+    ``length`` steps of ``carry_bytes`` carries and ``tape_bytes`` tapes
+    whose buffers fit in ``budget`` bytes, cached (a training loop traces
+    the same scan again and again).
+
+    Every step costs the same, so the programme is given unit costs: its
+    cost is ``F + A`` where ``A``, the sum of the adjoint costs, is the same
+    for every schedule (each step is reversed once) and ``F`` is the forward
+    cost per step times the number of forward steps, so the schedule that
+    it picks, the one with the fewest forward steps within the budget,
+    does not depend on the measured costs.
+
+    The programme bounds what is held at each moment; the compiled buffers
+    are allocated once, with as many carry slots as carries are ever held
+    at once and as many tape slots as tapes, which may exceed it when the
+    most carries and the most tapes are held at different moments. So the
+    programme's budget is lowered by the excess until the buffers fit
+    (at ``budget`` equal to the least, one carry and one tape, they do);
+    then the largest programme budget whose buffers fit is searched for
+    between the last that fit and the first that did not."""
+
+    def build(for_programme):
+        spec = {
+            "schedule": "heterogeneous-revolve",
+            "forward": [1.0] * length,
+            "adjoint": [1.0] * length,
+            "bytes": [max(1, carry_bytes)] * length,
+            "tape": [max(1, tape_bytes)] * length,
+            "budget": int(for_programme),
+        }
+        return _program.Plan(_cp.schedule_from_spec(json.dumps(spec)), length, tapes=True)
+
+    plan = build(budget)
+    excess = plan.buffer_bytes(carry_bytes, tape_bytes) - budget
+    if excess <= 0:
+        return plan
+    fits_not, tries = budget, budget - excess
+    for _ in range(_BUFFER_FIT_ROUNDS):
+        plan = build(tries)
+        excess = plan.buffer_bytes(carry_bytes, tape_bytes) - budget
+        if excess <= 0:
+            break
+        fits_not, tries = tries, tries - excess
+    else:
+        tries = _least_schedule_bytes(length, carry_bytes, tape_bytes)
+        plan = build(tries)
+    fits = tries
+    for _ in range(_BUFFER_FIT_ROUNDS):
+        if fits_not - fits <= max(1, fits // 100):
+            break
+        middle = (fits + fits_not) // 2
+        candidate = build(middle)
+        if candidate.buffer_bytes(carry_bytes, tape_bytes) <= budget:
+            fits, plan = middle, candidate
+        else:
+            fits_not = middle
+    return plan
+
+
+_BUFFER_FIT_ROUNDS = 8
+"""Programme builds of each search of :func:`_tape_plan`: lowering the
+budget by the excess, then bisecting to within 1% of the budget."""
+
+
+def _least_schedule_bytes(length, carry_bytes, tape_bytes):
+    """The least budget of the tape-aware programme for ``length`` steps:
+    one tape, and for more than one step the carry of step 0."""
+    return max(1, tape_bytes) + (max(1, carry_bytes) if length > 1 else 0)
 
 
 def checkpointed_while_loop(

@@ -31,9 +31,12 @@ from ._program import (
     L_SLOT,
     S_BUF,
     S_SLOT,
+    TAPE_BUFFER,
     T_DIR,
     T_DST,
     T_SRC,
+    TP_SLOT,
+    TP_STEP,
     V_BUF,
     V_SLOT,
     V_STEP,
@@ -48,6 +51,10 @@ def _index(tree, i):
     return jax.tree_util.tree_map(lambda a: lax.dynamic_index_in_dim(a, i, 0, keepdims=False), tree)
 
 
+def _index_or_none(xs, i):
+    return None if xs is None else _index(xs, i)
+
+
 def _set(tree, i, value):
     return jax.tree_util.tree_map(lambda a, v: lax.dynamic_update_index_in_dim(a, v.astype(a.dtype), i, 0), tree, value)
 
@@ -60,15 +67,29 @@ def adjoint_step(fn, xs, ct_ys, consts):
     row ``i`` set and ``ct_consts`` accumulated."""
 
     def differentiate(carry, i, ct, ct_xs, ct_consts):
-        x = None if xs is None else _index(xs, i)
-        ct_y = None if ct_ys is None else _index(ct_ys, i)
-        _, pullback = jax.vjp(fn, carry, x, *consts)
-        ct, ct_x, *ct_c = pullback((ct, ct_y))
-        if xs is not None:
-            ct_xs = _set(ct_xs, i, ct_x)
-        return ct, ct_xs, _add(ct_consts, tuple(ct_c))
+        _, pullback = jax.vjp(fn, carry, _index_or_none(xs, i), *consts)
+        return _apply(pullback, xs, ct_ys, i, ct, ct_xs, ct_consts)
 
     return differentiate
+
+
+def taped_adjoint_step(residuals, xs, ct_ys, consts):
+    """As :func:`adjoint_step`, from a step's tape (its stored residuals,
+    :class:`._residuals.Residuals`) instead of its input carry: nothing of
+    the step runs forward. ``differentiate(tape, i, ct, ct_xs, ct_consts)``."""
+
+    def differentiate(tape, i, ct, ct_xs, ct_consts):
+        return _apply(residuals.pullback(tape, _index_or_none(xs, i), consts), xs, ct_ys, i, ct, ct_xs, ct_consts)
+
+    return differentiate
+
+
+def _apply(pullback, xs, ct_ys, i, ct, ct_xs, ct_consts):
+    ct_y = None if ct_ys is None else _index(ct_ys, i)
+    ct, ct_x, *ct_c = pullback((ct, ct_y))
+    if xs is not None:
+        ct_xs = _set(ct_xs, i, ct_x)
+    return ct, ct_xs, _add(ct_consts, tuple(ct_c))
 
 
 def _add(a, b):
@@ -110,8 +131,12 @@ class Compiled:
     (a ``lax.switch`` over whole states would make XLA copy the snapshot
     buffers at every iteration), so buffers are updated in place."""
 
-    def __init__(self, fn, plan, disk_memory_kind=None):
-        self.fn, self.plan, self.disk_kind = fn, plan, disk_memory_kind
+    def __init__(self, fn, plan, disk_memory_kind=None, residuals=None):
+        """``residuals``: the step's :class:`._residuals.Residuals`, needed
+        when the plan has tapes."""
+        if plan.tape_slots and residuals is None:
+            raise ValueError("a plan with tapes needs the step's residual layout")
+        self.fn, self.plan, self.disk_kind, self.residuals = fn, plan, disk_memory_kind, residuals
         self.forward_table, self.backward_table = plan.fused
         run = jax.custom_vjp(self._primal)
         run.defvjp(self._fwd, self._bwd)
@@ -120,11 +145,15 @@ class Compiled:
     def __call__(self, init, xs, consts):
         return self.run(init, xs, tuple(consts))
 
-    def _buffers(self, init):
+    def _buffers(self, init, tapes=True):
+        """The device, disk and tape buffers (``None`` where the plan uses
+        none; ``tapes=False``: no tape buffer, for a primal evaluation)."""
         n0, n1 = self.plan.slots
+        tapes = self.plan.tape_slots if tapes else 0
         return (
             _alloc(init, n0) if n0 else None,
             _alloc(init, n1, self.disk_kind) if n1 else None,
+            [zeros(tapes, leaf) for leaf in self.residuals.stored] if tapes else None,
         )
 
     def _read(self, buffers, buf, slot):
@@ -141,8 +170,38 @@ class Compiled:
         return tuple(buffers)
 
     def _step(self, carry, xs, i, consts):
-        x = None if xs is None else _index(xs, i)
-        return self.fn(carry, x, *consts)
+        return self.fn(carry, _index_or_none(xs, i), *consts)
+
+    def _tape_phase(self, rec, live, buffers, xs, consts, ys=None):
+        """Tapes step ``rec[TP_STEP]`` from the live carry into tape slot
+        ``rec[TP_SLOT]``; sets ``ys``'s row when given. Returns the live
+        carry, buffers and ``ys``."""
+        if not self.plan.tape_slots:
+            return live, buffers, ys
+
+        def tape(live, buffers, ys):
+            i = rec[TP_STEP]
+            (live, y), stored = self.residuals.record(live, _index_or_none(xs, i), consts)
+            buffers = list(buffers)
+            buffers[TAPE_BUFFER] = _set(buffers[TAPE_BUFFER], rec[TP_SLOT], stored)
+            if ys is not None:
+                ys = _set(ys, i, y)
+            return live, tuple(buffers), ys
+
+        return lax.cond(rec[TP_STEP] >= 0, tape, lambda *state: state, live, buffers, ys)
+
+    def _advance_range(self, rec, record):
+        """The steps that the record's advance runs; in a primal evaluation
+        (``record=False``), which keeps no tape, a taped step is advanced
+        with the others, by the same code (and so the same rounding) as
+        ``lax.scan``'s."""
+        if record or not self.plan.tape_slots:
+            return rec[A_FROM], rec[A_TO]
+        taped = rec[TP_STEP] >= 0
+        return (
+            jnp.where(taped, rec[TP_STEP], rec[A_FROM]),
+            jnp.where(taped, jnp.maximum(rec[A_TO], rec[TP_STEP] + 1), rec[A_TO]),
+        )
 
     def _memory_phases(self, rec, live, buffers):
         """Transfer, load; returns the new live carry and buffers."""
@@ -182,7 +241,7 @@ class Compiled:
         program = jnp.asarray(table)
         return lax.fori_loop(0, table.shape[0], lambda k, state: body(program[k], state), state)
 
-    def _run_forward(self, init, xs, consts):
+    def _run_forward(self, init, xs, consts, record=True):
         plan, fn = self.plan, self.fn
         x0 = None if xs is None else _index(xs, 0)
         y_shape = jax.eval_shape(fn, init, x0, *consts)[1]
@@ -196,10 +255,12 @@ class Compiled:
         def body(rec, state):
             live, buffers, ys = state
             live, buffers = self._memory_phases(rec, live, buffers)
-            live, ys = lax.fori_loop(rec[A_FROM], rec[A_TO], advance, (live, ys))
+            if record:
+                live, buffers, ys = self._tape_phase(rec, live, buffers, xs, consts, ys)
+            live, ys = lax.fori_loop(*self._advance_range(rec, record), advance, (live, ys))
             return live, self._save_phase(rec, live, buffers), ys
 
-        live, buffers, ys = self._interpret(self.forward_table, body, (init, self._buffers(init), ys))
+        live, buffers, ys = self._interpret(self.forward_table, body, (init, self._buffers(init, record), ys))
         start = None  # the backward's initial live carry
         if plan.handoff is not None:
             start = live
@@ -209,7 +270,7 @@ class Compiled:
         return live, ys, buffers, start
 
     def _primal(self, init, xs, consts):
-        live, ys, _, _ = self._run_forward(init, xs, consts)
+        live, ys, _, _ = self._run_forward(init, xs, consts, record=False)
         return live, ys
 
     def _fwd(self, init, xs, consts):
@@ -227,24 +288,44 @@ class Compiled:
         ct_consts = jax.tree_util.tree_map(jnp.zeros_like, consts)
 
         differentiate = adjoint_step(self.fn, xs, ct_ys, consts)
+        from_tape = taped_adjoint_step(self.residuals, xs, ct_ys, consts)
 
         def adjoint(live, buffers, rec, adjoints):
             i = rec[V_STEP]
-            branches = [lambda live, b, adjoints: differentiate(live, i, *adjoints)]
+            # rec[V_BUF]: -1 the live carry, else the buffer of the slot. The
+            # source is chosen first, then differentiated once: a switch
+            # whose branches each differentiate (and accumulate ct_consts)
+            # makes XLA copy the parameters' cotangents (measured: one
+            # parameter-sized temporary more).
+            sources, reads = [-1], [lambda live, b: live]
             for buf in (DEVICE_BUFFER, DISK_BUFFER):
                 if plan.slots[buf]:
-                    branches.append(
-                        lambda live, b, adjoints, buf=buf: differentiate(self._read(b, buf, rec[V_SLOT]), i, *adjoints)
-                    )
-            # rec[V_BUF]: -1 live, 0 device buffer, 1 disk buffer
-            which = rec[V_BUF] + 1 if len(branches) == 3 else jnp.minimum(rec[V_BUF] + 1, len(branches) - 1)
-            if len(branches) == 1:
-                return branches[0](live, buffers, adjoints)
-            return lax.switch(which, branches, live, buffers, adjoints)
+                    sources.append(buf)
+                    reads.append(lambda live, b, buf=buf: self._read(b, buf, rec[V_SLOT]))
+
+            def carry_of(live, b):
+                if len(reads) == 1:
+                    return live
+                lookup = jnp.asarray([sources.index(s) if s in sources else 0 for s in (-1, 0, 1, 2)], jnp.int32)
+                return lax.switch(lookup[rec[V_BUF] + 1], reads, live, b)
+
+            if not plan.tape_slots:
+                return differentiate(carry_of(live, buffers), i, *adjoints)
+            # With tapes, both sources give the step's residuals (read from
+            # a tape, or recorded from the carry) and one pullback follows.
+            tape = lax.cond(
+                rec[V_BUF] == TAPE_BUFFER,
+                lambda live, b: _index(b[TAPE_BUFFER], rec[V_SLOT]),
+                lambda live, b: self.residuals.record(carry_of(live, b), _index_or_none(xs, i), consts)[1],
+                live,
+                buffers,
+            )
+            return from_tape(tape, i, *adjoints)
 
         def body(rec, state):
             live, buffers, adjoints = state
             live, buffers = self._memory_phases(rec, live, buffers)
+            live, buffers, _ = self._tape_phase(rec, live, buffers, xs, consts)
             live = lax.fori_loop(rec[A_FROM], rec[A_TO], lambda i, c: self._step(c, xs, i, consts)[0], live)
             buffers = self._save_phase(rec, live, buffers)
             adjoints = lax.cond(

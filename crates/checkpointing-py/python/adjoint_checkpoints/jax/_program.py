@@ -20,7 +20,15 @@ Python by :class:`Plan`, which
 - emits the records ``(op, a, b, buffer, slot, buffer2, slot2)``: advance
   the live carry from step ``a`` to ``b``, save it to a slot, load it from
   a slot, differentiate step ``a`` from the live carry or from a slot, copy
-  a slot between buffers.
+  a slot between buffers, and with ``tapes=True`` tape step ``a`` (run it
+  under ``jax.vjp`` and keep its residuals in a slot of a third buffer).
+
+With ``tapes=True`` (what ``memory=`` plans) the ``WORK`` adjoint
+dependencies that a schedule keeps for later (``Forward(i, j, False, True,
+WORK)`` over several steps, as the tape-aware ``HeterogeneousRevolve``
+emits) are the steps' VJP residuals (:mod:`._residuals`), recorded when the
+step runs, instead of the carries before them: the adjoint of a taped step
+applies its stored pullback and runs nothing forward.
 
 The forward program holds the actions up to ``EndForward``, the backward
 program the rest. Consecutive records are packed into fused records
@@ -40,17 +48,18 @@ import numpy as np
 
 from .. import _arrays
 
-ADVANCE, SAVE, LOAD, VJP_LIVE, VJP_SLOT, TRANSFER = range(6)
+ADVANCE, SAVE, LOAD, VJP_LIVE, VJP_SLOT, TRANSFER, TAPE = range(7)
 """Op codes of the compiled records."""
 
-OP_NAMES = ("advance", "save", "load", "vjp_live", "vjp_slot", "transfer")
+OP_NAMES = ("advance", "save", "load", "vjp_live", "vjp_slot", "transfer", "tape")
 
 RAM, DISK, WORK, NONE = 0, 1, -1, -2
 """Storage codes of the native records (``_arrays.STORAGE_CODES``)."""
 
-DEVICE_BUFFER, DISK_BUFFER = 0, 1
+DEVICE_BUFFER, DISK_BUFFER, TAPE_BUFFER = 0, 1, 2
 """Buffer 0 holds ``RAM`` snapshots and spilled ``WORK`` dependencies;
-buffer 1 the ``DISK`` level's snapshots."""
+buffer 1 the ``DISK`` level's snapshots; buffer 2 the tapes (steps' VJP
+residuals) of a plan with ``tapes=True``."""
 
 
 class ScheduleError(ValueError):
@@ -97,6 +106,8 @@ class Plan:
     ``schedule_forward_steps`` (the schedule's own count, which includes the
     steps that the lazy advance skips), ``adjoint_steps``,
     ``peak_stored`` (most carries stored at once, both buffers),
+    ``tape_slots`` (tapes in the tape buffer; 0 unless ``tapes=True``),
+    ``taped_steps`` (steps run under ``jax.vjp`` to record their tape),
     ``handoff`` (the step whose carry the forward hands to the backward as
     its live carry: the last step's adjoint dependency, or ``None``) and
     ``backward_reads_final`` (whether the backward program starts from the
@@ -110,16 +121,18 @@ class Plan:
     ['save', 'advance', 'save']
     """
 
-    def __init__(self, schedule, length, prefix=None):
+    def __init__(self, schedule, length, prefix=None, tapes=False):
         """``prefix``: the columns of the actions already read from
-        ``schedule`` (``_revolve.identify``), which come first."""
+        ``schedule`` (``_revolve.identify``), which come first. ``tapes``:
+        keep ``WORK`` adjoint dependencies as tapes (see the module)."""
         if schedule.max_n is not None and schedule.max_n != length:
             raise ValueError(f"the schedule is for {schedule.max_n} steps, the scan has {length}")
         columns = _arrays.action_arrays(schedule, steps=None if schedule.max_n is not None else length)
         if prefix is not None:
             columns = {key: np.concatenate([prefix[key], columns[key]]) for key in columns}
         self.length = length
-        self.slots_of = (_Slots(), _Slots())
+        self.tapes = tapes
+        self.slots_of = (_Slots(), _Slots(), _Slots())
         self.store = {RAM: {}, DISK: {}}
         self.deps = {}  # step -> (buffer, slot), or "live": the live carry
         self.pos = 0  # the step of the live carry
@@ -131,6 +144,7 @@ class Plan:
         self.forward_steps = 0
         self.schedule_forward_steps = 0
         self.adjoint_steps = 0
+        self.taped_steps = 0
         self.peak_stored = 0
         self.out = []
         forward = None
@@ -163,7 +177,8 @@ class Plan:
             elif kind == _arrays.END_REVERSE:
                 ended = True
                 break
-            self.peak_stored = max(self.peak_stored, sum(s.held() for s in self.slots_of))
+            carries = self.slots_of[DEVICE_BUFFER].held() + self.slots_of[DISK_BUFFER].held()
+            self.peak_stored = max(self.peak_stored, carries)
         if forward is None or not ended:
             raise ScheduleError("the schedule ended before its EndForward and EndReverse")
         if self.adjoint_steps != length:
@@ -172,8 +187,14 @@ class Plan:
         self.forward = _table(forward)
         self.backward = _table(self.out)
         self.fused = (fuse(self.forward), fuse(self.backward))
-        self.slots = tuple(s.size for s in self.slots_of)
+        self.slots = (self.slots_of[DEVICE_BUFFER].size, self.slots_of[DISK_BUFFER].size)
+        self.tape_slots = self.slots_of[TAPE_BUFFER].size
         del self.out, self.store, self.deps
+
+    def buffer_bytes(self, carry_bytes, tape_bytes):
+        """The bytes of the plan's buffers (allocated once, for the whole
+        gradient): every slot of carries and of tapes."""
+        return sum(self.slots) * carry_bytes + self.tape_slots * tape_bytes
 
     # -- emitted records ------------------------------------------------
 
@@ -205,9 +226,20 @@ class Plan:
 
     def _spill_live_dep(self):
         """The live carry is about to change: a dependency held lazily in it
-        goes to a slot."""
-        if self.deps.get(self.pos) == "live":
+        goes to a slot (with ``tapes``: the step is taped, which advances
+        the live carry by that step)."""
+        if self.deps.get(self.pos) != "live":
+            return
+        if not self.tapes:
             self.deps[self.pos] = self._save_live(DEVICE_BUFFER)
+            return
+        self._drop_mirror()
+        self._reads_live()
+        slot = self.slots_of[TAPE_BUFFER].take()
+        self._emit(TAPE, self.pos, self.pos + 1, buf=TAPE_BUFFER, slot=slot)
+        self.deps[self.pos] = (TAPE_BUFFER, slot)
+        self.taped_steps += 1
+        self.pos += 1
 
     def _materialize(self, step):
         """Runs the live carry up to ``step``."""
@@ -216,6 +248,7 @@ class Plan:
         if step > self.pos:
             self._spill_live_dep()
             self._drop_mirror()
+        if step > self.pos:
             self._reads_live()
             self._emit(ADVANCE, self.pos, step)
             self.forward_steps += step - self.pos
@@ -363,16 +396,20 @@ def _table(records):
 # -- fused records -----------------------------------------------------------
 
 # Columns of a fused record: one loop iteration runs, in this order, an
-# optional transfer between buffers, an optional load, an advance (a == b:
-# none), an optional save, an optional adjoint step.
-T_DIR, T_SRC, T_DST, L_BUF, L_SLOT, A_FROM, A_TO, S_BUF, S_SLOT, V_STEP, V_BUF, V_SLOT = range(12)
-_PHASE = {TRANSFER: 0, LOAD: 1, ADVANCE: 2, SAVE: 3, VJP_LIVE: 4, VJP_SLOT: 4}
+# optional transfer between buffers, an optional load, an optional tape of
+# one step (TP_STEP < 0: none), an advance (a == b: none), an optional
+# save, an optional adjoint step (V_BUF: -1 from the live carry, else the
+# buffer of its slot, TAPE_BUFFER for a tape).
+T_DIR, T_SRC, T_DST, L_BUF, L_SLOT, A_FROM, A_TO, S_BUF, S_SLOT, V_STEP, V_BUF, V_SLOT, TP_STEP, TP_SLOT = range(14)
+_PHASE = {TRANSFER: 0, LOAD: 1, TAPE: 2, ADVANCE: 3, SAVE: 4, VJP_LIVE: 5, VJP_SLOT: 5}
+_EMPTY = (-1, 0, 0, -1, 0, 0, 0, -1, 0, -1, -1, 0, -1, 0)
 
 
 def fuse(table):
     """Packs a program's records (``Plan.forward``/``Plan.backward``) into
-    fused records of 12 int32 columns, each a transfer, load, advance, save
-    and adjoint step, any of them absent (-1, or an empty advance): a
+    fused records of 14 int32 columns, each a transfer, load, tape,
+    advance, save and adjoint step, any of them absent (-1, or an empty
+    advance): a
     sequence such as load, advance, save, advance, adjoint step takes two
     loop iterations instead of five.
 
@@ -385,13 +422,15 @@ def fuse(table):
     for op, a, b, buf, slot, buf2, slot2 in (tuple(int(v) for v in r) for r in table):
         phase = _PHASE[op]
         if phase <= last:
-            row = [-1, 0, 0, -1, 0, 0, 0, -1, 0, -1, -1, 0]
+            row = list(_EMPTY)
             fused.append(row)
         last = phase
         if op == TRANSFER:
             row[T_DIR:T_DST + 1] = [0 if buf == DEVICE_BUFFER else 1, slot, slot2]
         elif op == LOAD:
             row[L_BUF], row[L_SLOT] = buf, slot
+        elif op == TAPE:
+            row[TP_STEP], row[TP_SLOT] = a, slot
         elif op == ADVANCE:
             row[A_FROM], row[A_TO] = a, b
         elif op == SAVE:
@@ -401,5 +440,5 @@ def fuse(table):
             if op == VJP_SLOT:
                 row[V_BUF], row[V_SLOT] = buf, slot
     if not fused:
-        fused.append([-1, 0, 0, -1, 0, 0, 0, -1, 0, -1, -1, 0])
+        fused.append(list(_EMPTY))
     return np.asarray(fused, dtype=np.int32)
