@@ -396,22 +396,27 @@ def _table(records):
 # -- fused records -----------------------------------------------------------
 
 # Columns of a fused record: one loop iteration runs, in this order, an
-# optional transfer between buffers, an optional load, an optional tape of
-# one step (TP_STEP < 0: none), an advance (a == b: none), an optional
-# save, an optional adjoint step (V_BUF: -1 from the live carry, else the
-# buffer of its slot, TAPE_BUFFER for a tape).
-T_DIR, T_SRC, T_DST, L_BUF, L_SLOT, A_FROM, A_TO, S_BUF, S_SLOT, V_STEP, V_BUF, V_SLOT, TP_STEP, TP_SLOT = range(14)
+# optional transfer between buffers, an optional load, optional tapes
+# (TP_COUNT steps from TP_STEP into slots from TP_SLOT up), an advance
+# (a == b: none), an optional save, optional adjoint steps (V_STEP < 0:
+# none; V_BUF: -1 from the live carry, else the buffer of its slot; from
+# tapes, V_COUNT steps from V_STEP down, their slots from V_SLOT down).
+(T_DIR, T_SRC, T_DST, L_BUF, L_SLOT, A_FROM, A_TO, S_BUF, S_SLOT, V_STEP, V_BUF, V_SLOT, TP_STEP, TP_SLOT, TP_COUNT,
+ V_COUNT) = range(16)
 _PHASE = {TRANSFER: 0, LOAD: 1, TAPE: 2, ADVANCE: 3, SAVE: 4, VJP_LIVE: 5, VJP_SLOT: 5}
-_EMPTY = (-1, 0, 0, -1, 0, 0, 0, -1, 0, -1, -1, 0, -1, 0)
+_EMPTY = (-1, 0, 0, -1, 0, 0, 0, -1, 0, -1, -1, 0, -1, 0, 0, 0)
 
 
 def fuse(table):
     """Packs a program's records (``Plan.forward``/``Plan.backward``) into
-    fused records of 14 int32 columns, each a transfer, load, tape,
-    advance, save and adjoint step, any of them absent (-1, or an empty
-    advance): a
-    sequence such as load, advance, save, advance, adjoint step takes two
-    loop iterations instead of five.
+    fused records of 16 int32 columns, each a transfer, load, tapes,
+    advance, save and adjoint steps, any of them absent (-1, or an empty
+    advance): a sequence such as load, advance, save, advance, adjoint
+    step takes two loop iterations instead of five. Consecutive tapes of
+    consecutive steps into consecutive slots are one record, and so are
+    consecutive adjoint steps from such tapes, in reverse: with
+    ``lax.scan``'s memory, the forward is one record and the backward
+    two.
 
     >>> import adjoint_checkpoints
     >>> plan = Plan(adjoint_checkpoints.Revolve(8, 3), 8)
@@ -421,6 +426,18 @@ def fuse(table):
     fused, row, last = [], None, 99
     for op, a, b, buf, slot, buf2, slot2 in (tuple(int(v) for v in r) for r in table):
         phase = _PHASE[op]
+        if op == TAPE and last == phase and (a, slot) == (row[TP_STEP] + row[TP_COUNT], row[TP_SLOT] + row[TP_COUNT]):
+            row[TP_COUNT] += 1
+            continue
+        if (
+            op == VJP_SLOT
+            and buf == TAPE_BUFFER
+            and last == phase
+            and row[V_BUF] == TAPE_BUFFER
+            and (a, slot) == (row[V_STEP] - row[V_COUNT], row[V_SLOT] - row[V_COUNT])
+        ):
+            row[V_COUNT] += 1
+            continue
         if phase <= last:
             row = list(_EMPTY)
             fused.append(row)
@@ -430,13 +447,13 @@ def fuse(table):
         elif op == LOAD:
             row[L_BUF], row[L_SLOT] = buf, slot
         elif op == TAPE:
-            row[TP_STEP], row[TP_SLOT] = a, slot
+            row[TP_STEP], row[TP_SLOT], row[TP_COUNT] = a, slot, 1
         elif op == ADVANCE:
             row[A_FROM], row[A_TO] = a, b
         elif op == SAVE:
             row[S_BUF], row[S_SLOT] = buf, slot
         else:
-            row[V_STEP] = a
+            row[V_STEP], row[V_COUNT] = a, 1
             if op == VJP_SLOT:
                 row[V_BUF], row[V_SLOT] = buf, slot
     if not fused:
