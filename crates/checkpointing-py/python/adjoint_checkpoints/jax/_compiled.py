@@ -94,6 +94,13 @@ def _apply(pullback, xs, ct_ys, i, ct, ct_xs, ct_consts):
     return ct, ct_xs, _add(ct_consts, tuple(ct_c))
 
 
+def _with_tape(buffers, slot, tape):
+    """``buffers`` with ``tape`` (a step's stored residuals) in tape slot ``slot``."""
+    buffers = list(buffers)
+    buffers[TAPE_BUFFER] = _set(buffers[TAPE_BUFFER], slot, tape)
+    return tuple(buffers)
+
+
 def _add(a, b):
     return jax.tree_util.tree_map(jnp.add, a, b)
 
@@ -185,11 +192,9 @@ class Compiled:
             live, buffers, ys = state
             i = rec[TP_STEP] + k
             (live, y), stored = self.residuals.record(live, _index_or_none(xs, i), consts)
-            buffers = list(buffers)
-            buffers[TAPE_BUFFER] = _set(buffers[TAPE_BUFFER], rec[TP_SLOT] + k, stored)
             if ys is not None:
                 ys = _set(ys, i, y)
-            return live, tuple(buffers), ys
+            return live, _with_tape(buffers, rec[TP_SLOT] + k, stored), ys
 
         return lax.fori_loop(0, rec[TP_COUNT], tape, (live, buffers, ys))
 
@@ -313,32 +318,35 @@ class Compiled:
                 return lax.switch(lookup[rec[V_BUF] + 1], reads, live, b)
 
             if not plan.tape_slots:
-                return differentiate(carry_of(live, buffers), i, *adjoints)
+                return buffers, differentiate(carry_of(live, buffers), i, *adjoints)
 
             # With tapes, a record reverses one step from a carry (the live
-            # one or a slot's), whose residuals are recorded first, or
-            # V_COUNT steps from tapes; one loop applies the pullbacks.
-            # No conditional per step: on the CPU one made the backward 3x
-            # slower than the same loop without it (measured). The carry's
-            # residuals are recorded in a conditional of their own: fused
-            # with the pullback in one loop body, XLA rounds the step
-            # otherwise than lax.scan (whose backward reads stored
-            # residuals), one ulp here and there, measured.
+            # one or a slot's), whose residuals are first recorded into the
+            # plan's last tape slot, or V_COUNT steps from tapes; one loop
+            # applies the pullbacks from the tape buffer. Loops with a trip
+            # count of 0 or more, no conditional: on the CPU a conditional
+            # per step made the backward 3x slower (measured), and one that
+            # chose between a recorded and a stored tape held three tapes at
+            # once. Recording and differentiating in separate loops keeps
+            # XLA from fusing the step's forward into its pullback, which
+            # rounds otherwise than lax.scan (one ulp here and there).
             taped = rec[V_BUF] == TAPE_BUFFER
-            recorded = lax.cond(
-                taped | (i < 0),
-                lambda carry: [jnp.zeros(s.shape, s.dtype) for s in self.residuals.stored],
-                lambda carry: self.residuals.record(carry, _index_or_none(xs, i), consts)[1],
-                carry_of(live, buffers),
-            )
+            scratch = plan.tape_slots - 1
+            carry = carry_of(live, buffers)
 
-            def one(k, adjoints):
-                stored = _index(buffers[TAPE_BUFFER], jnp.maximum(rec[V_SLOT] - k, 0))
-                tape = [jnp.where(taped, s, r) for s, r in zip(stored, recorded)]
-                return from_tape(tape, i - k, *adjoints)
+            def record(_, buffers):
+                return _with_tape(buffers, scratch, self.residuals.record(carry, _index_or_none(xs, i), consts)[1])
 
+            buffers = lax.fori_loop(0, jnp.where(taped | (i < 0), 0, 1), record, buffers)
+            first = jnp.where(taped, rec[V_SLOT], scratch)
             count = jnp.where(i < 0, 0, jnp.where(taped, rec[V_COUNT], 1))
-            return lax.fori_loop(0, count, one, adjoints)
+            adjoints = lax.fori_loop(
+                0,
+                count,
+                lambda k, adjoints: from_tape(_index(buffers[TAPE_BUFFER], first - k), i - k, *adjoints),
+                adjoints,
+            )
+            return buffers, adjoints
 
         def body(rec, state):
             live, buffers, adjoints = state
@@ -346,9 +354,12 @@ class Compiled:
             live, buffers, _ = self._tape_phase(rec, live, buffers, xs, consts)
             live = lax.fori_loop(rec[A_FROM], rec[A_TO], lambda i, c: self._step(c, xs, i, consts)[0], live)
             buffers = self._save_phase(rec, live, buffers)
+            if plan.tape_slots:  # its loops run no step where the record has no adjoint step
+                buffers, adjoints = adjoint(live, buffers, rec, adjoints)
+                return live, buffers, adjoints
             adjoints = lax.cond(
                 rec[V_STEP] >= 0,
-                lambda live, b, adjoints: adjoint(live, b, rec, adjoints),
+                lambda live, b, adjoints: adjoint(live, b, rec, adjoints)[1],
                 lambda live, b, adjoints: adjoints,
                 live,
                 buffers,

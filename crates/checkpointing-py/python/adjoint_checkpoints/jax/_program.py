@@ -106,7 +106,8 @@ class Plan:
     ``schedule_forward_steps`` (the schedule's own count, which includes the
     steps that the lazy advance skips), ``adjoint_steps``,
     ``peak_stored`` (most carries stored at once, both buffers),
-    ``tape_slots`` (tapes in the tape buffer; 0 unless ``tapes=True``),
+    ``tape_slots`` (tapes in the tape buffer, the last one for the
+    residuals of a step reversed from a carry; 0 unless the plan tapes),
     ``taped_steps`` (steps run under ``jax.vjp`` to record their tape),
     ``handoff`` (the step whose carry the forward hands to the backward as
     its live carry: the last step's adjoint dependency, or ``None``) and
@@ -188,7 +189,11 @@ class Plan:
         self.backward = _table(self.out)
         self.fused = (fuse(self.forward), fuse(self.backward))
         self.slots = (self.slots_of[DEVICE_BUFFER].size, self.slots_of[DISK_BUFFER].size)
-        self.tape_slots = self.slots_of[TAPE_BUFFER].size
+        tapes = self.slots_of[TAPE_BUFFER].size
+        # A plan that tapes keeps one slot more: the residuals of a step
+        # reversed from a carry are recorded there before its pullback
+        # (the programme counts that tape in its budget too).
+        self.tape_slots = tapes + 1 if tapes else 0
         del self.out, self.store, self.deps
 
     def buffer_bytes(self, carry_bytes, tape_bytes):
