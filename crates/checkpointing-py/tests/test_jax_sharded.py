@@ -1,5 +1,6 @@
 """Sharded carries (issue 44, item 3): ``checkpointed_scan`` (compiled:
-Revolve generated in the program and a schedule's records; host mode),
+Revolve generated in the program, a schedule's records and residual
+checkpoints with ``memory=``; host mode),
 ``checkpointed_while_loop`` and diffrax's ``CheckpointAdjoint`` with carries
 sharded over one mesh axis (mesh of 8) and over two (mesh 4 x 2), with
 automatic and explicit sharding (``jax.make_mesh``'s default), and inside
@@ -60,8 +61,9 @@ if CHILD:
     N = 12
     SHAPE = (16, 8)
     SCHEDULES = {
-        "generated": lambda n: cp.Revolve(n, 3),  # Revolve generated in the program
-        "records": lambda n: cp.HRevolve(n, 2, 2),  # records; one slot of the DISK level
+        "generated": {"schedule": lambda n: cp.Revolve(n, 3)},  # Revolve generated in the program
+        "records": {"schedule": lambda n: cp.HRevolve(n, 2, 2)},  # records; one slot of the DISK level
+        "residuals": {"memory": 0.4},  # tapes of VJP residuals and carries (compiled mode only)
     }
 
     def mesh(axes, explicit):
@@ -122,10 +124,10 @@ if CHILD:
             u, f, k = data(m)
             step_of = lambda k: make_step(k, roll=not explicit)  # noqa: E731
             want, (carry_want, ys_want) = scan_gradient(lax_scan, step_of)(u, f, k)
-            for name, schedule in SCHEDULES.items():
-                scan = lambda step, u, f, schedule=schedule: checkpointed_scan(  # noqa: E731
-                    step, u, f, schedule=schedule, mode=mode
-                )
+            for name, how in SCHEDULES.items():
+                if mode == "host" and "memory" in how:
+                    continue
+                scan = lambda step, u, f, how=how: checkpointed_scan(step, u, f, mode=mode, **how)  # noqa: E731
                 got, (carry, ys) = scan_gradient(scan, step_of, jit=mode == "compiled")(u, f, k)
                 exact = 3
                 if mode == "host":
@@ -152,7 +154,7 @@ if CHILD:
     @case
     def host_scan_one_axis_auto():
         disk = cp.StorageType.DISK
-        actions = SCHEDULES["records"](N)
+        actions = SCHEDULES["records"]["schedule"](N)
         assert any(disk in (getattr(a, "storage", None), getattr(a, "to_storage", None)) for a in actions)
         run_scan_cases(1, False, "host")
 
@@ -281,8 +283,8 @@ if CHILD:
             "lax.scan, sum": lambda u: lax.scan(lambda c, _: (body(c), None), (0, u, u), None, length=N)[0][2],
             "while loop": lambda u: checkpointed_while_loop(lambda c: c[0] < N, body, (0, u, u), checkpoints=3)[2],
         }
-        for name, schedule in SCHEDULES.items():
-            loops[name] = lambda u, s=schedule: checkpointed_scan(halo_step, u, N, schedule=s)[0]
+        for name, how in SCHEDULES.items():
+            loops[name] = lambda u, how=how: checkpointed_scan(halo_step, u, N, **how)[0]
         results = {}
         with jax.set_mesh(m):
             for name, loop in loops.items():
@@ -333,10 +335,16 @@ if CHILD:
 
     @case
     def memory_compiled_scan():
-        """Revolve generated in the program; Multistage's records."""
+        """Revolve generated in the program; Multistage's records; residual
+        checkpoints (memory=: tapes and carries)."""
+
+        def residuals_of(_):
+            return lambda u: checkpointed_scan(elementwise, u, 30, memory=0.5)[0]
+
         return {
             "generated": assert_divided(scan_of(cp.Revolve), "generated"),
             "records": assert_divided(scan_of(lambda n, s: cp.Multistage(n, s, 0)), "records"),
+            "residuals": assert_divided(residuals_of, "residuals"),
         }
 
     @case

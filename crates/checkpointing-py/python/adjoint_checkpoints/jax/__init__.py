@@ -85,7 +85,11 @@ the device buffer and in the DISK buffer), ``peak_stored``, ``records``
 ``disk_memory_kind`` and ``program``: ``"generated"`` for ``Revolve(n, s)``
 with its default trajectory, whose actions the program computes itself
 (its size does not grow with ``n``, see :mod:`adjoint_checkpoints.jax._revolve`),
-``"records"`` for every other schedule (its actions baked in as records)."""
+``"records"`` for every other schedule (its actions baked in as records);
+for records, ``taped_steps`` (steps run under ``jax.vjp`` to keep their
+residuals, with ``memory=``; not in ``forward_steps``), and with
+``memory=`` also ``memory``, ``carry_bytes``, ``tape_bytes`` and
+``peak_bytes`` (see :func:`checkpointed_scan`)."""
 
 
 def checkpointed_scan(
