@@ -372,3 +372,37 @@ def test_gpu_disk_level_in_pinned_host_memory():
             analysis.temp_size_in_bytes / carry_bytes(cells),
             device_temp / carry_bytes(cells),
         )
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        {"schedule": lambda n: adjoint_checkpoints.Revolve(n, 3)},
+        {"schedule": lambda n: adjoint_checkpoints.HRevolve(n, 2, 2)},
+        {"memory": 0.4},
+        {"schedule": lambda n: adjoint_checkpoints.HRevolve(n, 2, 2), "mode": "host"},
+    ],
+    ids=["generated", "records", "memory", "host"],
+)
+def test_integer_scanned_inputs_and_outputs(how):
+    """An integer xs (its cotangent float0, which no loop may carry) and an
+    integer ys (a float0 cotangent given to the backward): the gradient of
+    the carry equals lax.scan's, the xs' cotangent is float0."""
+    ks = jnp.arange(20) % 3
+
+    def step(h, k):
+        return jnp.sin(h) * (k + 1) * 0.5, k * 2
+
+    def loss(scan, h0, ks):
+        h, ys = scan(step, h0, ks)
+        return jnp.sum(h**2) + 0.0 * jnp.sum(ys)
+
+    h0 = jnp.linspace(0.1, 1.0, 4)
+    scan = lambda s, c, x: checkpointed_scan(s, c, x, **how)  # noqa: E731
+    grad = jax.grad(lambda h0, ks: loss(scan, h0, ks), argnums=(0, 1), allow_int=True)
+    if how.get("mode") != "host":
+        grad = jax.jit(grad)
+    g_h0, g_ks = grad(h0, ks)
+    want = jax.jit(jax.grad(lambda h0: loss(jax.lax.scan, h0, ks)))(h0)
+    assert_close(g_h0, want)
+    assert g_ks.dtype == jax.dtypes.float0 and g_ks.shape == ks.shape

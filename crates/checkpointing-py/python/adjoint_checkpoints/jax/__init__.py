@@ -575,7 +575,16 @@ def _at(xs, i):
 def _stack(items):
     if all(item is None for item in items):
         return None
-    return jax.tree_util.tree_map(lambda *a: jnp.stack(a), *items)
+    return jax.tree_util.tree_map(lambda *a: _float0((len(a),) + a[0].shape) if _is_float0(a[0]) else jnp.stack(a), *items)
+
+
+def _is_float0(a):
+    return a.dtype == jax.dtypes.float0
+
+
+def _float0(shape):
+    """The cotangent of an integer input or output: zeros of ``float0``."""
+    return np.zeros(shape, jax.dtypes.float0)
 
 
 @partial(jax.custom_vjp, nondiff_argnums=(0, 1, 2))
@@ -605,8 +614,20 @@ def _jit(fn):
 
 
 def _vjp_step(fn, carry, x, consts, ct_carry, ct_y):
-    _, pullback = jax.vjp(fn, carry, x, *consts)
+    """One step's VJP. A jitted function takes no ``float0`` argument: the
+    cotangent of an integer output ``y`` comes as any array of its shape
+    (:func:`_jax_valued`) and is made ``float0`` here."""
+    (_, y), pullback = jax.vjp(fn, carry, x, *consts)
+    ct_y = jax.tree_util.tree_map(
+        lambda c, y: c if jnp.issubdtype(y.dtype, jnp.inexact) else _float0(y.shape), ct_y, y
+    )
     return pullback((ct_carry, ct_y))
+
+
+def _jax_valued(tree):
+    """``tree`` with its ``float0`` leaves as ``bool`` zeros: arguments a
+    jitted function takes."""
+    return jax.tree_util.tree_map(lambda a: np.zeros(a.shape, bool) if _is_float0(a) else a, tree)
 
 
 class _Run:
@@ -705,6 +726,7 @@ class _Run:
         raise RuntimeError("the schedule ended before EndForward")
 
     def backward(self, ct_carry, ct_ys):
+        ct_ys = _jax_valued(ct_ys)
         ct_xs = [None] * self.length
         ct_consts = [jnp.zeros_like(k) for k in self.consts]
         self.ys = []

@@ -20,6 +20,7 @@ here too.
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from ._program import (
@@ -90,8 +91,32 @@ def _apply(pullback, xs, ct_ys, i, ct, ct_xs, ct_consts):
     ct_y = None if ct_ys is None else _index(ct_ys, i)
     ct, ct_x, *ct_c = pullback((ct, ct_y))
     if xs is not None:
-        ct_xs = _set(ct_xs, i, ct_x)
+        ct_xs = [
+            c if c is None else lax.dynamic_update_index_in_dim(c, v.astype(c.dtype), i, 0)
+            for c, v in zip(ct_xs, jax.tree_util.tree_leaves(ct_x))
+        ]
     return ct, ct_xs, _add(ct_consts, tuple(ct_c))
+
+
+def xs_cotangents(xs):
+    """The cotangents of ``xs`` that the backward loop accumulates, row by
+    row: zeros for each floating-point leaf, ``None`` for the others (an
+    integer input's cotangent is ``float0``, which a loop cannot carry;
+    :func:`xs_cotangent_tree` adds it at the end)."""
+    if xs is None:
+        return None
+    return [jnp.zeros_like(a) if jnp.issubdtype(a.dtype, jnp.inexact) else None for a in jax.tree_util.tree_leaves(xs)]
+
+
+def xs_cotangent_tree(xs, ct_xs):
+    """``ct_xs`` (:func:`xs_cotangents`'s list) as the cotangent of ``xs``:
+    its tree, ``float0`` zeros for the leaves that are not floating point."""
+    if xs is None:
+        return None
+    leaves, treedef = jax.tree_util.tree_flatten(xs)
+    return jax.tree_util.tree_unflatten(
+        treedef, [np.zeros(a.shape, jax.dtypes.float0) if c is None else c for a, c in zip(leaves, ct_xs)]
+    )
 
 
 def _with_tape(buffers, slot, tape):
@@ -292,7 +317,7 @@ class Compiled:
         # The live carry before the first load: the carry handed over by the
         # forward, or any array of the carry's shape (never read).
         live = start if start is not None else jax.tree_util.tree_map(jnp.zeros_like, ct_carry)
-        ct_xs = None if xs is None else jax.tree_util.tree_map(jnp.zeros_like, xs)
+        ct_xs = xs_cotangents(xs)
         ct_consts = jax.tree_util.tree_map(jnp.zeros_like, consts)
 
         differentiate = adjoint_step(self.fn, xs, ct_ys, consts)
@@ -369,4 +394,4 @@ class Compiled:
 
         state = (live, buffers, (ct_carry, ct_xs, ct_consts))
         _, _, (ct_init, ct_xs, ct_consts) = self._interpret(self.backward_table, body, state)
-        return ct_init, ct_xs, ct_consts
+        return ct_init, xs_cotangent_tree(xs, ct_xs), ct_consts

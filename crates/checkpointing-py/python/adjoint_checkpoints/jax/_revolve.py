@@ -42,7 +42,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .. import _arrays
-from ._compiled import _index, _set, adjoint_step, zeros
+from ._compiled import _index, _set, adjoint_step, xs_cotangent_tree, xs_cotangents, zeros
 
 
 def _int():
@@ -272,7 +272,7 @@ class Generated:
         (depth, stack, store, start), xs, consts = residuals
         ct_carry, ct_ys = cotangents
         it = _int()
-        ct_xs = None if xs is None else jax.tree_util.tree_map(jnp.zeros_like, xs)
+        ct_xs = xs_cotangents(xs)
         ct_consts = jax.tree_util.tree_map(jnp.zeros_like, consts)
 
         differentiate = adjoint_step(self.fn, xs, ct_ys, consts)
@@ -295,4 +295,4 @@ class Generated:
         control = (depth, stack, it(self.length - 1), start, store)
         state = (it(self.length), control, (ct_carry, ct_xs, ct_consts))
         _, _, (ct_init, ct_xs, ct_consts) = lax.while_loop(lambda st: st[0] > 0, body, state)
-        return ct_init, ct_xs, ct_consts
+        return ct_init, xs_cotangent_tree(xs, ct_xs), ct_consts
