@@ -63,7 +63,10 @@ Targets (issue 31): at (a), fewer step evaluations than
 ``checkpoint_sequential`` and at most 0.9x its time; at (b), at most 1.1x
 its time. The last lines say which were met.
 
-Run: python bench/bench_torch.py [--quick] [--problem heat|gru|gru32|transformer]
+``--disk-only`` (CPU) compares instead the DISK level in files with it in
+host memory: :func:`disk_comparison`.
+
+Run: python bench/bench_torch.py [--quick] [--problem heat|gru|gru32|transformer] [--disk-only]
 [--device cuda] [--threads N] [--rounds R]
 """
 
@@ -562,12 +565,79 @@ def bench(problem, quick, device, threads, rounds):
               f"({host['seconds']:.4f} s against {off['seconds']:.4f} s)")
 
 
+DISK_LEVELS = ("host", "files")
+"""Where the ``DISK`` snapshots of the ``--disk-only`` comparison go."""
+
+
+def disk_comparison(problem, quick, threads, rounds):
+    """``--disk-only`` (CPU): the same H-Revolve schedule (3 RAM snapshots,
+    a tenth of the steps on the ``DISK`` level) with ``disk="host"`` (host
+    memory) and ``disk="files"`` (checksummed files in a temporary
+    directory, written and read by a background thread), and plain autograd,
+    interleaved in one process: best seconds of each, step evaluations,
+    bytes written to the files. Issue 42's target: files ≤ 1.2× host."""
+    import adjoint_checkpoints
+    import adjoint_checkpoints.torch as ours
+
+    torch, step, params, x0, n, _ = _problem(problem, quick, "cpu", threads)
+    disk = max(1, n // 10)
+
+    def one(variant):
+        u0 = x0.detach().requires_grad_()
+        step.calls = 0
+        start = time.perf_counter()
+        if variant == "plain autograd":
+            u = u0
+            for i in range(n):
+                u = step(i, u)
+        else:
+            u = ours.checkpointed_loop(step, u0, n, schedule=lambda n: adjoint_checkpoints.HRevolve(n, 3, disk),
+                                       params=params, disk=variant)
+        grads = torch.autograd.grad((u**2).sum(), [u0] + params, allow_unused=True)
+        seconds = time.perf_counter() - start
+        norm = math.sqrt(sum(float((g**2).sum()) for g in grads if g is not None))
+        written = 0 if variant == "plain autograd" else ours.last_stats.disk_bytes_written
+        return seconds, step.calls, norm, written
+
+    variants = ("plain autograd",) + DISK_LEVELS
+    for variant in variants:
+        one(variant)  # warm-up
+    best = {}
+    for _ in range(rounds):
+        for variant in variants:
+            gc.collect()
+            result = one(variant)
+            if variant not in best or result[0] < best[variant][0]:
+                best[variant] = result
+    truth = best["plain autograd"][2]
+    for variant, (_, _, norm, _) in best.items():
+        assert math.isclose(norm, truth, rel_tol=1e-9), (variant, norm, truth)
+    print(f"{problem}: {n} steps, H-Revolve with 3 RAM snapshots and {disk} on the DISK level, "
+          f"{threads} thread(s), best of {rounds}")
+    print()
+    print("| variant | forward + backward s | step evaluations | bytes written to files | time / plain | time / disk=host |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for variant in variants:
+        seconds, calls, _, written = best[variant]
+        label = variant if variant == "plain autograd" else f'disk="{variant}"'
+        print(f"| {label} | {seconds:.4f} | {calls} | {written} | {seconds / best['plain autograd'][0]:.2f}× "
+              f"| {seconds / best['host'][0]:.2f}× |")
+    ratio = best["files"][0] / best["host"][0]
+    print()
+    print(f'target (disk="files" ≤ 1.2× disk="host"): {ratio:.2f}×: ' + ("met" if ratio <= 1.2 else "not met"))
+    print()
+
+
 def main():
     quick = "--quick" in sys.argv
     device = sys.argv[sys.argv.index("--device") + 1] if "--device" in sys.argv else "cpu"
     threads = int(sys.argv[sys.argv.index("--threads") + 1]) if "--threads" in sys.argv else 1
     rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else ROUNDS
     problems = [sys.argv[sys.argv.index("--problem") + 1]] if "--problem" in sys.argv else list(SIZES)
+    if "--disk-only" in sys.argv:
+        for problem in [p for p in problems if p != "transformer"]:
+            disk_comparison(problem, quick, threads, rounds)
+        return
     for problem in problems:
         bench(problem, quick, device, threads, rounds)
 
