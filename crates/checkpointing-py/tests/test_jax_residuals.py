@@ -22,6 +22,7 @@ import adjoint_checkpoints  # noqa: E402
 from adjoint_checkpoints.jax import checkpointed_scan, last_stats  # noqa: E402
 from adjoint_checkpoints.jax._program import Plan  # noqa: E402
 from adjoint_checkpoints.jax._residuals import Residuals  # noqa: E402
+from test_jax_compiled import loss_with  # noqa: E402  (the same recurrent model)
 
 STEPS = 31
 
@@ -35,21 +36,6 @@ def problem(steps=STEPS, width=6):
     }
     xs = jax.random.normal(k4, (steps, 3))
     return params, xs, jnp.linspace(-1.0, 1.0, width)
-
-
-def loss_with(scan):
-    """A recurrent model with parameters closed over, scanned inputs and
-    stacked outputs."""
-
-    def loss(params, xs, h0):
-        def step(h, x):
-            h = jnp.tanh(h @ params["w"] + x @ params["u"] + params["b"])
-            return h, jnp.sum(h**2)
-
-        h, ys = scan(step, h0, xs)
-        return jnp.sum(h**3) + jnp.sum(jnp.sin(ys))
-
-    return loss
 
 
 def lax_scan(step, h0, xs):

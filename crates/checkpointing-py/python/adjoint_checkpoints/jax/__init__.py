@@ -205,6 +205,12 @@ def checkpointed_scan(
         )
         return _revolve.Generated(fn, length, plan.s)(init, xs, consts)
     kind = _disk_kind(disk_memory_kind, plan)
+    _publish_records(plan, kind)
+    return _compiled.Compiled(fn, plan, kind)(init, xs, consts)
+
+
+def _publish_records(plan, kind, **extra):
+    """``last_stats`` of a compiled plan of records, with ``extra``."""
     last_stats.clear()
     last_stats.update(
         mode="compiled",
@@ -217,8 +223,8 @@ def checkpointed_scan(
         records=tuple(len(table) for table in plan.fused),
         disk_memory_kind=kind or "device",
         taped_steps=plan.taped_steps,
+        **extra,
     )
-    return _compiled.Compiled(fn, plan, kind)(init, xs, consts)
 
 
 def _memory_scan(fn, init, xs, x0, consts, length, memory, disk_memory_kind):
@@ -230,18 +236,9 @@ def _memory_scan(fn, init, xs, x0, consts, length, memory, disk_memory_kind):
     budget = _memory_budget(memory, length, carry_bytes, tape_bytes)
     plan = _tape_plan(length, carry_bytes, tape_bytes, budget - 2 * carry_bytes)
     kind = _disk_kind(disk_memory_kind, plan)
-    last_stats.clear()
-    last_stats.update(
-        mode="compiled",
-        program="records",
-        forward_steps=plan.forward_steps,
-        schedule_forward_steps=plan.schedule_forward_steps,
-        adjoint_steps=plan.adjoint_steps,
-        slots=plan.slots,
-        peak_stored=plan.peak_stored,
-        records=tuple(len(table) for table in plan.fused),
-        disk_memory_kind=kind or "device",
-        taped_steps=plan.taped_steps,
+    _publish_records(
+        plan,
+        kind,
         memory=budget,
         carry_bytes=carry_bytes,
         tape_bytes=tape_bytes,
