@@ -444,3 +444,27 @@ def test_cuda_snapshots(disk):
     assert_grads_equal(got, ref, rtol=1e-10)
     assert all(g.is_cuda for g in got)
     assert stats.peak_ram <= 2 and stats.peak_disk <= 3 and stats.disk_writes > 0
+
+
+@pytest.mark.parametrize("how", ["schedule", "memory"])
+def test_a_tensor_requiring_grad_outside_params_is_refused_not_lost(how):
+    """A step closing over a tensor that requires grad, not given in
+    params: plain autograd gives it a gradient, so the loop refuses to run
+    silently without one (a TypeError naming it, from the forward when the
+    plan tapes there, else from the backward); given in params, its
+    gradient equals plain autograd's."""
+    w = torch.tensor(0.9, dtype=torch.float64, requires_grad=True)
+    x0 = torch.ones(3, dtype=torch.float64, requires_grad=True)
+    step = lambda i, x: torch.tanh(w * x)  # noqa: E731
+    kwargs = {"schedule": lambda n: cp.Revolve(n, 2)} if how == "schedule" else {"memory": "1MiB"}
+    with pytest.raises(TypeError, match=r"1 tensor\(s\) that require grad but are not in params \(shapes \(\)\)"):
+        checkpointed_loop(step, x0, 10, **kwargs).sum().backward()
+    w.grad = x0.grad = None
+    checkpointed_loop(step, x0, 10, params=[w], **kwargs).sum().backward()
+    ours = (w.grad.clone(), x0.grad.clone())
+    w.grad = x0.grad = None
+    x = x0
+    for i in range(10):
+        x = step(i, x)
+    x.sum().backward()
+    assert torch.equal(ours[0], w.grad) and torch.equal(ours[1], x0.grad)

@@ -207,7 +207,10 @@ def checkpointed_loop(
     states; on CPU they are held by reference, so it only saves time where
     recomputation costs more than a segment boundary). ``params``: the
     tensors ``step`` uses that need gradients (default: ``step.parameters()``
-    when ``step`` is an ``nn.Module`` or a bound method of one, else none).
+    when ``step`` is an ``nn.Module`` or a bound method of one, else none);
+    a tensor requiring grad that the step uses and ``params`` lacks raises
+    ``TypeError`` when the first step is taped (its gradient would
+    otherwise be lost).
     ``disk``: where ``StorageType.DISK`` snapshots go: ``"host"`` (host
     memory, pinned for CUDA tensors), ``"files"`` (checksummed files in a
     temporary directory) or a directory path. ``stats``: a

@@ -47,6 +47,27 @@ def _differentiable(t):
     return t.is_floating_point() or t.is_complex()
 
 
+def unlisted_leaves(outputs, known):
+    """The tensors that require grad which the autograd graph of
+    ``outputs`` reaches as leaves (their ``AccumulateGrad`` nodes), other
+    than those whose ``id`` is in ``known``: tensors a step uses whose
+    gradient the loop would not compute."""
+    stack = [o.grad_fn for o in outputs if o.grad_fn is not None]
+    seen, found = set(), []
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        variable = getattr(node, "variable", None)
+        if variable is not None:
+            if id(variable) not in known:
+                found.append(variable)
+            continue
+        stack.extend(fn for fn, _ in node.next_functions)
+    return found
+
+
 class _Tape:
     """The activations of one step, taped with autograd: its inputs, its
     outputs, and the storages its autograd graph keeps (``storages``: key
@@ -133,6 +154,7 @@ class _Run:
         self.deps, self.dep_storages = {}, {}
         self.lam, self.lam_storages = [], {}
         self.param_keys = {_key(p) for p in params}
+        self.leaves_checked = False  # unlisted_leaves, on the first tape
         self.ledger = _Ledger(self.param_keys)
         self.live, self.live_storages, self.n = None, {}, 0
         #: The tape whose outputs are the live state (None after any other
@@ -194,10 +216,27 @@ class _Run:
             inputs = prev.outputs
         with torch.enable_grad(), SavedTensors() as saved:
             outputs = self._call(i, inputs)
+        if not self.leaves_checked:
+            self._check_leaves(inputs, outputs)
         self.stats.taped_steps += 1
         # The parameters' storages are left out where the bytes are summed
         # (the ledger's exclude).
         return _Tape(inputs, outputs, add_storages(saved.tensors + inputs + outputs, {}), prev)
+
+    def _check_leaves(self, inputs, outputs):
+        """Refuses a step that uses tensors requiring grad which are not in
+        ``params``: their gradients would be silently lost (plain autograd
+        would give them). Checked once, on the first tape."""
+        self.leaves_checked = True
+        unlisted = unlisted_leaves(outputs, {id(t) for t in list(inputs) + list(self.params)})
+        if unlisted:
+            shapes = ", ".join(str(tuple(t.shape)) for t in unlisted[:5])
+            raise TypeError(
+                f"checkpointed_loop: the step uses {len(unlisted)} tensor(s) that require grad but are not in "
+                f"params (shapes {shapes}{', ...' if len(unlisted) > 5 else ''}): their gradients would be lost. "
+                "Pass them in params= (an nn.Module step, or a bound method of one, gives its parameters by "
+                "default), or detach them."
+            )
 
     def _stopped(self, i):
         if self.stop is None:
