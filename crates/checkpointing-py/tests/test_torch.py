@@ -468,3 +468,53 @@ def test_a_tensor_requiring_grad_outside_params_is_refused_not_lost(how):
         x = step(i, x)
     x.sum().backward()
     assert torch.equal(ours[0], w.grad) and torch.equal(ours[1], x0.grad)
+
+
+@pytest.mark.parametrize("how", ["schedule", "memory"])
+def test_autocast_holds_for_recomputed_steps(how):
+    """Under torch.autocast (CPU, bfloat16) the loop's steps, recomputed ones
+    included (the backward runs outside the caller's autocast), run in the
+    caller's autocast mode, as torch.utils.checkpoint does: before, the
+    first recomputation failed on a bfloat16 state meeting a float32
+    weight. Each step casts the weights afresh (no cast cache across
+    steps, wherever the schedule runs it): gradients bitwise those of plain
+    autograd with autocast entered per step, and within bfloat16 rounding
+    of plain autograd with autocast around the whole loop (whose cached
+    casts sum the weights' gradients in bfloat16)."""
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(16, 16)
+    x0 = torch.randn(4, 16, requires_grad=True)
+    step = lambda i, x: torch.tanh(lin(x))  # noqa: E731
+    kwargs = {"schedule": lambda n: cp.Revolve(n, 2)} if how == "schedule" else {"memory": "64KiB"}
+
+    def grads(run):
+        lin.zero_grad()
+        x0.grad = None
+        run().float().sum().backward()
+        return [t.clone() for t in (lin.weight.grad, lin.bias.grad, x0.grad)]
+
+    def ours():
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = checkpointed_loop(step, x0, 12, params=lin.parameters(), **kwargs)
+        assert out.dtype == torch.bfloat16
+        return out
+
+    def per_step():
+        x = x0
+        for i in range(12):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                x = step(i, x)
+        return x
+
+    def whole():
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            x = x0
+            for i in range(12):
+                x = step(i, x)
+        return x
+
+    got = grads(ours)
+    ref = grads(per_step)
+    assert all(torch.equal(a, b) for a, b in zip(got, ref))
+    for a, b in zip(got, grads(whole)):
+        torch.testing.assert_close(a, b, rtol=2e-2, atol=2e-3)

@@ -182,11 +182,13 @@ def signature(spec, leaves, params):
         str(spec),
         tuple(_tensor_signature(t) for t in leaves),
         tuple(_tensor_signature(p) for p in params),
-        _autocast(leaves),
+        autocast_state(leaves),
     )
 
 
-def _autocast(leaves):
+def autocast_state(leaves):
+    """The autocast modes in force for the devices of ``leaves``: ``(device
+    type, dtype)`` of each where it is enabled."""
     devices = sorted({t.device.type for t in leaves})
     out = []
     for d in devices:

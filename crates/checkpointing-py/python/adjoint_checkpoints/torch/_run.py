@@ -27,6 +27,7 @@ read. ``ADJOINT_CHECKPOINTS_PREFETCH=0`` in the environment turns this
 off (the copy is then made on the compute stream at the read).
 """
 
+import contextlib
 import os
 import time
 
@@ -36,6 +37,7 @@ from torch.utils import _pytree as pytree
 import adjoint_checkpoints as _cp
 from adjoint_checkpoints._native import SnapshotError
 
+from ._cache import autocast_state
 from ._plan import ReplayedSchedule, SavedTensors, _key, add_storages
 from ._segments import joins
 from ._storage import _Files, _Held, _HostCopy
@@ -154,6 +156,7 @@ class _Run:
         self.deps, self.dep_storages = {}, {}
         self.lam, self.lam_storages = [], {}
         self.param_keys = {_key(p) for p in params}
+        self.autocast = ()  # set by forward: the modes of the loop's call
         self.leaves_checked = False  # unlisted_leaves, on the first tape
         self.ledger = _Ledger(self.param_keys)
         self.live, self.live_storages, self.n = None, {}, 0
@@ -195,7 +198,23 @@ class _Run:
     # --- steps -----------------------------------------------------------
 
     def _call(self, i, leaves):
-        out = self.step_fn(i, pytree.tree_unflatten(list(leaves), self.spec))
+        state = pytree.tree_unflatten(list(leaves), self.spec)
+        if not self.autocast:
+            out = self.step_fn(i, state)
+        else:
+            with contextlib.ExitStack() as modes:
+                # The autocast modes of the loop's call, in force for every
+                # step, recomputed ones included (the backward runs outside
+                # them), as torch.utils.checkpoint does. Without the cast
+                # cache: a step taped in the forward (inside the caller's
+                # autocast, whose cache lives until it exits) would
+                # otherwise share its weights' casts with the other steps
+                # there, and a recomputed one not, so that the parameters'
+                # gradients would round differently by where the schedule
+                # taped a step.
+                for device, dtype in self.autocast:
+                    modes.enter_context(torch.autocast(device, dtype=dtype, cache_enabled=False))
+                out = self.step_fn(i, state)
         out_leaves, spec = pytree.tree_flatten(out)
         if spec != self.spec:
             raise ValueError(f"step({i}, x) returned a state of another structure than x: {spec} != {self.spec}")
@@ -451,6 +470,7 @@ class _Run:
         t0 = time.perf_counter()
         self._set_live(list(x0))
         self.x0_meta = [(t.shape, t.dtype, t.device) for t in x0]
+        self.autocast = autocast_state(list(x0) + list(self.params))
         if self.stop is not None and self._stopped(0):
             raise ValueError("the stop function is true at step 0: the loop has no step")
         try:
