@@ -92,7 +92,7 @@ from ._plan import (
     spill_schedule,
     tape_schedule,
 )
-from ._run import _differentiable, _Run
+from ._run import UnlistedTensorsWarning, _differentiable, _Run
 
 __all__ = [
     "checkpointed_loop",
@@ -103,6 +103,7 @@ __all__ = [
     "LoopStats",
     "SnapshotError",
     "SnapshotCorruptedError",
+    "UnlistedTensorsWarning",
     "last_stats",
 ]
 
@@ -208,9 +209,9 @@ def checkpointed_loop(
     recomputation costs more than a segment boundary). ``params``: the
     tensors ``step`` uses that need gradients (default: ``step.parameters()``
     when ``step`` is an ``nn.Module`` or a bound method of one, else none);
-    a tensor requiring grad that the step uses and ``params`` lacks raises
-    ``TypeError`` when the first step is taped (its gradient would
-    otherwise be lost).
+    a tensor requiring grad that the step uses and ``params`` lacks gets
+    no gradient from the loop, which says so with an
+    :class:`UnlistedTensorsWarning` when the first step is taped.
     ``disk``: where ``StorageType.DISK`` snapshots go: ``"host"`` (host
     memory, pinned for CUDA tensors), ``"files"`` (checksummed files in a
     temporary directory) or a directory path. ``stats``: a

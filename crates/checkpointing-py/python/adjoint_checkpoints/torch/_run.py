@@ -30,6 +30,7 @@ off (the copy is then made on the compute stream at the read).
 import contextlib
 import os
 import time
+import warnings
 
 import torch
 from torch.utils import _pytree as pytree
@@ -47,6 +48,26 @@ _S = _cp.StorageType
 
 def _differentiable(t):
     return t.is_floating_point() or t.is_complex()
+
+
+class UnlistedTensorsWarning(UserWarning):
+    """A loop's step uses tensors that require grad and are not in its
+    ``params``: the loop computes no gradient for them (plain autograd
+    would). Pass them in ``params=``; or, where only ``x0``'s gradient is
+    wanted, silence it:
+
+    >>> import warnings, torch
+    >>> from adjoint_checkpoints import Revolve
+    >>> from adjoint_checkpoints.torch import UnlistedTensorsWarning, checkpointed_loop
+    >>> layer = torch.nn.Linear(4, 4)
+    >>> x0 = torch.ones(2, 4, requires_grad=True)
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", UnlistedTensorsWarning)  # x0's gradient only
+    ...     x = checkpointed_loop(lambda i, x: torch.tanh(layer(x)), x0, 6, schedule=Revolve(6, 2))
+    ...     (g,) = torch.autograd.grad(x.sum(), [x0])
+    >>> g.shape
+    torch.Size([2, 4])
+    """
 
 
 def unlisted_leaves(outputs, known):
@@ -243,18 +264,22 @@ class _Run:
         return _Tape(inputs, outputs, add_storages(saved.tensors + inputs + outputs, {}), prev)
 
     def _check_leaves(self, inputs, outputs):
-        """Refuses a step that uses tensors requiring grad which are not in
-        ``params``: their gradients would be silently lost (plain autograd
-        would give them). Checked once, on the first tape."""
+        """Warns when the step uses tensors requiring grad which are not in
+        ``params``: the loop computes no gradient for them, where plain
+        autograd would (a warning, not an error: a caller who asks only for
+        ``x0``'s gradient, with ``torch.autograd.grad``, needs none).
+        Checked once, on the first tape."""
         self.leaves_checked = True
         unlisted = unlisted_leaves(outputs, {id(t) for t in list(inputs) + list(self.params)})
         if unlisted:
             shapes = ", ".join(str(tuple(t.shape)) for t in unlisted[:5])
-            raise TypeError(
+            warnings.warn(
                 f"checkpointed_loop: the step uses {len(unlisted)} tensor(s) that require grad but are not in "
-                f"params (shapes {shapes}{', ...' if len(unlisted) > 5 else ''}): their gradients would be lost. "
-                "Pass them in params= (an nn.Module step, or a bound method of one, gives its parameters by "
-                "default), or detach them."
+                f"params (shapes {shapes}{', ...' if len(unlisted) > 5 else ''}): the loop computes no gradient "
+                "for them. Pass them in params= (an nn.Module step, or a bound method of one, gives its "
+                "parameters by default), or detach them.",
+                UnlistedTensorsWarning,
+                stacklevel=2,
             )
 
     def _stopped(self, i):
