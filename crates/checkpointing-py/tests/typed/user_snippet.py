@@ -116,7 +116,9 @@ def with_torch() -> None:
 
     layer = torch.nn.Linear(8, 8)
     x0 = torch.randn(4, 8, requires_grad=True)
-    x: torch.Tensor = checkpointed_loop(lambda i, x: torch.tanh(layer(x)), x0, 20, schedule=ac.Revolve(20, 3))
+    x: torch.Tensor = checkpointed_loop(
+        lambda i, x: torch.tanh(layer(x)), x0, 20, schedule=ac.Revolve(20, 3), params=layer.parameters()
+    )
     (gradient,) = torch.autograd.grad(x.sum(), [x0])
     assert gradient.shape == x0.shape
 
