@@ -231,7 +231,7 @@ def _memory_scan(fn, init, xs, x0, consts, length, memory, disk_memory_kind):
     """``checkpointed_scan`` with ``memory=``: the step's residual layout
     read from its jaxpr, the tape-aware plan for the budget, compiled."""
     residuals = _residuals.Residuals(fn, init, x0, consts)
-    carry_bytes = _nbytes(init)
+    carry_bytes = _residuals.tree_nbytes(init)
     tape_bytes = residuals.nbytes
     budget = _memory_budget(memory, length, carry_bytes, tape_bytes)
     plan = _tape_plan(length, carry_bytes, tape_bytes, budget - 2 * carry_bytes)
@@ -245,10 +245,6 @@ def _memory_scan(fn, init, xs, x0, consts, length, memory, disk_memory_kind):
         peak_bytes=plan.buffer_bytes(carry_bytes, tape_bytes) + 2 * carry_bytes,
     )
     return _compiled.Compiled(fn, plan, kind, residuals)(init, xs, consts)
-
-
-def _nbytes(tree):
-    return sum(int(np.prod(leaf.shape)) * np.dtype(leaf.dtype).itemsize for leaf in jax.tree_util.tree_leaves(tree))
 
 
 def _memory_budget(memory, length, carry_bytes, tape_bytes):
@@ -572,16 +568,13 @@ def _at(xs, i):
 def _stack(items):
     if all(item is None for item in items):
         return None
-    return jax.tree_util.tree_map(lambda *a: _float0((len(a),) + a[0].shape) if _is_float0(a[0]) else jnp.stack(a), *items)
+    return jax.tree_util.tree_map(
+        lambda *a: _compiled.float0_zeros((len(a),) + a[0].shape) if _is_float0(a[0]) else jnp.stack(a), *items
+    )
 
 
 def _is_float0(a):
     return a.dtype == jax.dtypes.float0
-
-
-def _float0(shape):
-    """The cotangent of an integer input or output: zeros of ``float0``."""
-    return np.zeros(shape, jax.dtypes.float0)
 
 
 @partial(jax.custom_vjp, nondiff_argnums=(0, 1, 2))
@@ -616,7 +609,7 @@ def _vjp_step(fn, carry, x, consts, ct_carry, ct_y):
     (:func:`_jax_valued`) and is made ``float0`` here."""
     (_, y), pullback = jax.vjp(fn, carry, x, *consts)
     ct_y = jax.tree_util.tree_map(
-        lambda c, y: c if jnp.issubdtype(y.dtype, jnp.inexact) else _float0(y.shape), ct_y, y
+        lambda c, y: c if jnp.issubdtype(y.dtype, jnp.inexact) else _compiled.float0_zeros(y.shape), ct_y, y
     )
     return pullback((ct_carry, ct_y))
 

@@ -98,6 +98,11 @@ def _apply(pullback, xs, ct_ys, i, ct, ct_xs, ct_consts):
     return ct, ct_xs, _add(ct_consts, tuple(ct_c))
 
 
+def float0_zeros(shape):
+    """The cotangent of an integer input or output: zeros of ``float0``."""
+    return np.zeros(shape, jax.dtypes.float0)
+
+
 def xs_cotangents(xs):
     """The cotangents of ``xs`` that the backward loop accumulates, row by
     row: zeros for each floating-point leaf, ``None`` for the others (an
@@ -115,7 +120,7 @@ def xs_cotangent_tree(xs, ct_xs):
         return None
     leaves, treedef = jax.tree_util.tree_flatten(xs)
     return jax.tree_util.tree_unflatten(
-        treedef, [np.zeros(a.shape, jax.dtypes.float0) if c is None else c for a, c in zip(leaves, ct_xs)]
+        treedef, [float0_zeros(a.shape) if c is None else c for a, c in zip(leaves, ct_xs)]
     )
 
 

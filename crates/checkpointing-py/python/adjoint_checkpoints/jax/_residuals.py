@@ -37,7 +37,14 @@ import math
 import jax
 import numpy as np
 
+from ._compiled import float0_zeros
+
 _STORED, _INPUT, _FLOAT0, _CONSTANT = range(4)
+
+
+def tree_nbytes(tree):
+    """The bytes of the arrays (or ``ShapeDtypeStruct``\\ s) of ``tree``."""
+    return sum(math.prod(a.shape) * np.dtype(a.dtype).itemsize for a in jax.tree_util.tree_leaves(tree))
 
 
 class ResidualLayoutError(RuntimeError):
@@ -86,7 +93,7 @@ class Residuals:
 
         self.stored = jax.eval_shape(trace, carry, x, *consts)
         self.treedef, self.sources = found["treedef"], found["sources"]
-        self.nbytes = sum(math.prod(s.shape) * np.dtype(s.dtype).itemsize for s in self.stored)
+        self.nbytes = tree_nbytes(self.stored)
 
     def record(self, carry, x, consts):
         """Runs the step from ``carry``: ``((carry, y), tape)``, ``tape``
@@ -116,5 +123,5 @@ class Residuals:
             elif kind in (_INPUT, _CONSTANT):
                 leaves.append(inputs[what] if kind == _INPUT else what)
             else:
-                leaves.append(np.zeros(what.shape, what.dtype))
+                leaves.append(float0_zeros(what.shape))
         return jax.tree_util.tree_unflatten(self.treedef, leaves)
