@@ -8,6 +8,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use checkpointing_schedule::schedule::DriverOverheads;
 use checkpointing_schedule::{
     Action, ChainModel, HeterogeneousChain, HeterogeneousRevolve, Replay, Schedule, ScheduleError,
 };
@@ -24,25 +25,43 @@ use proptest::prelude::*;
 /// step: the states after it are restarted from their own checkpoints).
 /// Every move is checked against the budget: the checkpoints' bytes plus
 /// the tapes'.
+///
+/// With the driver's overheads `(restore, call)`: a restore costs
+/// `restore`, and a tape costs `call` unless the live state is the output
+/// of the tape of the step before: such a tape is differentiated in the
+/// same backward call (both are reversed one after the other, nothing in
+/// between, since no advance crosses a held tape). The state then records
+/// where the live state came from (a tape, a restore, or an untaped
+/// advance; kept by a store and by a reverse that leaves it), and a step
+/// whose checkpoint is held is taped only from that checkpoint, restored
+/// (the persistent rule: a checkpoint `k` serves the reversal of `k..j`
+/// whole; freeing it when step `k` is taped from a recomputed state,
+/// which with overheads could join step `k` to the call of the steps
+/// below, is outside the programme's model).
 fn exhaustive(
     forward: &[u64],
     adjoint: &[u64],
     bytes: &[u64],
     tape: &[u64],
     budget: u64,
+    (restore, call): (u64, u64),
 ) -> Option<u64> {
     let n = forward.len();
     let subsets = 1usize << n;
     let lives = n + 1; // live state 0..n-1, or n for none
-    let index = |j: usize, set: usize, tapes: usize, live: usize| {
-        ((j * subsets + set) * subsets + tapes) * lives + live
+                       // Where the live state came from.
+    const ADVANCED: usize = 0;
+    const TAPED: usize = 1;
+    const RESTORED: usize = 2;
+    let index = |j: usize, set: usize, tapes: usize, live: usize, origin: usize| {
+        (((j * subsets + set) * subsets + tapes) * lives + live) * 3 + origin
     };
-    let mut dist = vec![u64::MAX; (n + 1) * subsets * subsets * lives];
+    let mut dist = vec![u64::MAX; (n + 1) * subsets * subsets * lives * 3];
     let mut heap = BinaryHeap::new();
-    dist[index(n, 0, 0, 0)] = 0;
-    heap.push(Reverse((0u64, n, 0usize, 0usize, 0usize)));
-    while let Some(Reverse((d, j, set, tapes, live))) = heap.pop() {
-        if d > dist[index(j, set, tapes, live)] {
+    dist[index(n, 0, 0, 0, ADVANCED)] = 0;
+    heap.push(Reverse((0u64, n, 0usize, 0usize, 0usize, ADVANCED)));
+    while let Some(Reverse((d, j, set, tapes, live, origin))) = heap.pop() {
+        if d > dist[index(j, set, tapes, live, origin)] {
             continue;
         }
         if j == 0 {
@@ -64,39 +83,53 @@ fn exhaustive(
         let mut next = Vec::new();
         if live < n {
             if !has(set, live) && used + bytes[live] <= budget {
-                next.push((0, j, set | 1 << live, tapes, live));
+                next.push((0, j, set | 1 << live, tapes, live, origin));
             }
             if live + 1 < j && !has(tapes, live) {
-                next.push((forward[live], j, set, tapes, live + 1));
+                next.push((forward[live], j, set, tapes, live + 1, ADVANCED));
             }
-            if live < j && !has(tapes, live) {
+            let from_checkpoint = !has(set, live) || origin == RESTORED;
+            if live < j && !has(tapes, live) && from_checkpoint {
                 let freed = if has(set, live) { bytes[live] } else { 0 };
                 if used - freed + tape[live] <= budget {
                     let after = if live + 1 < j { live + 1 } else { n };
+                    let price = if origin == TAPED { 0 } else { call };
                     next.push((
-                        forward[live],
+                        forward[live] + price,
                         j,
                         set & !(1 << live),
                         tapes | 1 << live,
                         after,
+                        TAPED,
                     ));
                 }
             }
         }
         if has(tapes, j - 1) {
             let kept = set & ((1 << (j - 1)) - 1);
-            let after = if live < j - 1 { live } else { n };
-            next.push((adjoint[j - 1], j - 1, kept, tapes & !(1 << (j - 1)), after));
+            let (after, origin) = if live < j - 1 {
+                (live, origin)
+            } else {
+                (n, ADVANCED)
+            };
+            next.push((
+                adjoint[j - 1],
+                j - 1,
+                kept,
+                tapes & !(1 << (j - 1)),
+                after,
+                origin,
+            ));
         }
         for k in (0..j).filter(|&k| has(set, k)) {
-            next.push((0, j, set, tapes, k));
+            next.push((restore, j, set, tapes, k, RESTORED));
         }
-        for (c, j, set, tapes, live) in next {
+        for (c, j, set, tapes, live, origin) in next {
             let nd = d + c;
-            let slot = &mut dist[index(j, set, tapes, live)];
+            let slot = &mut dist[index(j, set, tapes, live, origin)];
             if nd < *slot {
                 *slot = nd;
-                heap.push(Reverse((nd, j, set, tapes, live)));
+                heap.push(Reverse((nd, j, set, tapes, live, origin)));
             }
         }
     }
@@ -110,6 +143,33 @@ fn chain(forward: &[u64], adjoint: &[u64], bytes: &[u64], tape: &[u64]) -> Heter
         .unwrap()
         .with_tape(tape.to_vec())
         .unwrap()
+}
+
+/// `chain` with the driver's overheads `restore` and `call`.
+fn priced(chain: HeterogeneousChain, restore: u64, call: u64) -> HeterogeneousChain {
+    let overheads = DriverOverheads::new(restore as f64, call as f64).unwrap();
+    chain.with_overheads(overheads).unwrap()
+}
+
+/// Checks `HeterogeneousRevolve` at granularity 1 on `chain` (with the
+/// overheads `restore` and `call`) against the exhaustive search: the
+/// optimum when a schedule fits, else no schedule.
+fn check_priced(
+    (f, b, s, t, budget): &Chain,
+    restore: u64,
+    call: u64,
+) -> Result<(), TestCaseError> {
+    let chain = priced(chain(f, b, s, t), restore, call);
+    let best = exhaustive(f, b, s, t, *budget, (restore, call));
+    match HeterogeneousRevolve::with_granularity(&chain, *budget, 1, ChainModel::Persistent) {
+        Ok(schedule) => {
+            prop_assert_eq!(Some(schedule.predicted_cost() as u64), best);
+            prop_assert_eq!(check(&chain, &schedule, *budget), schedule.predicted_cost());
+        }
+        Err(ScheduleError::BudgetTooSmall { .. }) => prop_assert_eq!(best, None),
+        Err(other) => prop_assert!(false, "unexpected error {other}"),
+    }
+    Ok(())
 }
 
 /// Replays the schedule (valid, every checkpoint freed), checks its byte
@@ -169,7 +229,7 @@ proptest! {
     #[test]
     fn optimal_against_exhaustive_search((f, b, s, t, budget) in small_taped_chain(6)) {
         let chain = chain(&f, &b, &s, &t);
-        let best = exhaustive(&f, &b, &s, &t, budget);
+        let best = exhaustive(&f, &b, &s, &t, budget, (0, 0));
         match HeterogeneousRevolve::with_granularity(&chain, budget, 1, ChainModel::Persistent) {
             Ok(schedule) => {
                 prop_assert_eq!(Some(schedule.predicted_cost() as u64), best);
@@ -183,13 +243,27 @@ proptest! {
                 prop_assert_eq!(best, None);
                 prop_assert_eq!(got, budget);
                 prop_assert!(need > budget);
-                prop_assert!(exhaustive(&f, &b, &s, &t, need).is_some());
-                prop_assert!(exhaustive(&f, &b, &s, &t, need - 1).is_none());
+                prop_assert!(exhaustive(&f, &b, &s, &t, need, (0, 0)).is_some());
+                prop_assert!(exhaustive(&f, &b, &s, &t, need - 1, (0, 0)).is_none());
                 let schedule = HeterogeneousRevolve::new(&chain, need).unwrap();
                 check(&chain, &schedule, need);
             }
             Err(other) => prop_assert!(false, "unexpected error {other}"),
         }
+    }
+
+    /// With the driver's overheads (a price per restore and per backward
+    /// call, a run of linked tapes being one call) the programme attains
+    /// the exhaustive optimum of steps and overheads together, and its
+    /// schedule costs what it predicts, overheads counted by
+    /// `HeterogeneousChain::account`.
+    #[test]
+    fn with_overheads_optimal_against_exhaustive_search(
+        chain in small_taped_chain(6),
+        restore in 0u64..6,
+        call in 0u64..10,
+    ) {
+        check_priced(&chain, restore, call)?;
     }
 
     /// Tapes that never fit ahead of their reverse (each larger than the
@@ -315,6 +389,50 @@ fn a_middling_budget_mixes_tapes_and_checkpoints() {
     assert!(schedule.predicted_cost() < checkpoints_only.predicted_cost());
 }
 
+/// Where a backward call costs more than a step, the priced schedule keeps
+/// runs of linked tapes (one call each) and restores less: fewer calls
+/// than the schedule that ignores the overheads, at less total cost on
+/// the priced chain, and it never costs more there.
+#[test]
+fn overheads_buy_fewer_backward_calls() {
+    let n = 200;
+    let chain = HeterogeneousChain::uniform(n, 1.0, 1.0, 10)
+        .unwrap()
+        .with_tape(vec![20; n as usize])
+        .unwrap();
+    let overheads = DriverOverheads::new(0.5, 6.0).unwrap();
+    let with = chain.clone().with_overheads(overheads).unwrap();
+    let mut fewer = false;
+    for budget in [200, 600, 1500, 3000] {
+        let plain = HeterogeneousRevolve::new(&chain, budget).unwrap();
+        let schedule = HeterogeneousRevolve::new(&with, budget).unwrap();
+        let (a, b) = (with.account(plain), with.account(schedule.clone()));
+        assert_eq!(check(&with, &schedule, budget), schedule.predicted_cost());
+        assert!(b.total() <= a.total(), "budget {budget}: {b:?} vs {a:?}");
+        assert!(
+            b.backward_calls <= a.backward_calls,
+            "budget {budget}: {b:?} vs {a:?}"
+        );
+        fewer |= b.backward_calls < a.backward_calls;
+    }
+    assert!(fewer, "no budget gave fewer calls");
+    // The overheads need tapes, and are checked.
+    assert!(matches!(
+        HeterogeneousChain::uniform(3, 1.0, 1.0, 10)
+            .unwrap()
+            .with_overheads(overheads)
+            .unwrap_err(),
+        ScheduleError::InvalidParameter {
+            name: "overheads",
+            ..
+        }
+    ));
+    assert!(matches!(
+        DriverOverheads::new(f64::NAN, 1.0).unwrap_err(),
+        ScheduleError::InvalidCost { .. }
+    ));
+}
+
 /// Bad inputs are typed errors: tapes of the wrong length, a budget below
 /// the least (for one step: its tape), the exact model with tapes.
 #[test]
@@ -409,7 +527,7 @@ proptest! {
     fn uniform_chains_against_exhaustive_search((f, b, s, t, budget) in small_uniform_chain(7)) {
         let chain = chain(&f, &b, &s, &t);
         prop_assert!(chain.is_uniform());
-        let best = exhaustive(&f, &b, &s, &t, budget);
+        let best = exhaustive(&f, &b, &s, &t, budget, (0, 0));
         match HeterogeneousRevolve::with_granularity(&chain, budget, 1, ChainModel::Persistent) {
             Ok(schedule) => {
                 prop_assert_eq!(Some(schedule.predicted_cost() as u64), best);
@@ -421,13 +539,24 @@ proptest! {
             Err(ScheduleError::BudgetTooSmall { need, got, .. }) => {
                 prop_assert_eq!(best, None);
                 prop_assert_eq!(got, budget);
-                prop_assert!(exhaustive(&f, &b, &s, &t, need).is_some());
-                prop_assert!(exhaustive(&f, &b, &s, &t, need - 1).is_none());
+                prop_assert!(exhaustive(&f, &b, &s, &t, need, (0, 0)).is_some());
+                prop_assert!(exhaustive(&f, &b, &s, &t, need - 1, (0, 0)).is_none());
                 let schedule = HeterogeneousRevolve::new(&chain, need).unwrap();
                 check(&chain, &schedule, need);
             }
             Err(other) => prop_assert!(false, "unexpected error {other}"),
         }
+    }
+
+    /// The uniform table with the driver's overheads attains the
+    /// exhaustive optimum too.
+    #[test]
+    fn uniform_chains_with_overheads_against_exhaustive_search(
+        chain in small_uniform_chain(7),
+        restore in 0u64..6,
+        call in 0u64..10,
+    ) {
+        check_priced(&chain, restore, call)?;
     }
 
     /// Longer uniform chains with the default granularity: valid, within

@@ -106,5 +106,7 @@ fn of_runs(profile: &StepProfile, runs: &[Step], budget: u64) -> HeterogeneousRe
         tape: Some(PerStep(tape)),
         budget,
         runs: Some(PerStep(runs.to_vec())),
+        restore_overhead: None,
+        backward_overhead: None,
     }
 }

@@ -71,7 +71,7 @@ pub use disk_revolve::{
 };
 pub use drive::{Drive, Driven};
 pub use heterogeneous::{
-    run_bounds, ChainCost, ChainModel, HeterogeneousChain, HeterogeneousRevolve,
+    run_bounds, ChainCost, ChainModel, DriverOverheads, HeterogeneousChain, HeterogeneousRevolve,
     HeterogeneousRevolveParams, PerStep, RunsSchedule,
 };
 pub use hrevolve::{

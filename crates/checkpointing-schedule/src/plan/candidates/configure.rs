@@ -188,6 +188,8 @@ fn heterogeneous(input: &PlanInput) -> Option<ScheduleSpec> {
         tape: None,
         budget,
         runs: None,
+        restore_overhead: None,
+        backward_overhead: None,
     };
     if coarsen::solvable(&params) {
         return Some(ScheduleSpec::from(params));

@@ -145,10 +145,11 @@ impl HeterogeneousRevolve {
             &chain.adjoint,
             size,
             None,
+            chain.overheads,
             units as usize,
         );
         let m = (units - first) as usize;
-        schedule.predicted = table.cost(0, 0, n, m);
+        schedule.predicted = table.cost(0, 0, n, m, false);
         schedule.stack = vec![Task::Solve(Frame::whole(n, m))];
         schedule.table = Some(Solved::General(table));
         schedule.units = units;
@@ -181,6 +182,7 @@ impl HeterogeneousRevolve {
             })
         };
         if n == 1 {
+            self.predicted += chain.overheads.backward_call;
             return match too_small() {
                 Some(error) => Err(error),
                 None => Ok(self),
@@ -192,9 +194,11 @@ impl HeterogeneousRevolve {
             // Every tape fits at once: tape every step in the forward and
             // keep them all; every step runs once, the least any schedule
             // costs, whatever the rounding of a table would give.
+            // They are differentiated in one backward call.
             self.all_tapes = true;
             let forward: f64 = chain.forward.iter().sum();
-            self.predicted = forward + chain.adjoint.iter().rev().sum::<f64>();
+            self.predicted =
+                forward + chain.adjoint.iter().rev().sum::<f64>() + chain.overheads.backward_call;
             self.units = units;
             return Ok(self);
         }
@@ -203,10 +207,9 @@ impl HeterogeneousRevolve {
         let table = if shape == Shape::Uniform {
             Solved::Uniform(UniformTable::solve(
                 n,
-                chain.forward[0],
-                chain.adjoint[0],
-                units_of(chain.bytes[0]),
-                units_of(tape[0]),
+                (chain.forward[0], chain.adjoint[0]),
+                (units_of(chain.bytes[0]), units_of(tape[0])),
+                chain.overheads,
                 units as usize,
             ))
         } else {
@@ -216,11 +219,12 @@ impl HeterogeneousRevolve {
                 &chain.adjoint,
                 chain.bytes.iter().map(|&b| units_of(b)).collect(),
                 Some(tape.iter().map(|&t| units_of(t)).collect()),
+                chain.overheads,
                 units as usize,
             ))
         };
         let m = units as usize;
-        let predicted = table.cost(0, 0, n, m);
+        let predicted = table.cost(0, 0, n, m, false);
         if predicted.is_infinite() {
             return Err(
                 too_small().unwrap_or_else(|| ScheduleError::InvalidParameter {

@@ -2,6 +2,7 @@
 //! [`ChainCost`], what an action stream costs on it.
 
 use super::super::ScheduleError;
+use super::calls::{CallCounter, DriverOverheads};
 use crate::action::{Action, Step};
 use crate::StorageLevel;
 
@@ -23,6 +24,8 @@ pub struct HeterogeneousChain {
     pub(super) bytes: Vec<u64>,
     /// Bytes of each step's tape (its adjoint dependencies), when given.
     pub(super) tape: Option<Vec<u64>>,
+    /// The driver's price per restore and per backward call.
+    pub(super) overheads: DriverOverheads,
 }
 
 impl HeterogeneousChain {
@@ -72,6 +75,7 @@ impl HeterogeneousChain {
             adjoint,
             bytes,
             tape: None,
+            overheads: DriverOverheads::default(),
         })
     }
 
@@ -113,6 +117,52 @@ impl HeterogeneousChain {
             tape: Some(tape),
             ..self
         })
+    }
+
+    /// The chain with the driver's `overheads`: a price per restore of a
+    /// checkpoint into the live state and per backward call, paid besides
+    /// the steps' own costs (a driver such as PyTorch's `checkpointed_loop`
+    /// pays a fixed time for each `torch.autograd.grad` call, and
+    /// differentiates a run of tapes recorded one from the other's outputs
+    /// in one call). [`HeterogeneousRevolve`](super::HeterogeneousRevolve)
+    /// then minimises the steps' costs plus the overheads, so that it
+    /// prefers one taped segment to many single steps, and fewer restores,
+    /// where the overheads dominate. Only a chain with tapes takes them.
+    ///
+    /// Errors: [`ScheduleError::InvalidParameter`] (`overheads`) for a
+    /// chain without tapes ([`HeterogeneousChain::with_tape`] first).
+    ///
+    /// ```
+    /// use checkpointing_schedule::schedule::DriverOverheads;
+    /// use checkpointing_schedule::{HeterogeneousChain, HeterogeneousRevolve};
+    /// let chain = HeterogeneousChain::uniform(40, 1.0, 2.0, 10).unwrap();
+    /// let taped = chain.clone().with_tape(vec![30; 40]).unwrap();
+    /// let overheads = DriverOverheads::new(0.5, 4.0).unwrap();
+    /// let priced = taped.clone().with_overheads(overheads).unwrap();
+    /// let plain = HeterogeneousRevolve::new(&taped, 400).unwrap();
+    /// let schedule = HeterogeneousRevolve::new(&priced, 400).unwrap();
+    /// // Its cost on the priced chain, overheads included, is what it
+    /// // predicts, and no more than the schedule that ignores them.
+    /// assert_eq!(priced.account(schedule.clone()).total(), schedule.predicted_cost());
+    /// assert!(schedule.predicted_cost() <= priced.account(plain).total());
+    /// assert!(chain.with_overheads(overheads).is_err());
+    /// ```
+    pub fn with_overheads(self, overheads: DriverOverheads) -> Result<Self, ScheduleError> {
+        DriverOverheads::new(overheads.restore, overheads.backward_call)?;
+        if self.tape.is_none() && !overheads.is_zero() {
+            return Err(ScheduleError::InvalidParameter {
+                name: "overheads",
+                reason: "only a chain with tapes (with_tape) is planned with the driver's \
+                         overheads"
+                    .into(),
+            });
+        }
+        Ok(Self { overheads, ..self })
+    }
+
+    /// The driver's overheads ([`HeterogeneousChain::with_overheads`]).
+    pub fn overheads(&self) -> DriverOverheads {
+        self.overheads
     }
 
     /// A chain of `n` equal steps: forward cost `forward`, adjoint cost
@@ -212,7 +262,11 @@ impl HeterogeneousChain {
     /// to the `Reverse(.., clear_adj_deps = true)` that frees it (adjoint
     /// dependencies stored in RAM or on disk are not counted). It only
     /// counts; check validity with [`crate::Replay`]. Steps outside the
-    /// chain cost nothing and take no bytes.
+    /// chain cost nothing and take no bytes. It also counts the restores
+    /// (`Copy` or `Move` to `WORK`) and backward calls (a run of tapes
+    /// linked one to the other, or one step: see
+    /// [`HeterogeneousChain::with_overheads`]) and prices them with the
+    /// chain's overheads.
     ///
     /// ```
     /// use checkpointing_schedule::{HeterogeneousChain, Revolve};
@@ -246,7 +300,30 @@ impl HeterogeneousChain {
         let mut taped = std::collections::BTreeSet::new();
         let len = self.forward.len() as Step;
         let (mut bytes, mut cost) = (0u64, ChainCost::default());
+        let mut calls = CallCounter::default();
         for action in actions {
+            match action {
+                Action::Forward {
+                    n0,
+                    n1,
+                    write_adj_deps,
+                    storage,
+                    ..
+                } => calls.forward(
+                    n0.min(len),
+                    n1.min(len),
+                    write_adj_deps && storage == StorageLevel::Work,
+                ),
+                Action::Reverse {
+                    n1,
+                    n0,
+                    clear_adj_deps,
+                } => calls.reverse(n1.min(len), n0.min(len), clear_adj_deps),
+                Action::Copy { to, .. } | Action::Move { to, .. } => {
+                    calls.transfer(to == StorageLevel::Work)
+                }
+                _ => calls.other(),
+            }
             match action {
                 Action::Forward {
                     n0,
@@ -302,6 +379,9 @@ impl HeterogeneousChain {
                 _ => {}
             }
         }
+        cost.restores = calls.restores;
+        cost.backward_calls = calls.calls;
+        cost.overhead = calls.price(&self.overheads);
         cost
     }
 }
@@ -318,11 +398,19 @@ pub struct ChainCost {
     /// Most bytes of RAM checkpoints held at once, plus, when the chain has
     /// tapes, the tapes held in WORK at that time.
     pub peak_bytes: u64,
+    /// Restores of a checkpoint into the live state (`Copy` or `Move` to
+    /// `WORK`).
+    pub restores: u64,
+    /// Backward calls: runs of linked tapes, and single steps.
+    pub backward_calls: u64,
+    /// The chain's overheads' price of those restores and calls
+    /// ([`HeterogeneousChain::with_overheads`]; zero without).
+    pub overhead: f64,
 }
 
 impl ChainCost {
-    /// `forward + adjoint`.
+    /// `forward + adjoint + overhead`.
     pub fn total(&self) -> f64 {
-        self.forward + self.adjoint
+        self.forward + self.adjoint + self.overhead
     }
 }

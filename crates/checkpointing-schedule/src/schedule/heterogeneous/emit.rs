@@ -11,7 +11,9 @@ use crate::StorageLevel;
 
 /// A sub-problem `Q(i, l, j, m)` (or `D(i, j, m)` with tapes) to emit;
 /// `live`: the live state is at `i`, not yet stored (it is stored by the
-/// next forward unless that is its last use).
+/// next forward unless that is its last use); `linked`: it is the output
+/// of a tape just recorded (the table's `D'`: a tape from it joins that
+/// tape's backward call).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Frame {
     pub(super) i: usize,
@@ -19,6 +21,7 @@ pub(super) struct Frame {
     pub(super) j: usize,
     pub(super) m: usize,
     pub(super) live: bool,
+    pub(super) linked: bool,
 }
 
 impl Frame {
@@ -30,6 +33,7 @@ impl Frame {
             j: n,
             m,
             live: true,
+            linked: false,
         }
     }
 }
@@ -130,7 +134,14 @@ impl HeterogeneousRevolve {
             self.done = true;
             return;
         };
-        let Frame { i, l, j, m, live } = match task {
+        let Frame {
+            i,
+            l,
+            j,
+            m,
+            live,
+            linked,
+        } = match task {
             Task::Solve(frame) => frame,
             Task::Reverse(k) => {
                 let at = self.cursor.n() as usize;
@@ -139,7 +150,7 @@ impl HeterogeneousRevolve {
             }
         };
         let choice = match &self.table {
-            Some(table) => table.choice(i, l, j, m),
+            Some(table) => table.choice(i, l, j, m, linked),
             None if self.all_tapes && j >= i + 2 => Choice::Tape,
             None => Choice::Sweep,
         };
@@ -152,8 +163,15 @@ impl HeterogeneousRevolve {
                 }
                 self.tape_and_reverse(j - 1);
                 if !last_use {
-                    let (j, live) = (j - 1, false);
-                    self.stack.push(Task::Solve(Frame { i, l, j, m, live }));
+                    let (j, live, linked) = (j - 1, false, false);
+                    self.stack.push(Task::Solve(Frame {
+                        i,
+                        l,
+                        j,
+                        m,
+                        live,
+                        linked,
+                    }));
                 }
             }
             Choice::Shift(k) => {
@@ -167,6 +185,7 @@ impl HeterogeneousRevolve {
                     j,
                     m: freed,
                     live: true,
+                    linked: false,
                 }));
             }
             Choice::Split(lp) => {
@@ -185,6 +204,7 @@ impl HeterogeneousRevolve {
                     j: lp,
                     m,
                     live: false,
+                    linked: false,
                 }));
                 self.stack.push(Task::Solve(Frame {
                     i: k,
@@ -192,6 +212,7 @@ impl HeterogeneousRevolve {
                     j,
                     m: rest,
                     live: true,
+                    linked: false,
                 }));
                 let store = self.restore(i, live, false);
                 self.advance(i, k, store);
@@ -205,6 +226,7 @@ impl HeterogeneousRevolve {
                     j,
                     m: rest,
                     live: true,
+                    linked: true,
                 }));
                 self.restore(i, live, true);
                 self.tape(i);

@@ -11,6 +11,7 @@
 //! schedule in a spec.
 
 mod build;
+mod calls;
 mod chain;
 mod emit;
 mod granularity;
@@ -21,6 +22,7 @@ mod table;
 mod tests;
 mod uniform;
 
+pub use calls::DriverOverheads;
 pub use chain::{ChainCost, HeterogeneousChain};
 pub use params::{HeterogeneousRevolveParams, PerStep};
 pub use runs::{run_bounds, RunsSchedule};
@@ -241,6 +243,40 @@ use emit::Task;
 /// Tape-less uniform chains keep the tables above (uniform
 /// [`crate::Revolve`] is already optimal for them, in `O(snapshots)`
 /// memory).
+///
+/// # The driver's overheads: `D'`
+///
+/// A driver pays besides the steps a fixed price per restore of a
+/// checkpoint into the live state (`c`) and per backward call (`b`): the
+/// PyTorch bridge calls `torch.autograd.grad` once per run of *linked*
+/// tapes (each recorded from the previous one's outputs and reversed
+/// right after it) and once per other step
+/// ([`HeterogeneousChain::with_overheads`], counted by
+/// [`HeterogeneousChain::account`]). Where steps are small these prices
+/// dominate, and a schedule of many single-step calls and restores loses
+/// to one with runs of tapes. With them, `D` of a chain with tapes splits
+/// in two: `D(i, j, m)` as above and `D'(i, j, m)`, the same sub-problem
+/// when the live state `i` is the output of a tape just recorded (so a
+/// tape from it joins that tape's call):
+///
+/// ```text
+/// D(i, i+1, m)  = forward[i] + adjoint[i] + b,   D'(i, i+1, m) = forward[i] + adjoint[i]
+/// S(i, j, m)    = min( F(i, j) + adjoint[j−1] + b + c + D(i, j−1, m)     if s_i + t_{j−1} <= m,
+///                      min over i < k < j−1 of
+///                        F(i, k) + c + D(k, j, m − s_i) + D(i, k, m)     if s_i <= m )
+/// D(i, j, m)    = min(S(i, j, m), forward[i] + adjoint[i] + b + D'(i+1, j, m − t_i))
+/// D'(i, j, m)   = min(S(i, j, m), forward[i] + adjoint[i] + D'(i+1, j, m − t_i))
+/// ```
+///
+/// (a sweep's rest and a split's lower part start with a restore of `i`;
+/// a sweep's step is a call of its own), and likewise `D(l, m)`, `D'(l, m)`
+/// for a uniform chain. `D'` is kept only when `b > 0`, doubling the
+/// table's memory (`c` alone needs no second table); with both zero the
+/// schedules are those above. The tests check both tables against the
+/// Dijkstra search with the prices and a flag for the live state's origin.
+/// Outside the model: freeing a split's checkpoint `k` when step `k` is
+/// taped from a recomputed state (joining it to the call of the steps
+/// below), which could save one call per split.
 ///
 /// # Complexity, and where it stops being practical
 ///

@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use super::{run_bounds, HeterogeneousChain, HeterogeneousRevolve, RunsSchedule};
+use super::{run_bounds, DriverOverheads, HeterogeneousChain, HeterogeneousRevolve, RunsSchedule};
 use crate::action::Step;
 use crate::replay::Replay;
 use crate::schedule::{CandidateBudget, Schedule, ScheduleError, ScheduleParams};
@@ -104,6 +104,11 @@ impl<T: fmt::Display + PartialEq> fmt::Display for PerStep<T> {
 /// step's tape from the forward to its reverse instead of recomputing it.
 /// Without it the spec is as before (the key is not written).
 ///
+/// With tapes, the optional `restore_overhead` and `backward_overhead`
+/// (JSON keys, `--restore-overhead`, `--backward-overhead`; in the costs'
+/// units) price what a driver pays per restore and per backward call
+/// ([`HeterogeneousChain::with_overheads`]); absent, zero and not written.
+///
 /// ```
 /// use checkpointing_schedule::schedule::{HeterogeneousRevolveParams, PerStep, ScheduleParams};
 /// use checkpointing_schedule::StorageLevel;
@@ -114,6 +119,8 @@ impl<T: fmt::Display + PartialEq> fmt::Display for PerStep<T> {
 ///     tape: None,
 ///     budget: 300,
 ///     runs: None,
+///     restore_overhead: None,
+///     backward_overhead: None,
 /// };
 /// let cost = params.replay().run(params.build().unwrap()).unwrap();
 /// assert!(cost.levels[StorageLevel::Ram].peak * 100 <= 300);
@@ -160,6 +167,16 @@ pub struct HeterogeneousRevolveParams {
     #[cfg_attr(feature = "clap", arg(long, value_name = "STEPS"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runs: Option<PerStep<Step>>,
+    /// What the driver pays per restore of a checkpoint into the live
+    /// state, in the costs' units (with --tape only); absent: nothing.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "COST"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore_overhead: Option<f64>,
+    /// What the driver pays per backward call (a run of linked tapes, or
+    /// one step), in the costs' units (with --tape only); absent: nothing.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "COST"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backward_overhead: Option<f64>,
 }
 
 #[cfg(feature = "clap")]
@@ -185,10 +202,18 @@ impl HeterogeneousRevolveParams {
             self.adjoint.0.clone(),
             self.bytes.0.clone(),
         )?;
-        match &self.tape {
-            Some(tape) => chain.with_tape(tape.0.clone()),
-            None => Ok(chain),
+        let chain = match &self.tape {
+            Some(tape) => chain.with_tape(tape.0.clone())?,
+            None => chain,
+        };
+        if self.restore_overhead.is_none() && self.backward_overhead.is_none() {
+            return Ok(chain);
         }
+        let overheads = DriverOverheads::new(
+            self.restore_overhead.unwrap_or(0.0),
+            self.backward_overhead.unwrap_or(0.0),
+        )?;
+        chain.with_overheads(overheads)
     }
 
     /// The most checkpoints the budget can hold at once: the smallest
@@ -216,6 +241,8 @@ impl ScheduleParams for HeterogeneousRevolveParams {
             tape: None,
             budget: 300,
             runs: None,
+            restore_overhead: None,
+            backward_overhead: None,
         }
     }
 
@@ -282,6 +309,14 @@ impl ScheduleParams for HeterogeneousRevolveParams {
         if let Some(tape) = &self.tape {
             args.extend(["--tape".into(), tape.to_string()]);
         }
+        for (flag, value) in [
+            ("--restore-overhead", self.restore_overhead),
+            ("--backward-overhead", self.backward_overhead),
+        ] {
+            if let Some(value) = value {
+                args.extend([flag.into(), value.to_string()]);
+            }
+        }
         args
     }
 }
@@ -333,6 +368,43 @@ mod tests {
         assert!(matches!(
             taped.build().err(),
             Some(ScheduleError::InvalidParameter { name: "tape", .. })
+        ));
+    }
+
+    #[test]
+    fn overheads_are_optional_in_json() {
+        let mut params = HeterogeneousRevolveParams::example();
+        params.tape = Some(PerStep(vec![150; 20]));
+        params.budget = 1000;
+        params.backward_overhead = Some(2.5);
+        let json = serde_json::to_string(&params).unwrap();
+        assert!(json.contains("\"backward_overhead\":2.5"), "{json}");
+        assert!(!json.contains("restore_overhead"), "{json}");
+        let back: HeterogeneousRevolveParams = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, params);
+        assert!(params
+            .command_args()
+            .ends_with(&["--backward-overhead".into(), "2.5".into()]));
+        let chain = params.chain().unwrap();
+        assert_eq!(chain.overheads().backward_call, 2.5);
+        let schedule = HeterogeneousRevolve::new(&chain, 1000).unwrap();
+        assert_eq!(
+            chain.account(schedule.clone()).total(),
+            schedule.predicted_cost()
+        );
+        params.restore_overhead = Some(-1.0);
+        assert!(matches!(
+            params.build().err(),
+            Some(ScheduleError::InvalidCost { .. })
+        ));
+        params.restore_overhead = Some(1.0);
+        params.tape = None;
+        assert!(matches!(
+            params.build().err(),
+            Some(ScheduleError::InvalidParameter {
+                name: "overheads",
+                ..
+            })
         ));
     }
 

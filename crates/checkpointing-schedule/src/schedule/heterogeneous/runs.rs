@@ -52,6 +52,8 @@ pub fn run_bounds(runs: &[Step]) -> Result<Vec<Step>, ScheduleError> {
 ///     tape: Some(PerStep(vec![500; 8])),
 ///     budget: 800,
 ///     runs: Some(PerStep(vec![5; 8])),
+///     restore_overhead: None,
+///     backward_overhead: None,
 /// };
 /// assert_eq!(params.steps(), 40);
 /// let cost = params.replay().run(params.build().unwrap()).unwrap();
@@ -166,6 +168,8 @@ mod tests {
                 tape: Some(PerStep(tape)),
                 budget,
                 runs: Some(PerStep(runs.clone())),
+                restore_overhead: None,
+                backward_overhead: None,
             };
             prop_assert_eq!(params.steps(), n as Step);
             let schedule = params.build().map_err(|e| TestCaseError::fail(format!("{e}")))?;

@@ -4,6 +4,7 @@
 //! uniform chain with tapes, `D(l, m)`, is in `uniform.rs`.
 
 use super::super::ScheduleError;
+use super::calls::DriverOverheads;
 
 /// Largest number of cells (each 24 bytes: two costs and two choices)
 /// a table may have: about 200 MB.
@@ -115,6 +116,13 @@ pub(crate) struct Table {
     q_choice: Vec<u32>,
     r: Vec<f64>,
     r_choice: Vec<u32>,
+    /// The driver's overheads (a chain with tapes only).
+    overheads: DriverOverheads,
+    /// `D'(i, j, m)`, `D` when the live state `i` is the output of a tape
+    /// just recorded (the next tape joins its backward call), and its
+    /// choices; empty when a backward call costs nothing (then `D' = D`).
+    linked: Vec<f64>,
+    linked_choice: Vec<u32>,
 }
 
 /// Number of `(i, l, j)` triples with `i <= l < j <= n` (exact), `(i, j)`
@@ -229,9 +237,11 @@ impl Table {
         adjoint: &[f64],
         size: Vec<usize>,
         tape: Option<Vec<usize>>,
+        overheads: DriverOverheads,
         units: usize,
     ) -> Self {
         debug_assert!(tape.is_none() || model == ChainModel::Persistent);
+        debug_assert!(tape.is_some() || overheads.is_zero());
         let n = forward.len();
         let mut prefix = Vec::with_capacity(n + 1);
         prefix.push(0.0);
@@ -260,6 +270,7 @@ impl Table {
         }
         let total = cells * (units + 1);
         let with_r = model == ChainModel::Exact;
+        let with_linked = overheads.backward_call > 0.0;
         let mut table = Self {
             model,
             n,
@@ -273,6 +284,17 @@ impl Table {
             q_choice: vec![0; total],
             r: if with_r { vec![0.0; total] } else { Vec::new() },
             r_choice: if with_r { vec![0; total] } else { Vec::new() },
+            overheads,
+            linked: if with_linked {
+                vec![0.0; total]
+            } else {
+                Vec::new()
+            },
+            linked_choice: if with_linked {
+                vec![0; total]
+            } else {
+                Vec::new()
+            },
         };
         table.fill();
         table
@@ -292,14 +314,25 @@ impl Table {
         cell * (self.units + 1) + m
     }
 
-    /// The least cost `Q(i, l, j, m)`.
-    pub(crate) fn cost(&self, i: usize, l: usize, j: usize, m: usize) -> f64 {
-        self.q[self.at(i, l, j, m)]
+    /// The least cost `Q(i, l, j, m)` (`D'` when `linked`, the live state
+    /// the output of a tape just recorded).
+    pub(crate) fn cost(&self, i: usize, l: usize, j: usize, m: usize, linked: bool) -> f64 {
+        let at = self.at(i, l, j, m);
+        if linked && !self.linked.is_empty() {
+            self.linked[at]
+        } else {
+            self.q[at]
+        }
     }
 
-    /// The choice attaining `Q(i, l, j, m)`.
-    pub(crate) fn choice(&self, i: usize, l: usize, j: usize, m: usize) -> Choice {
-        decode(self.q_choice[self.at(i, l, j, m)])
+    /// The choice attaining `Q(i, l, j, m)` (`D'` when `linked`).
+    pub(crate) fn choice(&self, i: usize, l: usize, j: usize, m: usize, linked: bool) -> Choice {
+        let at = self.at(i, l, j, m);
+        if linked && !self.linked_choice.is_empty() {
+            decode(self.linked_choice[at])
+        } else {
+            decode(self.q_choice[at])
+        }
     }
 
     /// The checkpoint `k` of a split `Q(i, ·, j, m)` → `l'`.
@@ -338,6 +371,10 @@ impl Table {
         let width = self.units + 1;
         let mut best = vec![0.0; width];
         let mut arg = vec![0u32; width];
+        let (mut linked_best, mut linked_arg) = (Vec::new(), Vec::new());
+        if !self.linked.is_empty() {
+            (linked_best, linked_arg) = (vec![0.0; width], vec![0u32; width]);
+        }
         for d in 1..=n {
             for i in 0..=n - d {
                 let j = i + d;
@@ -350,9 +387,12 @@ impl Table {
                             self.fill_q(i, l, j, &mut best, &mut arg);
                         }
                     }
-                    ChainModel::Persistent if self.tape.is_some() => {
-                        self.fill_d(i, j, &mut best, &mut arg)
-                    }
+                    ChainModel::Persistent if self.tape.is_some() => self.fill_d(
+                        i,
+                        j,
+                        (&mut best, &mut arg),
+                        (&mut linked_best, &mut linked_arg),
+                    ),
                     ChainModel::Persistent => self.fill_c(i, j, &mut best, &mut arg),
                 }
             }
@@ -361,7 +401,7 @@ impl Table {
 
     /// Lowers `best[m]` to `base + values[m − shift]` (and `arg[m]` to
     /// `code`) where that is smaller, for `m >= shift`; `values` is a row.
-    fn relax(
+    pub(super) fn relax(
         best: &mut [f64],
         arg: &mut [u32],
         base: f64,
@@ -475,22 +515,45 @@ impl Table {
     /// `D(i, j, m)` of a chain with tapes, for every `m` (the units free for
     /// `i..j`, those of a checkpoint of `i` included): sweep, split at `k`
     /// (store `i`, reverse `k..j` from `k`, then `i..k`), or tape step `i`
-    /// and reverse `i + 1..j` while its tape is held.
-    fn fill_d(&mut self, i: usize, j: usize, best: &mut [f64], arg: &mut [u32]) {
+    /// and reverse `i + 1..j` while its tape is held; and `D'(i, j, m)`
+    /// into `linked` when the table keeps it. With the driver's overheads
+    /// `c` (a restore) and `b` (a backward call), a sweep pays `b` for its
+    /// step's call and `c` for the restore of `i` its rest starts with, a
+    /// split `c` for the restore of `i` before `i..k`, and a tape `b`
+    /// unless the live state `i` is the output of a tape just recorded
+    /// (`D'`: the tape joins that tape's call).
+    fn fill_d(
+        &mut self,
+        i: usize,
+        j: usize,
+        (best, arg): (&mut [f64], &mut [u32]),
+        (linked_best, linked_arg): (&mut [f64], &mut [u32]),
+    ) {
         let Some(tape) = &self.tape else { return };
         let width = best.len();
+        let DriverOverheads {
+            restore,
+            backward_call,
+        } = self.overheads;
         best.fill(f64::INFINITY);
         arg.fill(encode(Choice::Sweep));
         let size_i = self.size[i];
         let own = self.fwd(i, i + 1) + self.adjoint[i];
+        let with_linked = !linked_best.is_empty();
         if j == i + 1 {
             // Tape step i from i (freed, or never stored) and reverse it.
             for b in best.iter_mut().skip(tape[i]) {
-                *b = own;
+                *b = own + backward_call;
+            }
+            if with_linked {
+                linked_arg.copy_from_slice(arg);
+                for (l, &b) in linked_best.iter_mut().zip(best.iter()) {
+                    *l = if b.is_finite() { own } else { b };
+                }
             }
         } else {
             // Sweep: store i, advance to j − 1, tape it and reverse it.
-            let head = self.fwd(i, j) + self.adjoint[j - 1];
+            let head = self.fwd(i, j) + self.adjoint[j - 1] + backward_call + restore;
             let rest = &self.q[self.row(i, i, j - 1)];
             let need = size_i + tape[j - 1];
             for m in need.min(width)..width {
@@ -499,7 +562,7 @@ impl Table {
             // Split: store i, advance to k, reverse k..j, then i..k.
             for k in i + 1..j - 1 {
                 let (upper, lower) = (&self.q[self.row(k, k, j)], &self.q[self.row(i, i, k)]);
-                let (base, code) = (self.fwd(i, k), encode(Choice::Split(k)));
+                let (base, code) = (self.fwd(i, k) + restore, encode(Choice::Split(k)));
                 for m in size_i.min(width)..width {
                     let value = base + upper[m - size_i] + lower[m];
                     if value < best[m] {
@@ -508,17 +571,25 @@ impl Table {
                 }
             }
             // Tape: free i, tape step i, reverse i + 1..j, reverse step i.
-            let rest = &self.q[self.row(i + 1, i + 1, j)];
+            let after = self.row(i + 1, i + 1, j);
             let code = encode(Choice::Tape);
-            for m in tape[i].min(width)..width {
-                let value = own + rest[m - tape[i]];
-                if value < best[m] {
-                    (best[m], arg[m]) = (value, code);
-                }
-            }
+            let rest = if with_linked {
+                linked_best.copy_from_slice(best);
+                linked_arg.copy_from_slice(arg);
+                let rest = &self.linked[after];
+                Self::relax(linked_best, linked_arg, own, rest, tape[i], code);
+                rest
+            } else {
+                &self.q[after]
+            };
+            Self::relax(best, arg, own + backward_call, rest, tape[i], code);
         }
         let row = self.row(i, i, j);
         self.q[row.clone()].copy_from_slice(best);
-        self.q_choice[row].copy_from_slice(arg);
+        self.q_choice[row.clone()].copy_from_slice(arg);
+        if with_linked {
+            self.linked[row.clone()].copy_from_slice(linked_best);
+            self.linked_choice[row].copy_from_slice(linked_arg);
+        }
     }
 }

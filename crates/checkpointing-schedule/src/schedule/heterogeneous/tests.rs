@@ -70,8 +70,12 @@ proptest! {
         t in 1u64..40,
         budget in 0u64..200,
         granularity in 1u64..4,
+        (restore, call) in prop_oneof![Just((0u64, 0u64)), (0u64..4, 0u64..8)],
     ) {
-        let chain = uniform_chain(n, f, a, s, t);
+        // With the driver's overheads (priced restores and backward calls)
+        // as without.
+        let overheads = super::DriverOverheads::new(restore as f64, call as f64).unwrap();
+        let chain = uniform_chain(n, f, a, s, t).with_overheads(overheads).unwrap();
         match both(&chain, budget, granularity) {
             (Ok(fast), Ok(general)) => {
                 prop_assert!(matches!(fast.table, Some(super::Solved::Uniform(_)) | None));

@@ -5,6 +5,7 @@
 //! instead of `O(n³·M)`. [`Solved`] lets the emission read either table
 //! through the same lookups.
 
+use super::calls::DriverOverheads;
 use super::table::{decode, encode, Choice, Table};
 
 /// The solved `D(l, m)` of a uniform chain with tapes (see the
@@ -21,31 +22,58 @@ pub(crate) struct UniformTable {
     d: Vec<f64>,
     /// The choice attaining each cell; a split stores its offset `k − i`.
     choice: Vec<u32>,
+    /// `D'(l, m)`, when the live state is the output of a tape just
+    /// recorded, and its choices; empty when a backward call costs nothing
+    /// (then `D' = D`).
+    linked: Vec<f64>,
+    linked_choice: Vec<u32>,
 }
 
 impl UniformTable {
     /// Solves `D(l, m)` for `l = 1..=n`, `m = 0..=units`, with steps of
     /// forward cost `forward` and adjoint cost `adjoint`, states of `size`
-    /// units and tapes of `tape` units. The caller checked the size
-    /// (`n·(units + 1)` cells, about `n²·(units + 1)/2` evaluations).
+    /// units and tapes of `tape` units, and the driver's `overheads` (`c`
+    /// per restore, `b` per backward call):
+    ///
+    /// ```text
+    /// D(1, m)  = f + a + b,   D'(1, m) = f + a                  if t <= m
+    /// D(l, m)  = min(S(l, m), f + a + b + D'(l−1, m − t))       (l >= 2)
+    /// D'(l, m) = min(S(l, m), f + a + D'(l−1, m − t))
+    /// S(l, m)  = min( l·f + a + b + c + D(l−1, m)                if s + t <= m,
+    ///                 min over 0 < k < l−1 of
+    ///                   k·f + c + D(l−k, m − s) + D(k, m)         if s <= m )
+    /// ```
+    ///
+    /// (`D'`: the live state is the output of a tape just recorded, so a
+    /// tape from it joins that tape's backward call). The caller checked
+    /// the size (`n·(units + 1)` cells, about `n²·(units + 1)/2`
+    /// evaluations).
     pub(crate) fn solve(
         n: usize,
-        forward: f64,
-        adjoint: f64,
-        size: usize,
-        tape: usize,
+        (forward, adjoint): (f64, f64),
+        (size, tape): (usize, usize),
+        overheads: DriverOverheads,
         units: usize,
     ) -> Self {
         let width = units + 1;
+        let with_linked = overheads.backward_call > 0.0;
+        let cells = if with_linked { n * width } else { 0 };
         let mut table = Self {
             units,
             size,
             tape,
             d: vec![f64::INFINITY; n * width],
             choice: vec![encode(Choice::Sweep); n * width],
+            linked: vec![f64::INFINITY; cells],
+            linked_choice: vec![encode(Choice::Sweep); cells],
         };
+        let DriverOverheads {
+            restore,
+            backward_call,
+        } = overheads;
         let mut best = vec![0.0; width];
         let mut arg = vec![0u32; width];
+        let (mut linked_best, mut linked_arg) = (best.clone(), arg.clone());
         // F(i, i + k) = k·forward (the general table's prefix sums give the
         // same for integral costs; otherwise both round a little).
         let own = forward + adjoint;
@@ -55,11 +83,16 @@ impl UniformTable {
             if l == 1 {
                 // Tape the step from the live state and reverse it.
                 for b in best.iter_mut().skip(tape) {
+                    *b = own + backward_call;
+                }
+                linked_best.fill(f64::INFINITY);
+                linked_arg.fill(encode(Choice::Sweep));
+                for b in linked_best.iter_mut().skip(tape) {
                     *b = own;
                 }
             } else {
                 // Sweep: store i, advance to j − 1, tape it and reverse it.
-                let head = forward * (l as f64) + adjoint;
+                let head = forward * (l as f64) + adjoint + backward_call + restore;
                 let rest = table.row(l - 1);
                 for m in (size + tape).min(width)..width {
                     best[m] = head + rest[m];
@@ -69,7 +102,8 @@ impl UniformTable {
                 if size < width {
                     for k in 1..l - 1 {
                         let (upper, lower) = (table.row(l - k), table.row(k));
-                        let (base, code) = (forward * (k as f64), encode(Choice::Split(k)));
+                        let (base, code) =
+                            (forward * (k as f64) + restore, encode(Choice::Split(k)));
                         for ((b, a), (&u, &v)) in best[size..]
                             .iter_mut()
                             .zip(&mut arg[size..])
@@ -82,21 +116,27 @@ impl UniformTable {
                         }
                     }
                 }
-                // Tape: free i, tape step i, reverse the l − 1 steps after.
-                if tape < width {
-                    let rest = table.row(l - 1);
-                    let code = encode(Choice::Tape);
-                    for ((b, a), &v) in best[tape..].iter_mut().zip(&mut arg[tape..]).zip(rest) {
-                        let value = own + v;
-                        if value < *b {
-                            (*b, *a) = (value, code);
-                        }
-                    }
-                }
+                // Tape: free i, tape step i, reverse the l − 1 steps after
+                // (from the tape's output: `D'`).
+                let code = encode(Choice::Tape);
+                let rest = if with_linked {
+                    linked_best.copy_from_slice(&best);
+                    linked_arg.copy_from_slice(&arg);
+                    let rest = table.linked_row(l - 1);
+                    Table::relax(&mut linked_best, &mut linked_arg, own, rest, tape, code);
+                    rest
+                } else {
+                    table.row(l - 1)
+                };
+                Table::relax(&mut best, &mut arg, own + backward_call, rest, tape, code);
             }
             let start = (l - 1) * width;
             table.d[start..start + width].copy_from_slice(&best);
             table.choice[start..start + width].copy_from_slice(&arg);
+            if with_linked {
+                table.linked[start..start + width].copy_from_slice(&linked_best);
+                table.linked_choice[start..start + width].copy_from_slice(&linked_arg);
+            }
         }
         table
     }
@@ -105,6 +145,22 @@ impl UniformTable {
     fn row(&self, l: usize) -> &[f64] {
         let width = self.units + 1;
         &self.d[(l - 1) * width..l * width]
+    }
+
+    /// The row `D'(l, ·)`.
+    fn linked_row(&self, l: usize) -> &[f64] {
+        let width = self.units + 1;
+        &self.linked[(l - 1) * width..l * width]
+    }
+
+    /// `D(j − i, m)` (`D'` when `linked` and kept) and its choice.
+    fn cell(&self, i: usize, j: usize, m: usize, linked: bool) -> (f64, u32) {
+        let at = self.at(i, j, m);
+        if linked && !self.linked.is_empty() {
+            (self.linked[at], self.linked_choice[at])
+        } else {
+            (self.d[at], self.choice[at])
+        }
     }
 
     /// Index of `D(j − i, m)`.
@@ -125,20 +181,21 @@ pub(crate) enum Solved {
 
 impl Solved {
     /// The least cost of the sub-problem `(i, l, j, m)` (`l = i` but in
-    /// the exact model).
-    pub(crate) fn cost(&self, i: usize, l: usize, j: usize, m: usize) -> f64 {
+    /// the exact model; `D'` when `linked`: the live state `i` is the
+    /// output of a tape just recorded).
+    pub(crate) fn cost(&self, i: usize, l: usize, j: usize, m: usize, linked: bool) -> f64 {
         match self {
-            Self::General(table) => table.cost(i, l, j, m),
-            Self::Uniform(table) => table.d[table.at(i, j, m)],
+            Self::General(table) => table.cost(i, l, j, m, linked),
+            Self::Uniform(table) => table.cell(i, j, m, linked).0,
         }
     }
 
     /// The choice attaining it, a split naming its checkpoint (or `l'`)
     /// absolutely.
-    pub(crate) fn choice(&self, i: usize, l: usize, j: usize, m: usize) -> Choice {
+    pub(crate) fn choice(&self, i: usize, l: usize, j: usize, m: usize, linked: bool) -> Choice {
         match self {
-            Self::General(table) => table.choice(i, l, j, m),
-            Self::Uniform(table) => match decode(table.choice[table.at(i, j, m)]) {
+            Self::General(table) => table.choice(i, l, j, m, linked),
+            Self::Uniform(table) => match decode(table.cell(i, j, m, linked).1) {
                 Choice::Split(k) => Choice::Split(i + k),
                 other => other,
             },
