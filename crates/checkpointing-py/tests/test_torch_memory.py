@@ -769,3 +769,55 @@ def test_checkpoint_sequential_of_a_list_caches_and_misses_on_a_new_shape():
             (checkpoint_sequential(layers, 2, x, memory="4MiB") ** 2).sum().backward()
             assert_close([x.grad] + [p.grad for p in params], ref)
     assert len(_cache.PROFILES) == 2 and _cache.PROFILES.hits == 1
+
+
+def test_a_sequence_the_step_indexes_is_not_counted_in_each_tape():
+    """``cell(xs[i], h)``: autograd saves ``xs[i]``, a view of the whole
+    sequence, which no tape allocates. The profile leaves it out (the
+    tape is a few states, not the sequence), a budget far below the
+    sequence plans, and the executor's count leaves it out too."""
+    torch.manual_seed(5)
+    cell = torch.nn.GRUCell(24, 24).double()
+    n = 60
+    xs = torch.randn(n, 8, 24, dtype=torch.float64)
+    params = list(cell.parameters())
+
+    def step(i, h):
+        return cell(xs[i], h)
+
+    x0 = torch.randn(8, 24, dtype=torch.float64, requires_grad=True)
+    state = x0.numel() * 8
+    p = profile_step(step, x0, params=params)
+    assert p.tape_bytes <= 12 * state < xs.numel() * 8 // 4, (p.tape_bytes, state)
+    ref = plain(step, x0, n, params)
+    memory = 6 * state + 3 * p.tape_bytes
+    got, stats = run(step, x0, n, params, memory=memory)
+    assert_close(got, ref)
+    assert stats.taped_steps >= n
+    assert stats.peak_bytes <= memory, (stats.peak_bytes, memory)
+
+
+def test_the_profile_measures_the_executors_overheads_and_the_plan_prices_them(gru):
+    """The profile measures a restore and a backward call; a plan made
+    with a costly backward call makes fewer calls (runs of linked tapes)
+    than one without, on the same budget, and both give plain autograd's
+    gradient."""
+    import dataclasses
+
+    from adjoint_checkpoints.torch._plan import tape_schedule
+
+    step, x0, params = gru
+    p = profile_step(step, x0)
+    assert 0 < p.restore_seconds < p.forward_seconds * 100
+    assert 0 < p.backward_call_seconds <= p.backward_seconds
+    n, state = 60, x0.numel() * 8
+    budget = 4 * state + 5 * p.tape_bytes
+    free = dataclasses.replace(p, restore_seconds=0.0, backward_call_seconds=0.0)
+    costly = dataclasses.replace(p, restore_seconds=0.0, backward_call_seconds=20 * p.backward_seconds)
+    plans = [ReplayedSchedule(tape_schedule([q] * n, budget)) for q in (free, costly)]
+    calls = [n - len(plan.links()) for plan in plans]
+    assert calls[1] < calls[0], calls
+    ref = plain(step, x0, n, params)
+    for plan in plans:
+        got, stats = run(step, x0, n, params, schedule=plan)
+        assert_close(got, ref)

@@ -331,6 +331,8 @@ def _rounded_profile(p):
         forward_seconds=_cache.rounded(p.forward_seconds),
         taped_seconds=_cache.rounded(p.taped_seconds),
         backward_seconds=_cache.rounded(p.backward_seconds),
+        restore_seconds=_cache.rounded(p.restore_seconds),
+        backward_call_seconds=_cache.rounded(p.backward_call_seconds),
     )
 
 

@@ -18,6 +18,7 @@ next step's input, counted there.
 
 import json
 import time
+import weakref
 from dataclasses import dataclass
 
 import torch
@@ -27,6 +28,7 @@ import adjoint_checkpoints as _cp
 
 from .. import _native
 from ._segments import chain_links
+from ._storage import _Held
 
 
 @dataclass(frozen=True)
@@ -38,13 +40,23 @@ class StepProfile:
     state; its output is the next step's input). ``forward_seconds``: the
     step without autograd;
     ``taped_seconds``: with autograd; ``backward_seconds``: its backward
-    (best of the rounds measured)."""
+    (best of the rounds measured), one ``torch.autograd.grad`` call's
+    fixed cost included. What the executor pays besides the steps:
+    ``restore_seconds``, per restore of a stored state into the live one
+    (its version checks and byte count, on this state), and
+    ``backward_call_seconds``, the fixed cost of one
+    ``torch.autograd.grad`` call (on a one-element graph on the state's
+    device): the executor makes one per run of linked tapes, so that the
+    planner prices calls, not steps (:func:`tape_schedule`). Both 0 in a
+    profile made by hand: then the plan ignores them."""
 
     state_bytes: int
     tape_bytes: int
     forward_seconds: float
     taped_seconds: float
     backward_seconds: float
+    restore_seconds: float = 0.0
+    backward_call_seconds: float = 0.0
 
 
 def storage_bytes(tensors, exclude=()):
@@ -114,7 +126,7 @@ def profile_call(call, leaves, params, rounds=3):
     tensors out, the state's flattened leaves) with parameters ``params``.
     Each of the ``rounds`` runs the step without autograd, then with
     autograd, then its backward (seeded with ones); times are the best
-    round's, bytes the first's."""
+    round's, bytes the first's (:func:`tape_bytes_of`)."""
     state_bytes = storage_bytes(leaves)
     tape_bytes = None
     best = [float("inf")] * 3
@@ -131,9 +143,7 @@ def profile_call(call, leaves, params, rounds=3):
         _sync(out)
         t2 = time.perf_counter()
         if tape_bytes is None:
-            # The output is the next step's input (in its tape, a checkpoint
-            # or the live state): counted there, not here.
-            tape_bytes = storage_bytes(saved.tensors + inputs, exclude=params)
+            tape_bytes = tape_bytes_of(call, saved.tensors, inputs, params)
         seeds = [(o, torch.ones_like(o)) for o in out if o.requires_grad]
         wrt = [t for t in inputs if t.requires_grad] + [p for p in params if p.requires_grad]
         if seeds and wrt:
@@ -142,7 +152,69 @@ def profile_call(call, leaves, params, rounds=3):
         t3 = time.perf_counter()
         del saved, out, inputs
         best = [min(b, t) for b, t in zip(best, (t1 - t0, t2 - t1, t3 - t2))]
-    return StepProfile(state_bytes, tape_bytes, *best)
+    restore, call = driver_overheads(leaves)
+    return StepProfile(state_bytes, tape_bytes, *best, restore_seconds=restore, backward_call_seconds=call)
+
+
+#: Tensors that tapes save but no tape allocates (a sequence ``xs`` a step
+#: indexes), found by :func:`tape_bytes_of`, held weakly (by ``id``: a
+#: tensor's ``==`` is elementwise): the executor's byte count leaves their
+#: storages out, as it does the parameters'.
+RESIDENT = weakref.WeakValueDictionary()
+
+
+def tape_bytes_of(call, saved, inputs, params):
+    """The bytes one tape of ``call`` holds: the storages of the tensors
+    autograd ``saved`` for it and of its ``inputs``, less the parameters'
+    and less those it shares with a second tape recorded while the first
+    is held (tensors that outlive every step, such as a sequence ``xs``
+    the step indexes, ``xs[i]`` a view of all of it: no tape allocates
+    them; added to :data:`RESIDENT`). The output is the next step's input
+    (in its tape, a checkpoint or the live state): counted there, not
+    here."""
+    again = [t.detach().requires_grad_(t.requires_grad) for t in inputs]
+    with torch.enable_grad(), SavedTensors() as second:
+        call(again)
+    own = add_storages(saved, {})
+    shared = own.keys() & add_storages(second.tensors, {}).keys()
+    shared -= add_storages(inputs, {}).keys()  # the state's own: counted
+    for t in saved:
+        if t is not None and _key(t) in shared:
+            base = t if t._base is None else t._base
+            RESIDENT[id(base)] = base
+    own = {k: b for k, b in own.items() if k not in shared}
+    add_storages(inputs, own)
+    for p in params:
+        own.pop(_key(p), None)
+    return sum(own.values())
+
+
+#: Rounds of :func:`driver_overheads`' measurements (each microseconds).
+OVERHEAD_ROUNDS = 30
+
+
+def driver_overheads(leaves, rounds=OVERHEAD_ROUNDS):
+    """What the executor pays besides the steps, measured on this state
+    (best of ``rounds``): the seconds of one restore of a stored state into
+    the live one (what :class:`~._storage._Held` checks, and the byte
+    count of the new live state), and of one ``torch.autograd.grad`` call
+    on a one-element graph on the state's device (the engine's fixed cost
+    per call, whatever the graph)."""
+    device = next((t.device for t in leaves), torch.device("cpu"))
+    held = _Held(leaves, 0)
+    x = torch.ones(1, device=device, requires_grad=True)
+    seed = torch.ones(1, device=device)
+    restore = call = float("inf")
+    for _ in range(max(1, rounds)):
+        t0 = time.perf_counter()
+        storage_bytes(held.restore())
+        t1 = time.perf_counter()
+        with torch.enable_grad():
+            torch.autograd.grad([x * 1.0], [x], grad_outputs=[seed])
+        _sync([x])
+        t2 = time.perf_counter()
+        restore, call = min(restore, t1 - t0), min(call, t2 - t1)
+    return restore, call
 
 
 def parse_bytes(name, value):
@@ -154,15 +226,23 @@ def tape_schedule(profiles, budget):
     """The tape-aware ``HeterogeneousRevolve`` for a chain whose step ``i``
     is ``profiles[i]`` (a :class:`StepProfile`), within ``budget`` bytes
     for its checkpoints and tapes. A step's forward cost is its time
-    without autograd; its adjoint cost is its backward plus what taping
-    adds to its forward."""
+    without autograd; its adjoint cost is its backward, less one call's
+    fixed cost, plus what taping adds to its forward; the executor's
+    overheads (the most measured over the steps) price each restore and
+    each backward call, a run of linked tapes being one call."""
+    call = max(p.backward_call_seconds for p in profiles)
     spec = {
         "schedule": "heterogeneous-revolve",
         "forward": [p.forward_seconds for p in profiles],
-        "adjoint": [p.backward_seconds + max(0.0, p.taped_seconds - p.forward_seconds) for p in profiles],
+        "adjoint": [
+            max(0.0, p.backward_seconds - p.backward_call_seconds) + max(0.0, p.taped_seconds - p.forward_seconds)
+            for p in profiles
+        ],
         "bytes": [max(1, p.state_bytes) for p in profiles],
         "tape": [max(1, p.tape_bytes) for p in profiles],
         "budget": int(budget),
+        "restore_overhead": max(p.restore_seconds for p in profiles),
+        "backward_overhead": call,
     }
     return _cp.schedule_from_spec(json.dumps(spec))
 

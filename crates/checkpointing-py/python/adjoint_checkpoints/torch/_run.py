@@ -39,7 +39,7 @@ import adjoint_checkpoints as _cp
 from adjoint_checkpoints._native import SnapshotError
 
 from ._cache import autocast_state
-from ._plan import ReplayedSchedule, SavedTensors, _key, add_storages
+from ._plan import RESIDENT, ReplayedSchedule, SavedTensors, _key, add_storages
 from ._segments import joins
 from ._storage import _Files, _Held, _HostCopy
 
@@ -176,10 +176,13 @@ class _Run:
         self.storage = {_S.RAM: {}, _S.DISK: {}}
         self.deps, self.dep_storages = {}, {}
         self.lam, self.lam_storages = [], {}
-        self.param_keys = {_key(p) for p in params}
+        # Never counted: the parameters' storages and those of tensors that
+        # outlive every tape (a sequence the step indexes), as the profile
+        # found them (:data:`._plan.RESIDENT`).
+        self.resident_keys = {_key(p) for p in params} | {_key(t) for t in list(RESIDENT.values())}
         self.autocast = ()  # set by forward: the modes of the loop's call
         self.leaves_checked = False  # unlisted_leaves, on the first tape
-        self.ledger = _Ledger(self.param_keys)
+        self.ledger = _Ledger(self.resident_keys)
         self.live, self.live_storages, self.n = None, {}, 0
         #: The tape whose outputs are the live state (None after any other
         #: change of it), the taping events so far and those the plan links
@@ -457,7 +460,7 @@ class _Run:
         add_storages(self.lam, storages)
         for fetched in self.fetched.values():
             storages.update(fetched)
-        for key in self.param_keys:
+        for key in self.resident_keys:
             storages.pop(key, None)
         return sum(storages.values())
 
