@@ -11,7 +11,8 @@
 //! Columns: time as a ratio to store-all's in RAM (measured in the same
 //! run), the planner's predicted time for the row's disk mode (its
 //! timeline, `plan::Timeline`: blocking, background writes with reads when
-//! needed, or with reads announced the executor's `LOOK_AHEAD` actions ahead), peak resident
+//! needed, or with reads announced the executor's `LOOK_AHEAD` actions ahead, the least
+//! it announces), peak resident
 //! memory of the process during the gradient (`VmHWM`, reset before each
 //! run), and bytes written to disk. The disk's bandwidth is measured by
 //! `Executor::measure` (a write and a read of a state).

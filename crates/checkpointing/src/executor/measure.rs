@@ -170,7 +170,8 @@ impl Measurements {
     pub fn plan_input(&self, budget: &PlanBudget) -> PlanInput {
         let state = self.state_bytes.max(1);
         // The executor skips the forward steps whose output is never read,
-        // and announces reads LOOK_AHEAD actions ahead.
+        // and announces reads at least LOOK_AHEAD actions ahead (more where
+        // reads made it wait: the model is then conservative).
         let mut input = PlanInput::new(budget.steps, Bytes(state), budget.ram())
             .with_dead_steps_skipped(true)
             .with_read_look_ahead(LOOK_AHEAD);

@@ -16,6 +16,7 @@ mod builder;
 mod journal;
 mod measure;
 mod outcome;
+mod pace;
 mod planned;
 mod problem;
 mod verify;
@@ -29,6 +30,7 @@ pub use measure::{
     STORE_PROBE_SECONDS, STORE_ROUNDS, WRITE_SPREAD_FRACTION,
 };
 pub use outcome::{ExecutionStats, ExecutorError, Outcome, Progress};
+pub use pace::{Pace, LOOK_AHEAD, MOST_AHEAD};
 pub use planned::{PlanBudget, PlannedOutcome, DEFAULT_PROBE_STEPS};
 pub use problem::{FnProblem, Problem, UserError};
 pub use verify::{
@@ -102,9 +104,6 @@ struct Work<S, A> {
 /// Most spare state buffers kept for reuse.
 const SPARE_STATES: usize = 4;
 
-/// How many actions ahead the executor announces reads to the stores.
-pub const LOOK_AHEAD: usize = 8;
-
 /// The actions read ahead of the one running; the reads of the first
 /// `announced` have been announced to the stores.
 #[derive(Default)]
@@ -129,6 +128,21 @@ impl Ahead {
             };
             self.actions.push_back(action);
         }
+    }
+
+    /// The actions ahead, those buffered then the schedule's next ones,
+    /// which are buffered as they are read.
+    fn upcoming<'a, Sc: Schedule>(
+        &'a mut self,
+        schedule: &'a mut Sc,
+    ) -> impl Iterator<Item = Action> + 'a {
+        let mut index = 0;
+        std::iter::from_fn(move || {
+            self.fill(schedule, index + 1);
+            let action = self.actions.get(index).copied();
+            index += 1;
+            action
+        })
     }
 }
 
@@ -363,14 +377,16 @@ where
             }
         }
         let mut ahead = Ahead::default();
+        let mut pace = Pace::default();
         let mut terminal = Some(terminal);
         while let Some(action) = ahead.pop().or_else(|| schedule.next()) {
             // An online schedule's next actions are known once it is
             // finalized (its reverse sweep); before, they depend on when
             // the loop stops.
             if schedule.max_n().is_some() {
-                self.look_ahead(&mut schedule, &mut ahead);
+                self.look_ahead(&mut schedule, &mut ahead, &pace);
             }
+            let started = std::time::Instant::now();
             let inconsistent = |reason: String| ExecutorError::Inconsistent {
                 index,
                 action,
@@ -450,6 +466,7 @@ where
                     });
                 }
             }
+            pace.record(&action, started.elapsed());
             self.record_peak(&mut work);
             index += 1;
             journal.after_action(index, &work, &mut self.stores, problem)?;
@@ -458,12 +475,13 @@ where
     }
 
     /// Buffers the next actions of a schedule that knows its steps (offline,
-    /// or online once finalized) and tells the stores
-    /// which snapshots the next [`LOOK_AHEAD`] actions will read, so that
-    /// stores reading in the background start early.
-    fn look_ahead<Sc: Schedule>(&mut self, schedule: &mut Sc, ahead: &mut Ahead) {
-        ahead.fill(schedule, LOOK_AHEAD);
-        let window = ahead.actions.len().min(LOOK_AHEAD);
+    /// or online once finalized) and tells the stores which snapshots the
+    /// actions of [`Pace::window`] will read (at least [`LOOK_AHEAD`]
+    /// actions, more where reads have made the run wait and the actions
+    /// ahead are predicted to be short), so that stores reading in the
+    /// background start early.
+    fn look_ahead<Sc: Schedule>(&mut self, schedule: &mut Sc, ahead: &mut Ahead, pace: &Pace) {
+        let window = pace.window(ahead.upcoming(schedule));
         for &action in ahead.actions.iter().take(window).skip(ahead.announced) {
             if let Action::Copy { n, from, to } | Action::Move { n, from, to } = action {
                 if to != StorageLevel::None {
@@ -473,13 +491,13 @@ where
                 }
             }
         }
-        ahead.announced = window;
+        ahead.announced = ahead.announced.max(window);
     }
 
     /// Whether the state `forward` leaves live is never read
     /// ([`ForwardOutput`]: the rule [`Replay`](crate::Replay) counts by),
     /// reading up to [`DEAD_OUTPUT_SCAN`] actions ahead (their reads are
-    /// announced only once within [`LOOK_AHEAD`]).
+    /// announced only once within [`Pace::window`]).
     fn forward_output_unused<Sc: Schedule>(
         forward: &Action,
         schedule: &mut Sc,
