@@ -4,12 +4,12 @@
 //! start, for online schedules once finalized (their reverse sweep). The
 //! announcements reach at least `LOOK_AHEAD` actions ahead, further by
 //! predicted time where reads made the run wait (`Pace`, whose window
-//! its unit tests check), and never beyond [`MOST_AHEAD`] actions.
+//! its unit tests check), and never beyond [`READ_AHEAD_MOST`] actions.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use checkpointing::executor::MOST_AHEAD;
+use checkpointing::plan::READ_AHEAD_MOST;
 use checkpointing::{
     Action, Checkpoint, Executor, FnProblem, MemoryStore, Schedule, ScheduleSpec, SnapshotStore,
     Step, StorageError, StorageLevel,
@@ -140,7 +140,7 @@ fn every_disk_read_is_announced_first_offline_and_online() {
             "{spec:?}"
         );
         assert!(!reads.is_empty(), "{spec:?}");
-        // Each read was announced, and no earlier than MOST_AHEAD reads
+        // Each read was announced, and no earlier than READ_AHEAD_MOST reads
         // before it (a window of actions holds at most that many).
         for (k, event) in seen.iter().enumerate() {
             if let Event::Read(n) = *event {
@@ -153,7 +153,7 @@ fn every_disk_read_is_announced_first_offline_and_online() {
                     .iter()
                     .filter(|e| matches!(e, Event::Read(_)))
                     .count();
-                assert!(reads_between <= MOST_AHEAD, "{spec:?}: step {n}");
+                assert!(reads_between <= READ_AHEAD_MOST, "{spec:?}: step {n}");
             }
         }
     }

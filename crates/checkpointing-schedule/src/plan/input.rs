@@ -49,11 +49,26 @@ pub struct PlanInput {
     /// [`PlanInput::with_dead_steps_skipped`].
     pub skips_dead_steps: bool,
     /// How many actions ahead of the one running the reads of a
-    /// background level are announced (the executor's `LOOK_AHEAD`; 0:
-    /// each read starts when it is needed). See
-    /// [`PlanInput::with_read_look_ahead`].
+    /// background level are announced at least (the executor's
+    /// `LOOK_AHEAD`; 0: each read starts when it is needed, and the window
+    /// does not grow). See [`PlanInput::with_read_look_ahead`].
     pub read_look_ahead: usize,
 }
+
+/// The most actions ahead whose reads a run announces (the executor of the
+/// crate `checkpointing` reads that far ahead at most; [`Timeline`]
+/// models the same).
+///
+/// [`Timeline`]: super::Timeline
+pub const READ_AHEAD_MOST: usize = 1024;
+
+/// Reads are announced for the actions predicted to start within this
+/// many times the longest wait for a read from the `DISK` level so far
+/// (and for at least [`PlanInput::read_look_ahead`] actions): the rule of
+/// the executor of the crate `checkpointing`, and of [`Timeline`].
+///
+/// [`Timeline`]: super::Timeline
+pub const READ_AHEAD_WAIT_FACTOR: f64 = 2.0;
 
 impl PlanInput {
     /// `steps` steps of `state_bytes` states with `ram` bytes of RAM (free
@@ -77,9 +92,11 @@ impl PlanInput {
     }
 
     /// This input for a run that announces the reads of its background
-    /// levels `actions` ahead of the one running (the executor of the crate
-    /// `checkpointing` announces `LOOK_AHEAD`), so that they run while the
-    /// steps before them do ([`Timeline`](super::Timeline)).
+    /// levels at least `actions` ahead of the one running (the executor of
+    /// the crate `checkpointing` announces `LOOK_AHEAD`), and further by
+    /// predicted time once a read has made it wait
+    /// ([`READ_AHEAD_WAIT_FACTOR`], [`READ_AHEAD_MOST`]), so that they run
+    /// while the steps before them do ([`Timeline`](super::Timeline)).
     pub fn with_read_look_ahead(mut self, actions: usize) -> Self {
         self.read_look_ahead = actions;
         self

@@ -154,7 +154,7 @@ mod timeline;
 
 pub use bytes::{Bytes, ParseBytesError};
 pub use error::PlanError;
-pub use input::PlanInput;
+pub use input::{PlanInput, READ_AHEAD_MOST, READ_AHEAD_WAIT_FACTOR};
 pub use level::{BackgroundIo, LevelBudget, LevelTimes};
 pub use outcome::{Candidate, Costing, NotCosted, NotCostedReason, Plan};
 pub use profile::StepProfile;

@@ -4,7 +4,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use super::profile::Accountant;
-use super::{BackgroundIo, PlanInput};
+use super::{BackgroundIo, PlanInput, READ_AHEAD_MOST, READ_AHEAD_WAIT_FACTOR};
 use crate::action::{Action, ForwardOutput, Step, StorageLevel, DEAD_OUTPUT_SCAN};
 use crate::levels::PerLevel;
 
@@ -25,11 +25,17 @@ use crate::levels::PerLevel;
 ///   `e = start + w` later (`w_free ← e`); when
 ///   [`writes_in_flight`](BackgroundIo::writes_in_flight) writes are
 ///   unfinished, the save first waits for the oldest, `t ← min e`;
-/// * a read of step `n` is announced when the action
-///   [`read_look_ahead`](PlanInput::read_look_ahead) actions before it starts, at
-///   `t_a`; it starts at `max(t_a, r_free, e_n)` (after the save of `n`) and
-///   ends `start + r` (`r_free ← end`); the action that needs it waits,
-///   `t ← max(t, end)`; a read not announced starts when it is needed;
+/// * a read of step `n` is announced when an action starts within whose
+///   window it is, at `t_a`: the window of an action is the
+///   [`read_look_ahead`](PlanInput::read_look_ahead) actions after it, and
+///   more while their predicted seconds (their steps') stay under
+///   [`READ_AHEAD_WAIT_FACTOR`] times the longest the computation has
+///   waited so far for a `Copy` or `Move` out of `DISK`, at most
+///   [`READ_AHEAD_MOST`] (the executor's rule, on measured step times);
+///   the read starts at `max(t_a, r_free, e_n)` (after the save of `n`)
+///   and ends `start + r` (`r_free ← end`); the action that needs it
+///   waits, `t ← max(t, end)`; a read not announced starts when it is
+///   needed;
 /// * the run ends when every write has: `t ← max(t, w_free)`.
 ///
 /// With no background level the time is the blocking sum
@@ -61,6 +67,12 @@ pub struct Timeline<'a> {
     /// The compute clock.
     t: f64,
     lanes: PerLevel<Lanes>,
+    /// The longest the computation waited for a read out of `DISK`.
+    longest_wait: f64,
+    /// Index of the last action of the current read window, and the
+    /// predicted seconds of the actions after the running one up to it.
+    window_end: u64,
+    window_seconds: f64,
 }
 
 /// One background level's lanes.
@@ -85,9 +97,12 @@ impl<'a> Timeline<'a> {
             input,
             ahead: VecDeque::new(),
             front: 0,
-            horizon: input.read_look_ahead.max(DEAD_OUTPUT_SCAN),
+            horizon: Self::buffered(input),
             t: 0.0,
             lanes: PerLevel::default(),
+            longest_wait: 0.0,
+            window_end: 0,
+            window_seconds: 0.0,
         }
     }
 
@@ -102,6 +117,77 @@ impl<'a> Timeline<'a> {
             }
         }
         timeline.finish()
+    }
+
+    /// How many actions follow one before it is timed: the dead-output
+    /// scan's, and a whole read window's where reads are announced ahead on
+    /// a background level.
+    fn buffered(input: &PlanInput) -> usize {
+        let announced = input.read_look_ahead > 0
+            && input
+                .levels
+                .iter()
+                .any(|(_, level)| level.is_some_and(|l| l.background.is_some()));
+        let window = if announced {
+            READ_AHEAD_MOST.max(input.read_look_ahead)
+        } else {
+            input.read_look_ahead
+        };
+        window.max(DEAD_OUTPUT_SCAN)
+    }
+
+    /// The predicted seconds of `action`'s steps (the window's measure).
+    fn predicted(&self, action: &Action) -> f64 {
+        let profile = self.input.profile.as_ref();
+        match *action {
+            Action::Forward { n0, n1, .. } => Self::steps(
+                self.input.forward_seconds,
+                profile.map(|p| p.forward_seconds.as_slice()),
+                n0,
+                n1,
+            ),
+            Action::Reverse { n1, n0, .. } => Self::steps(
+                self.input.adjoint_seconds,
+                profile.map(|p| p.adjoint_seconds.as_slice()),
+                n0,
+                n1,
+            ),
+            _ => 0.0,
+        }
+    }
+
+    /// Moves the read window to the action `index` just started (removed
+    /// from `ahead`, which starts at `index + 1`): the action's own seconds
+    /// leave it, and it reaches at least `read_look_ahead` actions, then
+    /// on while the actions in it are predicted to take less than the
+    /// horizon, at most [`READ_AHEAD_MOST`]. The end only moves forward
+    /// (the horizon never shrinks), so the window costs `O(1)` per action
+    /// on average. Returns the index of its last action.
+    fn advance_window(&mut self, index: u64, started: &Action) -> u64 {
+        if self.window_end >= index {
+            self.window_seconds = (self.window_seconds - self.predicted(started)).max(0.0);
+        } else {
+            (self.window_end, self.window_seconds) = (index, 0.0);
+        }
+        let least = self.input.read_look_ahead as u64;
+        let most = if least == 0 {
+            0
+        } else {
+            READ_AHEAD_MOST.max(self.input.read_look_ahead) as u64
+        };
+        let horizon = READ_AHEAD_WAIT_FACTOR * self.longest_wait;
+        loop {
+            let len = self.window_end - index;
+            if len >= most || (len >= least && self.window_seconds >= horizon) {
+                break;
+            }
+            let Some(next) = self.ahead.get(len as usize).copied() else {
+                break;
+            };
+            self.window_seconds += self.predicted(&next);
+            self.window_end += 1;
+        }
+        self.window_end
     }
 
     /// Receives the next action of the stream.
@@ -162,7 +248,9 @@ impl<'a> Timeline<'a> {
         };
         let index = self.front;
         self.front += 1;
-        self.announce(index);
+        let last = self.advance_window(index, &action);
+        self.announce(index, last);
+        let started = self.t;
         match action {
             Action::Forward {
                 n0,
@@ -201,6 +289,9 @@ impl<'a> Timeline<'a> {
                 let is_move = matches!(action, Action::Move { .. });
                 if to != StorageLevel::None {
                     self.read(from, n);
+                    if from == StorageLevel::Disk {
+                        self.longest_wait = self.longest_wait.max(self.t - started);
+                    }
                 }
                 if is_move {
                     if let Some(lanes) = self.lanes.get_mut(from) {
@@ -216,16 +307,15 @@ impl<'a> Timeline<'a> {
         }
     }
 
-    /// Starts the reads of the actions within each background level's
-    /// look-ahead of action `index`, as the executor announces them when
-    /// it starts that action.
-    fn announce(&mut self, index: u64) {
+    /// Starts the reads of the actions after action `index` up to `last`
+    /// (its read window) on each background level, as the executor
+    /// announces them when it starts that action.
+    fn announce(&mut self, index: u64, last: u64) {
         for level in StorageLevel::STORED {
             if self.background(level).is_none() {
                 continue;
             }
             let read = self.read_seconds(level);
-            let last = index + self.input.read_look_ahead as u64;
             let t = self.t;
             let lanes = &mut self.lanes[level];
             let first = lanes.announced.max(index) + 1;
@@ -452,6 +542,45 @@ mod tests {
         assert_eq!(with(0), 14.0);
         // Blocking: every write and read exposed.
         assert_eq!(Timeline::seconds(&input(disk), stream.clone()), 14.5);
+    }
+
+    /// A read that made the computation wait widens the window of the
+    /// reads after it to twice that wait, in predicted seconds (the
+    /// executor's rule): with reads of 15 s every 20 single-step reverses
+    /// of 1 s, an eight-action window leaves 7 s of each read exposed; the
+    /// first read waits those 7 s, the window then covers 14 s of steps and
+    /// each later read waits 1 s.
+    #[test]
+    fn a_wait_widens_the_read_window() {
+        let disk = LevelBudget::new(Bytes(1 << 20), 0.0, 15.0);
+        let reads = 10;
+        let mut stream: Vec<Action> = (0..reads).map(|n| forward(n, true)).collect();
+        let reverse = Action::Reverse {
+            n1: 1,
+            n0: 0,
+            clear_adj_deps: true,
+        };
+        for n in 0..reads {
+            stream.extend(std::iter::repeat_n(reverse, 20));
+            stream.push(Action::Copy {
+                n,
+                from: StorageLevel::Disk,
+                to: StorageLevel::Work,
+            });
+        }
+        let lanes = BackgroundIo {
+            writes_in_flight: 16,
+            staged_snapshots: 16,
+        };
+        let mut input = input(disk.in_background(lanes)).with_read_look_ahead(8);
+        input.forward_seconds = 0.0;
+        input.adjoint_seconds = 1.0;
+        let steps = 20.0 * reads as f64;
+        let got = Timeline::seconds(&input, stream.clone());
+        assert!((got - (steps + 7.0 + 9.0 * 1.0)).abs() < 1e-9, "{got}");
+        // An eight-action window throughout (reads never widened it) would
+        // expose 7 s of every read.
+        assert!(got < steps + 7.0 * reads as f64);
     }
 
     /// Per-step times from a profile: a uniform profile is the scalars.

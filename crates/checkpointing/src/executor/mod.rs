@@ -30,7 +30,7 @@ pub use measure::{
     STORE_PROBE_SECONDS, STORE_ROUNDS, WRITE_SPREAD_FRACTION,
 };
 pub use outcome::{ExecutionStats, ExecutorError, Outcome, Progress};
-pub use pace::{Pace, LOOK_AHEAD, MOST_AHEAD};
+pub use pace::{Pace, LOOK_AHEAD};
 pub use planned::{PlanBudget, PlannedOutcome, DEFAULT_PROBE_STEPS};
 pub use problem::{FnProblem, Problem, UserError};
 pub use verify::{
@@ -482,13 +482,10 @@ where
     /// background start early.
     fn look_ahead<Sc: Schedule>(&mut self, schedule: &mut Sc, ahead: &mut Ahead, pace: &Pace) {
         let window = pace.window(ahead.upcoming(schedule));
-        for &action in ahead.actions.iter().take(window).skip(ahead.announced) {
-            if let Action::Copy { n, from, to } | Action::Move { n, from, to } = action {
-                if to != StorageLevel::None {
-                    if let Some(store) = self.level_store(from) {
-                        store.prefetch(n);
-                    }
-                }
+        let reads = pace::reads_to_announce(ahead.actions.iter().take(window), ahead.announced);
+        for (n, from) in reads {
+            if let Some(store) = self.level_store(from) {
+                store.prefetch(n);
             }
         }
         ahead.announced = ahead.announced.max(window);

@@ -9,26 +9,23 @@
 //! measures the run as it goes (seconds per forward step and per adjoint
 //! step, and the longest the executor waited for a read from each level)
 //! and [`Pace::window`] announces every action whose predicted start is
-//! within twice the longest wait for a read, at least [`LOOK_AHEAD`]
-//! actions (what the executor announced before), at most [`MOST_AHEAD`].
+//! within twice the longest wait for a read ([`READ_AHEAD_WAIT_FACTOR`]),
+//! at least [`LOOK_AHEAD`] actions (what the executor announced before),
+//! at most [`READ_AHEAD_MOST`] (the rule the planner's
+//! [`Timeline`](crate::plan::Timeline) models).
 //! A read that made the executor wait widens the window from then on; a
 //! run whose reads never wait keeps [`LOOK_AHEAD`].
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use crate::action::{Action, Step};
+use crate::plan::{READ_AHEAD_MOST, READ_AHEAD_WAIT_FACTOR};
 use crate::{PerLevel, StorageLevel};
 
 /// The fewest actions the executor announces reads for (the window when
 /// no read has made it wait).
 pub const LOOK_AHEAD: usize = 8;
-
-/// The most actions the executor reads ahead to announce reads (a bound on
-/// the actions buffered; the stores bound the reads in flight).
-pub const MOST_AHEAD: usize = 1024;
-
-/// Reads are announced within this many times the longest wait seen.
-const HORIZON_FACTOR: f64 = 2.0;
 
 /// A running mean of seconds per step.
 #[derive(Debug, Default, Clone, Copy)]
@@ -112,19 +109,19 @@ impl Pace {
             .iter()
             .map(|&level| self.read_wait[level])
             .fold(0.0, f64::max);
-        HORIZON_FACTOR * longest
+        READ_AHEAD_WAIT_FACTOR * longest
     }
 
     /// How many of the `upcoming` actions (the next first) to announce
     /// reads for: at least [`LOOK_AHEAD`], then while the predicted time of
     /// the actions before is under [`Pace::horizon`], at most
-    /// [`MOST_AHEAD`] (fewer where the schedule ends). Pulls from
+    /// [`READ_AHEAD_MOST`] (fewer where the schedule ends). Pulls from
     /// `upcoming` only what it needs.
     pub fn window(&self, upcoming: impl IntoIterator<Item = Action>) -> usize {
         let horizon = self.horizon();
         let (mut before, mut len) = (0.0, 0);
         for action in upcoming {
-            if len >= MOST_AHEAD || (len >= LOOK_AHEAD && before >= horizon) {
+            if len >= READ_AHEAD_MOST || (len >= LOOK_AHEAD && before >= horizon) {
                 break;
             }
             before += self.predicted(&action);
@@ -132,6 +129,44 @@ impl Pace {
         }
         len
     }
+}
+
+/// The reads to announce among the `window` of actions ahead, leaving out
+/// its first `announced` (announced already): each `Copy` or `Move` of a
+/// snapshot `(step, level)` to a level, unless an action before it in the
+/// window replaces or deletes that snapshot (a `Move` out of the level, a
+/// save to it): announced now, the store would read the snapshot held
+/// now, which the read will not see, and discard it unread.
+pub(super) fn reads_to_announce<'a>(
+    window: impl IntoIterator<Item = &'a Action>,
+    announced: usize,
+) -> Vec<(Step, StorageLevel)> {
+    let mut replaced = HashSet::new();
+    let mut reads = Vec::new();
+    for (k, action) in window.into_iter().enumerate() {
+        match *action {
+            Action::Copy { n, from, to } | Action::Move { n, from, to } => {
+                if to != StorageLevel::None && k >= announced && !replaced.contains(&(n, from)) {
+                    reads.push((n, from));
+                }
+                if matches!(action, Action::Move { .. }) {
+                    replaced.insert((n, from));
+                }
+                replaced.insert((n, to));
+            }
+            Action::Forward {
+                n0,
+                write_ics,
+                write_adj_deps,
+                storage,
+                ..
+            } if write_ics || write_adj_deps => {
+                replaced.insert((n0, storage));
+            }
+            _ => {}
+        }
+    }
+    reads
 }
 
 #[cfg(test)]
@@ -197,11 +232,63 @@ mod tests {
     }
 
     #[test]
+    fn a_read_past_a_replacement_is_not_announced() {
+        let (disk, ram, work) = (StorageLevel::Disk, StorageLevel::Ram, StorageLevel::Work);
+        let window = [
+            Action::Copy {
+                n: 4,
+                from: disk,
+                to: work,
+            },
+            Action::Move {
+                n: 4,
+                from: disk,
+                to: work,
+            },
+            // Step 4 saved on DISK again: its next read is of another
+            // snapshot.
+            Action::Forward {
+                n0: 4,
+                n1: 5,
+                write_ics: true,
+                write_adj_deps: false,
+                storage: disk,
+            },
+            Action::Copy {
+                n: 4,
+                from: disk,
+                to: work,
+            },
+            Action::Copy {
+                n: 2,
+                from: disk,
+                to: ram,
+            },
+            Action::Copy {
+                n: 2,
+                from: ram,
+                to: work,
+            },
+            Action::Move {
+                n: 3,
+                from: disk,
+                to: StorageLevel::None,
+            },
+        ];
+        assert_eq!(
+            reads_to_announce(&window, 0),
+            [(4, disk), (4, disk), (2, disk)]
+        );
+        // Those announced already are left out, the rule still applies.
+        assert_eq!(reads_to_announce(&window, 2), [(2, disk)]);
+    }
+
+    #[test]
     fn the_window_is_bounded() {
         let mut pace = Pace::default();
         pace.record(&reverse(), Duration::ZERO); // steps that take no time
         pace.record(&read(StorageLevel::Disk), 5 * MS);
-        assert_eq!(pace.window(std::iter::repeat(reverse())), MOST_AHEAD);
+        assert_eq!(pace.window(std::iter::repeat(reverse())), READ_AHEAD_MOST);
         // Only what the window needs is pulled from the schedule.
         let mut pulled = 0;
         let upcoming = std::iter::repeat_with(|| {
