@@ -16,6 +16,7 @@ input state, minus the parameters' (always resident); its output is the
 next step's input, counted there.
 """
 
+import contextlib
 import json
 import time
 import weakref
@@ -108,6 +109,53 @@ class SavedTensors:
     def __exit__(self, *exc):
         hooks, self._hooks = self._hooks, None
         return hooks.__exit__(*exc)
+
+
+class SavedTensorsRouter:
+    """One ``saved_tensors_hooks`` context for a whole phase of a run (its
+    forward, its backward), whose pack hook adds each saved tensor to the
+    list of the :meth:`recording` in progress (none: not kept), instead of
+    a hooks context entered around each step: with every step taped, the
+    forward of the GRU loop of ``bench/bench_torch.py`` (600 steps, batch
+    32, one thread) took 0.543 s against 0.563 s with a context per step,
+    plain autograd 0.467 s (best of 5, interleaved)."""
+
+    def __init__(self):
+        self._box = [None]
+        self._hooks = None
+
+    def __enter__(self):
+        box = self._box  # the hook holds the box, not this object
+
+        def pack(t):
+            into = box[0]
+            if into is not None:
+                into.append(t)
+            return t
+
+        self._hooks = torch.autograd.graph.saved_tensors_hooks(pack, _unpack)
+        self._hooks.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._box[0] = None
+        hooks, self._hooks = self._hooks, None
+        return hooks.__exit__(*exc)
+
+    @contextlib.contextmanager
+    def recording(self):
+        """Collects the tensors saved meanwhile into a new list (yielded);
+        a :class:`SavedTensors` context of its own where the router is not
+        entered."""
+        if self._hooks is None:
+            with SavedTensors() as saved:
+                yield saved.tensors
+            return
+        previous, self._box[0] = self._box[0], []
+        try:
+            yield self._box[0]
+        finally:
+            self._box[0] = previous
 
 
 def _unpack(t):

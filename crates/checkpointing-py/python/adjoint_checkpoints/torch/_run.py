@@ -39,7 +39,7 @@ import adjoint_checkpoints as _cp
 from adjoint_checkpoints._native import SnapshotError
 
 from ._cache import autocast_state
-from ._plan import RESIDENT, ReplayedSchedule, SavedTensors, _key, add_storages
+from ._plan import RESIDENT, ReplayedSchedule, SavedTensorsRouter, _key, add_storages
 from ._segments import joins
 from ._storage import _Files, _Held, _HostCopy
 
@@ -183,6 +183,9 @@ class _Run:
         self.autocast = ()  # set by forward: the modes of the loop's call
         self.leaves_checked = False  # unlisted_leaves, on the first tape
         self.ledger = _Ledger(self.resident_keys)
+        #: Routes the tensors each taped step saves to its tape; entered
+        #: once for the forward and once for the backward.
+        self.saved = SavedTensorsRouter()
         self.live, self.live_storages, self.n = None, {}, 0
         #: The tape whose outputs are the live state (None after any other
         #: change of it), the taping events so far and those the plan links
@@ -257,14 +260,14 @@ class _Run:
             inputs = [t.detach().requires_grad_(_differentiable(t)) for t in leaves]
         else:
             inputs = prev.outputs
-        with torch.enable_grad(), SavedTensors() as saved:
+        with torch.enable_grad(), self.saved.recording() as saved:
             outputs = self._call(i, inputs)
         if not self.leaves_checked:
             self._check_leaves(inputs, outputs)
         self.stats.taped_steps += 1
         # The parameters' storages are left out where the bytes are summed
         # (the ledger's exclude).
-        return _Tape(inputs, outputs, add_storages(saved.tensors + inputs + outputs, {}), prev)
+        return _Tape(inputs, outputs, add_storages(saved + inputs + outputs, {}), prev)
 
     def _check_leaves(self, inputs, outputs):
         """Warns when the step uses tensors requiring grad which are not in
@@ -502,27 +505,32 @@ class _Run:
         if self.stop is not None and self._stopped(0):
             raise ValueError("the stop function is true at step 0: the loop has no step")
         try:
-            for _, a in self.actions:
-                if isinstance(a, _cp.Forward):
-                    self._advance(a, forward_phase=True)
-                elif isinstance(a, (_cp.Copy, _cp.Move)):
-                    self._transfer(a, keep=isinstance(a, _cp.Copy))
-                elif isinstance(a, _cp.EndForward):
-                    self._account()
-                    self.stats.steps = self.n
-                    if self.files is not None:
-                        self.files.check()
-                    return self.live
-                else:
-                    raise RuntimeError(f"unexpected action before EndForward: {a!r}")
-                self._account()
-            raise RuntimeError("the schedule ended before EndForward")
+            with self.saved:
+                return self._forward_actions()
         except BaseException:
             self._close()
             raise
         finally:
             self.stats.forward_seconds = time.perf_counter() - t0
             self.publish(self.stats)
+
+    def _forward_actions(self):
+        """The actions up to ``EndForward``; returns the live state."""
+        for _, a in self.actions:
+            if isinstance(a, _cp.Forward):
+                self._advance(a, forward_phase=True)
+            elif isinstance(a, (_cp.Copy, _cp.Move)):
+                self._transfer(a, keep=isinstance(a, _cp.Copy))
+            elif isinstance(a, _cp.EndForward):
+                self._account()
+                self.stats.steps = self.n
+                if self.files is not None:
+                    self.files.check()
+                return self.live
+            else:
+                raise RuntimeError(f"unexpected action before EndForward: {a!r}")
+            self._account()
+        raise RuntimeError("the schedule ended before EndForward")
 
     def _next_action(self):
         """The next action and its index in the schedule: ``(None, None)``
@@ -636,24 +644,8 @@ class _Run:
         self._set_lam(lam)
         gparams = [None] * len(self.params)
         try:
-            while True:
-                index, a = self._next_action()
-                if a is None:
-                    raise RuntimeError("the schedule ended before EndReverse")
-                if self.windows:
-                    self._prefetch(index)
-                if isinstance(a, _cp.Reverse):
-                    self._check_reverse(a)
-                    lam = self._reverse(a, index, lam, gparams)
-                elif isinstance(a, _cp.Forward):
-                    self._advance(a, forward_phase=False)
-                elif isinstance(a, (_cp.Copy, _cp.Move)):
-                    self._transfer(a, keep=isinstance(a, _cp.Copy))
-                elif isinstance(a, _cp.EndReverse):
-                    break
-                else:
-                    raise RuntimeError(f"unexpected action after EndForward: {a!r}")
-                self._account()
+            with self.saved:
+                lam = self._backward_actions(lam, gparams)
             if self.stats.adjoint_steps != self.total:
                 raise RuntimeError(
                     f"the schedule differentiated {self.stats.adjoint_steps} steps of a loop of {self.total}"
@@ -673,6 +665,29 @@ class _Run:
             for g, need, p in zip(gparams, needs_p, self.params)
         ]
         return gx, gp
+
+    def _backward_actions(self, lam, gparams):
+        """The actions after ``EndForward`` up to ``EndReverse``, from the
+        adjoint ``lam`` (``gparams`` updated); returns the adjoint of step
+        0."""
+        while True:
+            index, a = self._next_action()
+            if a is None:
+                raise RuntimeError("the schedule ended before EndReverse")
+            if self.windows:
+                self._prefetch(index)
+            if isinstance(a, _cp.Reverse):
+                self._check_reverse(a)
+                lam = self._reverse(a, index, lam, gparams)
+            elif isinstance(a, _cp.Forward):
+                self._advance(a, forward_phase=False)
+            elif isinstance(a, (_cp.Copy, _cp.Move)):
+                self._transfer(a, keep=isinstance(a, _cp.Copy))
+            elif isinstance(a, _cp.EndReverse):
+                return lam
+            else:
+                raise RuntimeError(f"unexpected action after EndForward: {a!r}")
+            self._account()
 
     def _close(self):
         """Drops every snapshot still held (e.g. a TwoLevel schedule's, kept
