@@ -16,7 +16,6 @@ input state, minus the parameters' (always resident); its output is the
 next step's input, counted there.
 """
 
-import contextlib
 import json
 import time
 import weakref
@@ -142,20 +141,20 @@ class SavedTensorsRouter:
         hooks, self._hooks = self._hooks, None
         return hooks.__exit__(*exc)
 
-    @contextlib.contextmanager
-    def recording(self):
-        """Collects the tensors saved meanwhile into a new list (yielded);
-        a :class:`SavedTensors` context of its own where the router is not
-        entered."""
+    def record(self, call, *args):
+        """``call(*args)`` and the tensors it saved (a new list): routed
+        here where the router is entered, else through a
+        :class:`SavedTensors` context of its own. (A method, not a
+        context manager: it runs once per taped step.)"""
         if self._hooks is None:
             with SavedTensors() as saved:
-                yield saved.tensors
-            return
-        previous, self._box[0] = self._box[0], []
+                return call(*args), saved.tensors
+        box = self._box
+        previous, box[0] = box[0], []
         try:
-            yield self._box[0]
+            return call(*args), box[0]
         finally:
-            self._box[0] = previous
+            box[0] = previous
 
 
 def _unpack(t):

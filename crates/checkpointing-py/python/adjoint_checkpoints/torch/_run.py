@@ -260,8 +260,8 @@ class _Run:
             inputs = [t.detach().requires_grad_(_differentiable(t)) for t in leaves]
         else:
             inputs = prev.outputs
-        with torch.enable_grad(), self.saved.recording() as saved:
-            outputs = self._call(i, inputs)
+        with torch.enable_grad():
+            outputs, saved = self.saved.record(self._call, i, inputs)
         if not self.leaves_checked:
             self._check_leaves(inputs, outputs)
         self.stats.taped_steps += 1
@@ -492,6 +492,8 @@ class _Run:
                 self._set_live(self._run_step(i, self.live))
             i += 1
             self._account()
+        if i == a.n0:
+            self._account()  # no step: the store alone
         self.n = i
         if forward_phase and self.schedule.max_n is None and self._stopped(i):
             self.schedule.finalize(i)
@@ -518,8 +520,9 @@ class _Run:
         """The actions up to ``EndForward``; returns the live state."""
         for _, a in self.actions:
             if isinstance(a, _cp.Forward):
-                self._advance(a, forward_phase=True)
-            elif isinstance(a, (_cp.Copy, _cp.Move)):
+                self._advance(a, forward_phase=True)  # accounts after each step
+                continue
+            if isinstance(a, (_cp.Copy, _cp.Move)):
                 self._transfer(a, keep=isinstance(a, _cp.Copy))
             elif isinstance(a, _cp.EndForward):
                 self._account()
@@ -680,7 +683,8 @@ class _Run:
                 self._check_reverse(a)
                 lam = self._reverse(a, index, lam, gparams)
             elif isinstance(a, _cp.Forward):
-                self._advance(a, forward_phase=False)
+                self._advance(a, forward_phase=False)  # accounts after each step
+                continue
             elif isinstance(a, (_cp.Copy, _cp.Move)):
                 self._transfer(a, keep=isinstance(a, _cp.Copy))
             elif isinstance(a, _cp.EndReverse):
