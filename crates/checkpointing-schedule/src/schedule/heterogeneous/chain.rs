@@ -152,8 +152,8 @@ impl HeterogeneousChain {
         if self.tape.is_none() && !overheads.is_zero() {
             return Err(ScheduleError::InvalidParameter {
                 name: "overheads",
-                reason: "only a chain with tapes (with_tape) is planned with the driver's \
-                         overheads"
+                reason: "only a chain with tapes (with_tape; the spec's \"tape\", --tape) is \
+                         planned with the driver's overheads"
                     .into(),
             });
         }
