@@ -256,10 +256,11 @@ proptest! {
     /// call, a run of linked tapes being one call) the programme attains
     /// the exhaustive optimum of steps and overheads together, and its
     /// schedule costs what it predicts, overheads counted by
-    /// `HeterogeneousChain::account`.
+    /// `HeterogeneousChain::account`: the general table on uneven chains,
+    /// the uniform one on uniform chains.
     #[test]
     fn with_overheads_optimal_against_exhaustive_search(
-        chain in small_taped_chain(6),
+        chain in prop_oneof![small_taped_chain(6), small_uniform_chain(7)],
         restore in 0u64..6,
         call in 0u64..10,
     ) {
@@ -546,17 +547,6 @@ proptest! {
             }
             Err(other) => prop_assert!(false, "unexpected error {other}"),
         }
-    }
-
-    /// The uniform table with the driver's overheads attains the
-    /// exhaustive optimum too.
-    #[test]
-    fn uniform_chains_with_overheads_against_exhaustive_search(
-        chain in small_uniform_chain(7),
-        restore in 0u64..6,
-        call in 0u64..10,
-    ) {
-        check_priced(&chain, restore, call)?;
     }
 
     /// Longer uniform chains with the default granularity: valid, within

@@ -516,23 +516,30 @@ class _Run:
             self.stats.forward_seconds = time.perf_counter() - t0
             self.publish(self.stats)
 
+    def _forward_or_transfer(self, a, forward_phase):
+        """Performs ``a`` if it is a ``Forward`` (accounted after each step)
+        or a ``Copy``/``Move`` (accounted here); returns whether it was."""
+        if isinstance(a, _cp.Forward):
+            self._advance(a, forward_phase)
+        elif isinstance(a, (_cp.Copy, _cp.Move)):
+            self._transfer(a, keep=isinstance(a, _cp.Copy))
+            self._account()
+        else:
+            return False
+        return True
+
     def _forward_actions(self):
         """The actions up to ``EndForward``; returns the live state."""
         for _, a in self.actions:
-            if isinstance(a, _cp.Forward):
-                self._advance(a, forward_phase=True)  # accounts after each step
+            if self._forward_or_transfer(a, forward_phase=True):
                 continue
-            if isinstance(a, (_cp.Copy, _cp.Move)):
-                self._transfer(a, keep=isinstance(a, _cp.Copy))
-            elif isinstance(a, _cp.EndForward):
-                self._account()
-                self.stats.steps = self.n
-                if self.files is not None:
-                    self.files.check()
-                return self.live
-            else:
+            if not isinstance(a, _cp.EndForward):
                 raise RuntimeError(f"unexpected action before EndForward: {a!r}")
             self._account()
+            self.stats.steps = self.n
+            if self.files is not None:
+                self.files.check()
+            return self.live
         raise RuntimeError("the schedule ended before EndForward")
 
     def _next_action(self):
@@ -679,14 +686,11 @@ class _Run:
                 raise RuntimeError("the schedule ended before EndReverse")
             if self.windows:
                 self._prefetch(index)
+            if self._forward_or_transfer(a, forward_phase=False):
+                continue
             if isinstance(a, _cp.Reverse):
                 self._check_reverse(a)
                 lam = self._reverse(a, index, lam, gparams)
-            elif isinstance(a, _cp.Forward):
-                self._advance(a, forward_phase=False)  # accounts after each step
-                continue
-            elif isinstance(a, (_cp.Copy, _cp.Move)):
-                self._transfer(a, keep=isinstance(a, _cp.Copy))
             elif isinstance(a, _cp.EndReverse):
                 return lam
             else:
