@@ -81,39 +81,10 @@ def _key(t):
     return (t.device, t.untyped_storage().data_ptr())
 
 
-class SavedTensors:
-    """A context that records the tensors autograd saves for backward
-    (``saved_tensors_hooks``); ``tensors`` holds them by reference until the
-    context's owner drops it."""
-
-    def __init__(self):
-        self.tensors = []
-        self._hooks = None
-
-    def __enter__(self):
-        # The hook holds the list, not this object: no reference cycle, so
-        # the saved tensors go as soon as the owner drops this context (a
-        # cycle would keep every step's activations until the cyclic
-        # garbage collector runs).
-        tensors = self.tensors
-
-        def pack(t):
-            tensors.append(t)
-            return t
-
-        self._hooks = torch.autograd.graph.saved_tensors_hooks(pack, _unpack)
-        self._hooks.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        hooks, self._hooks = self._hooks, None
-        return hooks.__exit__(*exc)
-
-
 class SavedTensorsRouter:
     """One ``saved_tensors_hooks`` context for a whole phase of a run (its
     forward, its backward), whose pack hook adds each saved tensor to the
-    list of the :meth:`recording` in progress (none: not kept), instead of
+    list of the :meth:`record` in progress (none: not kept), instead of
     a hooks context entered around each step: with every step taped, the
     forward of the GRU loop of ``bench/bench_torch.py`` (600 steps, batch
     32, one thread) took 0.543 s against 0.563 s with a context per step,
@@ -124,7 +95,11 @@ class SavedTensorsRouter:
         self._hooks = None
 
     def __enter__(self):
-        box = self._box  # the hook holds the box, not this object
+        # The hook holds the box, not this object: no reference cycle, so
+        # the saved tensors go as soon as their holder drops them (a cycle
+        # would keep every step's activations until the cyclic garbage
+        # collector runs).
+        box = self._box
 
         def pack(t):
             into = box[0]
@@ -155,6 +130,22 @@ class SavedTensorsRouter:
             return call(*args), box[0]
         finally:
             box[0] = previous
+
+
+class SavedTensors(SavedTensorsRouter):
+    """A context that records every tensor autograd saves for backward
+    meanwhile (a :class:`SavedTensorsRouter` recording throughout);
+    ``tensors`` holds them by reference until the context's owner drops
+    it."""
+
+    def __init__(self):
+        super().__init__()
+        self.tensors = []
+
+    def __enter__(self):
+        super().__enter__()
+        self._box[0] = self.tensors
+        return self
 
 
 def _unpack(t):
@@ -199,8 +190,10 @@ def profile_call(call, leaves, params, rounds=3):
         t3 = time.perf_counter()
         del saved, out, inputs
         best = [min(b, t) for b, t in zip(best, (t1 - t0, t2 - t1, t3 - t2))]
-    restore, call = driver_overheads(leaves)
-    return StepProfile(state_bytes, tape_bytes, *best, restore_seconds=restore, backward_call_seconds=call)
+    restore_seconds, call_seconds = driver_overheads(leaves)
+    return StepProfile(
+        state_bytes, tape_bytes, *best, restore_seconds=restore_seconds, backward_call_seconds=call_seconds
+    )
 
 
 #: Tensors that tapes save but no tape allocates (a sequence ``xs`` a step
@@ -223,14 +216,15 @@ def tape_bytes_of(call, saved, inputs, params):
     with torch.enable_grad(), SavedTensors() as second:
         call(again)
     own = add_storages(saved, {})
+    state = add_storages(inputs, {})
     shared = own.keys() & add_storages(second.tensors, {}).keys()
-    shared -= add_storages(inputs, {}).keys()  # the state's own: counted
+    shared -= state.keys()  # the state's own: counted
     for t in saved:
         if t is not None and _key(t) in shared:
             base = t if t._base is None else t._base
             RESIDENT[id(base)] = base
     own = {k: b for k, b in own.items() if k not in shared}
-    add_storages(inputs, own)
+    own.update(state)
     for p in params:
         own.pop(_key(p), None)
     return sum(own.values())
