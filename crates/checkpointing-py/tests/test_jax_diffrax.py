@@ -21,6 +21,8 @@ diffrax = pytest.importorskip("diffrax")
 
 import jax.numpy as jnp  # noqa: E402
 
+import adjoint_checkpoints  # noqa: E402
+from adjoint_checkpoints.jax import last_stats  # noqa: E402
 from adjoint_checkpoints.jax.diffrax import CheckpointAdjoint  # noqa: E402
 
 D = 6
@@ -80,10 +82,11 @@ def evaluations(f, *args):
     return out, len(CALLS)
 
 
-def both(loss, checkpoints, wrap=lambda g: jax.jit(g)):
-    """(gradient, evaluations) with our adjoint and with diffrax's."""
+def both(loss, checkpoints, wrap=lambda g: jax.jit(g), ours=None):
+    """(gradient, evaluations) with our adjoint (``ours``, else with the same
+    checkpoints) and with diffrax's."""
     out = []
-    for adjoint in (CheckpointAdjoint(checkpoints), diffrax.RecursiveCheckpointAdjoint(checkpoints)):
+    for adjoint in (ours or CheckpointAdjoint(checkpoints), diffrax.RecursiveCheckpointAdjoint(checkpoints)):
         g = wrap(jax.grad(lambda y0, d, adjoint=adjoint: loss(adjoint, y0, d), argnums=(0, 1)))
         out.append(evaluations(g, Y0, 0.5))
     return out
@@ -102,6 +105,49 @@ def test_every_saveat_gives_diffrax_gradients_bitwise(kind):
     (ours, n_ours), (theirs, n_theirs) = both(loss, 4)
     assert_bitwise(ours, theirs)
     assert 0 < n_ours <= n_theirs
+
+
+@pytest.mark.parametrize("kind", ["t0-t1-ts", "steps"])
+def test_memory_gives_diffrax_gradients_bitwise_with_fewer_evaluations(kind):
+    """Residual checkpoints: the tapes of the last steps, recorded by the
+    forward, are pulled back with no re-run. About 18 steps of 7 stages
+    (6 evaluations each, FSAL) here: with room for 18 tapes the backward
+    evaluates nothing, and diffrax's adjoint with 4 checkpoints about as
+    many again."""
+    loss = dense_loss if kind == "dense" else ys_loss(SAVEATS[kind])
+    (ours, n_ours), (theirs, n_theirs) = both(loss, 4, ours=CheckpointAdjoint(memory=0.3))
+    assert_bitwise(ours, theirs)
+    assert last_stats["tapes"] >= 18 and last_stats["peak_bytes"] <= last_stats["memory"]
+    assert n_ours < 0.6 * n_theirs
+
+
+def test_memory_with_an_implicit_solver_and_an_event():
+    def loss(adjoint, y0, d):
+        sol = diffrax.diffeqsolve(
+            diffrax.ODETerm(vector_field), diffrax.Kvaerno5(), 0.0, 2.0, 0.1, y0, args=(d, A),
+            stepsize_controller=diffrax.PIDController(rtol=1e-6, atol=1e-6),
+            saveat=diffrax.SaveAt(t1=True, ts=jnp.linspace(0.0, 1.0, 3)), adjoint=adjoint, max_steps=64,
+        )
+        return jnp.sum(sol.ys**2)
+
+    (ours, n_ours), (theirs, n_theirs) = both(loss, 4, ours=CheckpointAdjoint(memory=0.5))
+    assert_bitwise(ours, theirs)
+    assert n_ours < n_theirs
+    (ours, _), (theirs, _) = both(event_loss(False), 3, ours=CheckpointAdjoint(memory=0.3))
+    assert_bitwise(ours, theirs)
+
+
+def test_memory_under_vmap():
+    loss = ys_loss(SAVEATS["t0-t1-ts"], t1=4.0)
+    ds = jnp.asarray([0.2, 0.5, 1.5])
+    out = []
+    for adjoint in (CheckpointAdjoint(memory=0.2), diffrax.RecursiveCheckpointAdjoint(5)):
+        g = jax.jit(jax.vmap(jax.grad(lambda y0, d, adjoint=adjoint: loss(adjoint, y0, d), argnums=(0, 1)),
+                             in_axes=(None, 0)))
+        out.append(evaluations(g, Y0, ds))
+    (ours, n_ours), (theirs, n_theirs) = out
+    assert_bitwise(ours, theirs)
+    assert n_ours < n_theirs
 
 
 def test_grad_of_jit_and_checkpoints_none():
@@ -337,6 +383,13 @@ def test_a_gradient_of_y0_alone_costs_what_diffrax_adjoint_costs():
 def test_checkpoints_validated():
     with pytest.raises(ValueError, match="at least one checkpoint"):
         CheckpointAdjoint(0)
+    with pytest.raises(ValueError, match="not both"):
+        CheckpointAdjoint(4, memory="1MiB")
+    adjoint = CheckpointAdjoint(memory="1MiB")
+    with pytest.raises(Exception, match="memory is split for max_steps"):
+        jax.grad(lambda y0: jnp.sum(solve(adjoint, diffrax.SaveAt(t1=True), y0, 0.5, max_steps=None).ys))(Y0)
+    with pytest.raises(adjoint_checkpoints.InvalidScheduleParameters, match="less than a gradient"):
+        jax.grad(lambda y0: jnp.sum(solve(CheckpointAdjoint(memory=100), diffrax.SaveAt(t1=True), y0, 0.5).ys))(Y0)
     with pytest.raises(TypeError, match="None or an int"):
         CheckpointAdjoint(2.0)
 

@@ -33,6 +33,7 @@ import subprocess
 import sys
 import time
 import traceback
+from functools import partial
 
 import pytest
 
@@ -175,8 +176,8 @@ if CHILD:
 
             # The loss reads the sum only: the state's cotangent out of the
             # loop is a symbolic zero, instantiated with the state's type.
-            def ours(u, k):
-                out = checkpointed_while_loop(lambda c: c[0] < N, body_of(k), (0, u, u), checkpoints=3)[1:]
+            def ours(u, k, **loop):
+                out = checkpointed_while_loop(lambda c: c[0] < N, body_of(k), (0, u, u), **loop)[1:]
                 return jnp.sum(out[1] ** 2), out
 
             def plain(u, k):
@@ -184,13 +185,16 @@ if CHILD:
                 out = lax.scan(lambda c, _: (body(c), None), (0, u, u), None, length=N)[0][1:]
                 return jnp.sum(out[1] ** 2), out
 
-            got, out = jax.jit(jax.grad(ours, argnums=(0, 1), has_aux=True))(u, k)
             want, out_want = jax.jit(jax.grad(plain, argnums=(0, 1), has_aux=True))(u, k)
-            assert_same((got, out), (want, out_want), "while loop")
-            assert_sharded_as(out[0], u.sharding, "while loop state")
-            assert_sharded_as(out[1], u.sharding, "while loop sum")
-            assert_sharded_as(got[0], u.sharding, "while loop gradient of u")
-            assert_sharded_as(got[1], k.sharding, "while loop gradient of k")
+            # Carries only, then carries and tapes (residual checkpoints).
+            for loop in ({"checkpoints": 3}, {"memory": 0.4, "max_steps": N + 4}):
+                label = f"while loop {loop}"
+                got, out = jax.jit(jax.grad(partial(ours, **loop), argnums=(0, 1), has_aux=True))(u, k)
+                assert_same((got, out), (want, out_want), label)
+                assert_sharded_as(out[0], u.sharding, f"{label} state")
+                assert_sharded_as(out[1], u.sharding, f"{label} sum")
+                assert_sharded_as(got[0], u.sharding, f"{label} gradient of u")
+                assert_sharded_as(got[1], k.sharding, f"{label} gradient of k")
 
     @case
     def while_loop_one_axis_auto():
@@ -238,12 +242,13 @@ if CHILD:
                 want, ys_want = diffrax_gradient(diffrax.RecursiveCheckpointAdjoint(4), per_device)(y0, k)
             except Exception as error:  # noqa: BLE001
                 pytest.skip(f"diffrax's own adjoint fails here: {type(error).__name__}: {str(error)[:200]}")
-            got, ys = diffrax_gradient(CheckpointAdjoint(4), per_device)(y0, k)
-        assert_same((got, ys), (want, ys_want), "diffrax")
-        assert_sharded_as(got[0], y0.sharding, "diffrax gradient of y0")
-        assert_sharded_as(got[1], k.sharding, "diffrax gradient of k")
-        assert_sharded_as(ys, ys_want.sharding, "diffrax ys")
-        assert tuple(ys.sharding.spec)[1:] == tuple(y0.sharding.spec), ys.sharding
+            for adjoint in (CheckpointAdjoint(4), CheckpointAdjoint(memory=0.3)):
+                got, ys = diffrax_gradient(adjoint, per_device)(y0, k)
+                assert_same((got, ys), (want, ys_want), f"diffrax {adjoint}")
+                assert_sharded_as(got[0], y0.sharding, "diffrax gradient of y0")
+                assert_sharded_as(got[1], k.sharding, "diffrax gradient of k")
+                assert_sharded_as(ys, ys_want.sharding, "diffrax ys")
+                assert tuple(ys.sharding.spec)[1:] == tuple(y0.sharding.spec), ys.sharding
 
     @case
     def diffrax_two_axes_auto():
@@ -349,11 +354,19 @@ if CHILD:
 
     @case
     def memory_while_loop():
+        """Carries only; carries and tapes (memory=)."""
+        body = lambda c: (c[0] + 1, elementwise(c[1], None)[0])  # noqa: E731
+
         def loop_of(s):
-            body = lambda c: (c[0] + 1, elementwise(c[1], None)[0])  # noqa: E731
             return lambda u: checkpointed_while_loop(lambda c: c[0] < 30, body, (0, u), checkpoints=s)[1]
 
-        return assert_divided(loop_of, "while loop")
+        def residuals_of(_):
+            return lambda u: checkpointed_while_loop(lambda c: c[0] < 30, body, (0, u), max_steps=32, memory=0.3)[1]
+
+        return {
+            "carries": assert_divided(loop_of, "while loop"),
+            "residuals": assert_divided(residuals_of, "while loop, memory="),
+        }
 
 
 def _run_child(path):

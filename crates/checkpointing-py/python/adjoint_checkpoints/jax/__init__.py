@@ -64,7 +64,7 @@ import numpy as np
 import adjoint_checkpoints as _cp
 
 from .. import codecs
-from . import _compiled, _online, _program, _residuals, _revolve
+from . import _compiled, _online, _online_taped, _program, _residuals, _revolve
 
 __all__ = ["checkpointed_scan", "checkpointed_while_loop", "last_stats"]
 
@@ -247,20 +247,32 @@ def _memory_scan(fn, init, xs, x0, consts, length, memory, disk_memory_kind):
     return _compiled.Compiled(fn, plan, kind, residuals)(init, xs, consts)
 
 
+def _memory_request(memory):
+    """``memory=`` checked: bytes (an ``int``), or a positive fraction (a
+    ``float``) of what every step's residuals take."""
+    if isinstance(memory, bool):
+        raise TypeError("memory= is a byte budget (an int or a string such as '400MiB') or a fraction (a float)")
+    if isinstance(memory, float):
+        if not memory > 0:
+            raise ValueError(f"memory={memory}: a fraction of every step's residuals must be positive")
+        return memory
+    return _cp._native._parse_bytes("memory", memory)
+
+
+def _publish_stats(**stats):
+    """``last_stats`` of a ``checkpointed_while_loop(memory=...)`` gradient."""
+    last_stats.clear()
+    last_stats.update(stats)
+
+
 def _memory_budget(memory, length, carry_bytes, tape_bytes):
     """``memory=`` in bytes (a ``float``: that fraction of ``lax.scan``'s
     store-all, ``length`` tapes and two carries), checked against the least
     a gradient needs: the live carry and its cotangent, and for more than
     one step a stored carry and one tape (the tape-aware programme's least,
     see ``HeterogeneousRevolve``)."""
-    if isinstance(memory, bool):
-        raise TypeError("memory= is a byte budget (an int or a string such as '400MiB') or a fraction (a float)")
-    if isinstance(memory, float):
-        if not memory > 0:
-            raise ValueError(f"memory={memory}: a fraction of lax.scan's memory must be positive")
-        budget = int(memory * (length * tape_bytes + 2 * carry_bytes))
-    else:
-        budget = _cp._native._parse_bytes("memory", memory)
+    memory = _memory_request(memory)
+    budget = int(memory * (length * tape_bytes + 2 * carry_bytes)) if isinstance(memory, float) else memory
     least = 2 * carry_bytes + _least_schedule_bytes(length, carry_bytes, tape_bytes)
     if budget < least:
         raise _cp.InvalidScheduleParameters(
@@ -353,6 +365,7 @@ def checkpointed_while_loop(
     checkpoints: Optional[int] = None,
     max_steps: Optional[int] = None,
     buffers: Optional[Callable[[Carry], Any]] = None,
+    memory: Union[int, float, str, None] = None,
 ) -> Carry:
     """``jax.lax.while_loop(cond_fun, body_fun, init_val)``, reverse-mode
     differentiable, for loops whose number of steps is known only when they
@@ -379,6 +392,19 @@ def checkpointed_while_loop(
       only where it wrote before. They are kept out of the snapshots: the
       backward gets the final buffers once, whatever ``checkpoints``. The
       rules are not checked; breaking them gives wrong gradients.
+    - ``memory`` (instead of ``checkpoints``; needs ``max_steps``): a byte
+      budget (``int``, or a string such as ``"400MiB"``), or a ``float``,
+      that fraction of what every step's VJP residuals for ``max_steps``
+      steps take (plus the live carry and its cotangent), shared between
+      stored carries and *tapes* (a step's residuals): the tapes of the
+      last steps are recorded by the forward and need no re-run, the other
+      steps are reversed by binomial checkpointing over blocks of taped
+      steps (see the guide's JAX chapter). It covers the stored carries and
+      tapes, the live carry and its cotangent; not the buffers. Below the
+      least a gradient needs, the gradient's trace raises
+      ``adjoint_checkpoints.InvalidScheduleParameters`` naming it;
+      ``last_stats`` gets the split (``checkpoints``, ``tapes``,
+      ``carry_bytes``, ``tape_bytes``, ``memory``, ``peak_bytes``).
 
     ``body_fun`` and ``cond_fun`` may close over arrays of any dtype, traced
     or not (gradients flow to the floating-point ones; integer and boolean
@@ -403,10 +429,10 @@ def checkpointed_while_loop(
     >>> bool(jnp.allclose(g[0], 0.99**(0.5 * 100), rtol=0.05))
     True
     """
-    return _while_loop(cond_fun, body_fun, init_val, checkpoints, max_steps, buffers)
+    return _while_loop(cond_fun, body_fun, init_val, checkpoints, max_steps, buffers, memory)
 
 
-def _while_loop(cond_fun, body_fun, init_val, checkpoints, max_steps, buffers, _masked_buffers=None):
+def _while_loop(cond_fun, body_fun, init_val, checkpoints, max_steps, buffers, memory=None, _masked_buffers=None):
     """:func:`checkpointed_while_loop`, with ``_masked_buffers`` for
     :mod:`adjoint_checkpoints.jax.diffrax` (see ``OnlineLoop``)."""
     if max_steps is not None:
@@ -415,6 +441,19 @@ def _while_loop(cond_fun, body_fun, init_val, checkpoints, max_steps, buffers, _
         if max_steps < 0:
             raise ValueError(f"max_steps must be >= 0, got {max_steps}")
         max_steps = int(max_steps)
+    if memory is not None:
+        if checkpoints is not None:
+            raise ValueError("checkpointed_while_loop takes checkpoints= or memory=, not both")
+        if max_steps is None:
+            raise ValueError("checkpointed_while_loop(memory=...) needs max_steps= (the budget is split for that many steps)")
+        memory = _memory_request(memory)
+        init_val = jax.tree_util.tree_map(jnp.asarray, init_val)
+        if max_steps == 0:
+            return init_val
+        loop = _online_taped.TapedOnlineLoop(
+            cond_fun, body_fun, init_val, memory, max_steps, buffers, _masked_buffers, _publish_stats
+        )
+        return loop(init_val)
     if checkpoints is None:
         if max_steps is None:
             raise ValueError(

@@ -318,10 +318,9 @@ class OnlineLoop:
 
     # -- the forward: OnlineR2's placement ----------------------------------
 
-    def _place(self, n, fixed, nfixed, run):
-        """OnlineR2's decision at step ``n``: returns (store, dropped step or
-        -1, fixed, nfixed, run)."""
-        s = self.s
+    def _place(self, s, n, fixed, nfixed, run):
+        """OnlineR2's decision at step ``n`` with ``s`` checkpoints: returns
+        (store, dropped step or -1, fixed, nfixed, run)."""
         it = _int()
         held = nfixed + jnp.maximum(n - run, 0)
 
@@ -345,7 +344,7 @@ class OnlineLoop:
 
             def beyond(_):
                 last = f[nf - 1]
-                j = jnp.where(n - last < 2, -1, self._greedy(f, nf, n))
+                j = jnp.where(n - last < 2, -1, self._greedy(s, f, nf, n))
                 dropped = jnp.where(j > 0, f[jnp.maximum(j, 0)], -1)
                 # Remove fixed[j], append n.
                 idx = jnp.arange(s)
@@ -358,11 +357,10 @@ class OnlineLoop:
 
         return lax.cond(held < s, fill, settled, None)
 
-    def _greedy(self, fixed, nfixed, n):
+    def _greedy(self, s, fixed, nfixed, n):
         """The index ``j >= 1`` of the checkpoint to drop for the cheapest
-        reversal of ``n + 1`` steps, or -1 to advance (ties: advance, then
-        the earliest), as the Rust ``greedy_choice``."""
-        s = self.s
+        reversal of ``n + 1`` steps with ``s`` checkpoints, or -1 to advance
+        (ties: advance, then the earliest), as the Rust ``greedy_choice``."""
         i = jnp.arange(s)
         k = nfixed - 1
         valid = i <= k
@@ -395,8 +393,14 @@ class OnlineLoop:
         return jnp.where(total[j] < best, j, -1).astype(_int())
 
 
-    def _forward(self, leaves, bconsts, cconsts):
-        s, it = self.s, _int()
+    def _forward(self, leaves, bconsts, cconsts, s, advance=None, extra=None):
+        """The loop with ``s`` checkpoints placed online: ``(final leaves,
+        steps, store, where, extra)``. ``advance(n, leaves, pred, extra)``
+        runs step ``n`` (default: the body) and returns ``(leaves, pred,
+        extra)``; ``extra`` is carried through the loop."""
+        it = _int()
+        if advance is None:
+            advance = lambda n, leaves, pred, extra: (*self._step(leaves, pred, bconsts, cconsts), extra)  # noqa: E731
         pred = self._cond(leaves, cconsts)
         snap = self._snap(leaves, pred)
         store = [zeros(s, a) for a in snap]
@@ -404,8 +408,8 @@ class OnlineLoop:
         fixed = jnp.zeros((s,), it)
 
         def step(state):
-            n, leaves, pred, store, where, fixed, nfixed, run = state
-            keep, dropped, fixed, nfixed, run = self._place(n, fixed, nfixed, run)
+            n, leaves, pred, store, where, fixed, nfixed, run, extra = state
+            keep, dropped, fixed, nfixed, run = self._place(s, n, fixed, nfixed, run)
             free = jnp.argmax(where < 0)
             slot = jnp.where(dropped >= 0, jnp.argmax(where == dropped), free)
             # A write of the slot in any case (its old value when not
@@ -414,12 +418,12 @@ class OnlineLoop:
             snap = [jnp.where(keep, v, o) for v, o in zip(self._snap(leaves, pred), old)]
             store = _set(store, slot, snap)
             where = jnp.where(keep, where.at[slot].set(n), where)
-            leaves, pred = self._step(leaves, pred, bconsts, cconsts)
-            return n + 1, leaves, pred, store, where, fixed, nfixed, run
+            leaves, pred, extra = advance(n, leaves, pred, extra)
+            return n + 1, leaves, pred, store, where, fixed, nfixed, run, extra
 
-        state = (it(0), leaves, pred, store, where, fixed, it(0), it(0))
-        n, leaves, _, store, where, *_ = lax.while_loop(lambda st: self._keep_going(st[0], st[2]), step, state)
-        return leaves, n, store, where
+        state = (it(0), leaves, pred, store, where, fixed, it(0), it(0), extra)
+        n, leaves, _, store, where, *_, extra = lax.while_loop(lambda st: self._keep_going(st[0], st[2]), step, state)
+        return leaves, n, store, where, extra
 
     def _perturbed_carry(self, perturbed_in, perturbed_consts):
         """Which carry leaves carry a tangent: the fixed point of the body's
@@ -447,13 +451,22 @@ class OnlineLoop:
                 return nonzero, [p and r for p, r in zip(perturbed_consts, consts)]
             nonzero = new
 
-    def _fwd(self, leaves, bconsts, cconsts):
+    def _perturbation(self, leaves, bconsts, cconsts):
+        """The ``custom_vjp`` forward's inputs (with symbolic zeros) as
+        ``(perturbed, perturbed_consts, leaves, bconsts, cconsts)``: which
+        carry leaves and closed-over constants carry a tangent, and the
+        values."""
         perturbed_consts = [c.perturbed and jnp.issubdtype(jnp.result_type(c.value), jnp.inexact) for c in bconsts]
         perturbed = self._perturbed_carry([x.perturbed for x in leaves], perturbed_consts)
-        leaves = [x.value for x in leaves]
-        bconsts = [c.value for c in bconsts]
-        cconsts = [c.value for c in cconsts]
-        out, n, store, where = self._forward(leaves, bconsts, cconsts)
+        values = lambda xs: [x.value for x in xs]  # noqa: E731
+        return perturbed, perturbed_consts, values(leaves), values(bconsts), values(cconsts)
+
+    def _fwd(self, leaves, bconsts, cconsts):
+        return self._checkpointed_fwd(self.s, *self._perturbation(leaves, bconsts, cconsts))
+
+    def _checkpointed_fwd(self, s, perturbed, perturbed_consts, leaves, bconsts, cconsts):
+        """The forward keeping ``s`` carries for :meth:`_bwd`."""
+        out, n, store, where, _ = self._forward(leaves, bconsts, cconsts, s)
         buffers = [x for x, b in zip(out, self.is_buffer) if b]
         static = _Static((tuple(perturbed), tuple(perturbed_consts)))
         return tuple(out), (n, store, where, buffers, bconsts, cconsts, static)
@@ -463,7 +476,7 @@ class OnlineLoop:
     def _bwd(self, residuals, ct_out):
         n, store, where, buffers, bconsts, cconsts, static = residuals
         differentiated, differentiated_consts = self._nonzero_cotangents(ct_out, *static.value)
-        s, it = self.s, _int()
+        s, it = store[0].shape[0], _int()
         P = [i for i, p in enumerate(differentiated) if p]
         PC = [j for j, p in enumerate(differentiated_consts) if p]
         ct_consts = [jnp.zeros_like(bconsts[j]) for j in PC]

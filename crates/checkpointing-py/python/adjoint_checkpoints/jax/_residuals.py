@@ -36,10 +36,11 @@ import math
 
 import jax
 import numpy as np
+from jax.extend.core import Literal
 
 from ._compiled import float0_zeros
 
-_STORED, _INPUT, _FLOAT0, _CONSTANT = range(4)
+_STORED, _INPUT, _FLOAT0, _CONSTANT, _OUTPUT = range(5)
 
 
 def tree_nbytes(tree):
@@ -53,17 +54,21 @@ class ResidualLayoutError(RuntimeError):
     the shapes and dtypes of its inputs)."""
 
 
-def _sources(leaves, inputs):
+def _sources(leaves, inputs, outputs=()):
     """Per residual leaf: ``(_INPUT, k)`` when it is the ``k``-th input leaf
-    itself, ``(_FLOAT0, aval)`` for a ``float0`` placeholder,
+    itself, ``(_OUTPUT, k)`` when it is the ``k``-th of ``outputs`` (and no
+    input), ``(_FLOAT0, aval)`` for a ``float0`` placeholder,
     ``(_CONSTANT, value)`` for a concrete array (traced with every input a
     tracer, a leaf that is not one depends on no input), else
     ``(_STORED, None)``."""
     out = []
     for leaf in leaves:
         k = next((k for k, v in enumerate(inputs) if leaf is v), None)
+        j = next((j for j, v in enumerate(outputs) if leaf is v), None)
         if k is not None:
             out.append((_INPUT, k))
+        elif j is not None:
+            out.append((_OUTPUT, j))
         elif getattr(leaf, "dtype", None) == jax.dtypes.float0:
             out.append((_FLOAT0, jax.ShapeDtypeStruct(leaf.shape, leaf.dtype)))
         elif not isinstance(leaf, jax.core.Tracer):
@@ -73,32 +78,91 @@ def _sources(leaves, inputs):
     return out
 
 
-class Residuals:
-    """The residual layout of ``fn(carry, x, *consts) -> (carry, y)`` at the
-    shapes and dtypes of ``carry``, ``x`` and ``consts`` (arrays, tracers or
-    ``ShapeDtypeStruct``\\ s).
+_COPIES = ("copy", "copy_p")
+
+
+def _through_copies(jaxpr, sources, args, reused):
+    """``sources`` with each stored residual that is a copy (or a copy of a
+    copy) of a reused argument's leaf marked as that leaf: equinox's loops
+    copy their buffers, and such a copy has the argument's values.
+    ``jaxpr`` takes ``args``' leaves and returns the stored residuals."""
+    reused_index, k = [], 0
+    for arg, r in zip(args, reused):
+        for _ in jax.tree_util.tree_leaves(arg):
+            reused_index.append(k if r else None)
+            k += r
+    invars = {v: p for p, v in enumerate(jaxpr.invars)}
+    producer = {v: eqn for eqn in jaxpr.eqns for v in eqn.outvars}
+    out = list(sources)
+    stored = (i for i, (kind, _) in enumerate(sources) if kind == _STORED)
+    for i, var in zip(stored, jaxpr.outvars):
+        while not isinstance(var, Literal) and var not in invars and var in producer:
+            if producer[var].primitive.name not in _COPIES:
+                break
+            var = producer[var].invars[0]
+        if not isinstance(var, Literal) and var in invars and reused_index[invars[var]] is not None:
+            out[i] = (_INPUT, reused_index[invars[var]])
+    return out
+
+
+class StepResiduals:
+    """The residual layout of ``jax.vjp`` of ``fn(*args)`` with respect to
+    the arguments at the positions ``differentiated`` (the others are closed
+    over, not differentiated), at the shapes and dtypes of ``args`` (arrays,
+    tracers or ``ShapeDtypeStruct``\\ s; each argument a pytree).
+
+    ``reused[k]`` marks the arguments that are the same at the step's
+    recording and at its pullback (parameters, a scanned input, buffers the
+    loop only writes): a residual that is one of their leaves is not stored
+    but taken again from them. A residual that is a leaf of another argument
+    (a carry that changes from step to step) is stored. With ``has_aux``,
+    ``fn`` returns ``(out, aux)`` and only ``out`` is differentiated
+    (``jax.vjp``'s ``has_aux``).
+
+    ``reused_outputs(out)`` (optional; ``out`` as ``fn`` returns it) picks
+    output leaves that the caller can give back at the pullback: a residual
+    that is one of them is not stored either (a loop's write-only buffer, of
+    which the final value serves every step: ``checkpointed_while_loop``'s
+    ``buffers`` rule).
 
     ``stored``: the ``ShapeDtypeStruct`` of each stored leaf (a list);
     ``nbytes``: their bytes, what one tape takes."""
 
-    def __init__(self, fn, carry, x, consts):
-        self.fn = fn
+    def __init__(self, fn, args, reused, differentiated, has_aux=False, reused_outputs=None):
+        self.fn, self.reused, self.differentiated, self.has_aux = fn, tuple(reused), tuple(differentiated), has_aux
         found = {}
 
-        def trace(carry, x, *consts):
-            _, pullback = jax.vjp(fn, carry, x, *consts)
+        def trace(*args):
+            out, pullback, *aux = self._vjp(args)
             leaves, found["treedef"] = jax.tree_util.tree_flatten(pullback)
-            found["sources"] = _sources(leaves, jax.tree_util.tree_leaves((x, consts)))
+            given = [] if reused_outputs is None else reused_outputs((out, aux[0]) if has_aux else out)
+            found["sources"] = _sources(leaves, self._reused_leaves(args), given)
             return [leaf for leaf, (kind, _) in zip(leaves, found["sources"]) if kind == _STORED]
 
-        self.stored = jax.eval_shape(trace, carry, x, *consts)
-        self.treedef, self.sources = found["treedef"], found["sources"]
+        closed = jax.make_jaxpr(trace)(*args)
+        self.treedef, self.sources = found["treedef"], _through_copies(closed.jaxpr, found["sources"], args, reused)
+        avals = iter(v.aval for v in closed.jaxpr.outvars)
+        stored = [(next(avals), now) for (kind, _), now in zip(found["sources"], self.sources) if kind == _STORED]
+        self.stored = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a, (kind, _) in stored if kind == _STORED]
         self.nbytes = tree_nbytes(self.stored)
 
-    def record(self, carry, x, consts):
-        """Runs the step from ``carry``: ``((carry, y), tape)``, ``tape``
-        the stored residual leaves (a list, :attr:`stored`'s layout)."""
-        out, pullback = jax.vjp(self.fn, carry, x, *consts)
+    def _reused_leaves(self, args):
+        return jax.tree_util.tree_leaves([a for a, r in zip(args, self.reused) if r])
+
+    def _vjp(self, args):
+        def at(*d):
+            full = list(args)
+            for k, v in zip(self.differentiated, d):
+                full[k] = v
+            return self.fn(*full)
+
+        return jax.vjp(at, *(args[k] for k in self.differentiated), has_aux=self.has_aux)
+
+    def record(self, *args):
+        """Runs ``fn(*args)``: ``(out, tape)`` (``((out, aux), tape)`` with
+        ``has_aux``), ``tape`` the stored residual leaves (a list,
+        :attr:`stored`'s layout)."""
+        out, pullback, *aux = self._vjp(args)
         leaves = jax.tree_util.tree_leaves(pullback)
         tape = [leaf for leaf, (kind, _) in zip(leaves, self.sources) if kind == _STORED]
         if len(leaves) != len(self.sources) or [(t.shape, t.dtype) for t in tape] != [
@@ -108,20 +172,42 @@ class Residuals:
                 "the step's VJP residuals changed between two traces of the step; "
                 "a step taped with memory= must trace the same program for the same input shapes"
             )
-        return out, tape
+        return ((out, aux[0]) if self.has_aux else out), tape
 
-    def pullback(self, tape, x, consts):
-        """The pullback of the step recorded as ``tape`` with input ``x``:
-        a function of ``(ct_carry, ct_y)`` returning the cotangents of
-        ``(carry, x, *consts)``, as ``jax.vjp``'s."""
-        inputs = jax.tree_util.tree_leaves((x, consts))
+    def pullback(self, tape, *args, outputs=()):
+        """The pullback of the step recorded as ``tape``, given the reused
+        arguments (the others may be ``None``) and the values of the reused
+        outputs: a function of the output's cotangent returning the
+        differentiated arguments' cotangents, as ``jax.vjp``'s."""
+        inputs = self._reused_leaves(args)
         stored = iter(tape)
         leaves = []
         for kind, what in self.sources:
             if kind == _STORED:
                 leaves.append(next(stored))
-            elif kind in (_INPUT, _CONSTANT):
-                leaves.append(inputs[what] if kind == _INPUT else what)
+            elif kind in (_INPUT, _CONSTANT, _OUTPUT):
+                leaves.append(inputs[what] if kind == _INPUT else outputs[what] if kind == _OUTPUT else what)
             else:
                 leaves.append(float0_zeros(what.shape))
         return jax.tree_util.tree_unflatten(self.treedef, leaves)
+
+
+class Residuals(StepResiduals):
+    """The residual layout of ``fn(carry, x, *consts) -> (carry, y)`` at the
+    shapes and dtypes of ``carry``, ``x`` and ``consts`` (arrays, tracers or
+    ``ShapeDtypeStruct``\\ s), differentiated with respect to all of them;
+    ``x`` and ``consts`` are reused (see :class:`StepResiduals`)."""
+
+    def __init__(self, fn, carry, x, consts):
+        n = 2 + len(consts)
+        super().__init__(fn, (carry, x, *consts), (False,) + (True,) * (n - 1), range(n))
+
+    def record(self, carry, x, consts):
+        """Runs the step from ``carry``: ``((carry, y), tape)``."""
+        return super().record(carry, x, *consts)
+
+    def pullback(self, tape, x, consts):
+        """The pullback of the step recorded as ``tape`` with input ``x``:
+        a function of ``(ct_carry, ct_y)`` returning the cotangents of
+        ``(carry, x, *consts)``, as ``jax.vjp``'s."""
+        return super().pullback(tape, None, x, *consts)

@@ -55,15 +55,24 @@ class CheckpointAdjoint(diffrax.AbstractAdjoint):
       (``floor(-1.5 + sqrt(2 max_steps + 0.25)) + 1``). With ``max_steps=None``
       and ``checkpoints=None`` the solve runs but cannot be
       reverse-differentiated (as with diffrax's adjoint).
+    - ``memory`` (instead of ``checkpoints``; needs ``max_steps``): a byte
+      budget, or a fraction of what every step's VJP residuals for
+      ``max_steps`` steps take, shared between stored solver states and
+      *tapes* of steps (their stages and the vector field's intermediates),
+      as ``checkpointed_while_loop(memory=...)``: the last steps' tapes are
+      recorded in the forward and need no re-run.
 
     Use: ``diffrax.diffeqsolve(..., adjoint=CheckpointAdjoint())``. Not
     forward-mode differentiable (as ``RecursiveCheckpointAdjoint``).
 
     >>> CheckpointAdjoint(checkpoints=8).checkpoints
     8
+    >>> CheckpointAdjoint(memory="64MiB").memory
+    '64MiB'
     """
 
     checkpoints: int | None = None
+    memory: int | float | str | None = None
 
     def __check_init__(self):
         c = self.checkpoints
@@ -71,6 +80,8 @@ class CheckpointAdjoint(diffrax.AbstractAdjoint):
             raise TypeError(f"CheckpointAdjoint(checkpoints=...) is None or an int, got {c!r}")
         if c is not None and c < 1:
             raise ValueError(f"CheckpointAdjoint needs at least one checkpoint, got {c}")
+        if c is not None and self.memory is not None:
+            raise ValueError("CheckpointAdjoint takes checkpoints= or memory=, not both")
 
     def loop(
         self,
@@ -96,6 +107,10 @@ class CheckpointAdjoint(diffrax.AbstractAdjoint):
             outer = functools.partial(eqxi.while_loop, kind="lax")
             message = (
                 "Cannot reverse-mode differentiate diffeqsolve(..., max_steps=None, "
+                "adjoint=CheckpointAdjoint(memory=...)): the memory is split for max_steps steps. "
+                "Bound max_steps or pass CheckpointAdjoint(checkpoints=...)."
+                if self.memory is not None
+                else "Cannot reverse-mode differentiate diffeqsolve(..., max_steps=None, "
                 "adjoint=CheckpointAdjoint(checkpoints=None)): the number of checkpoints comes from "
                 "max_steps. Bound max_steps or pass CheckpointAdjoint(checkpoints=...)."
             )
@@ -103,7 +118,7 @@ class CheckpointAdjoint(diffrax.AbstractAdjoint):
             # The inner loop (saving at SaveAt(ts=...) between two steps) is
             # diffrax's own, as RecursiveCheckpointAdjoint has it.
             inner = functools.partial(eqxi.while_loop, kind="checkpointed")
-            outer = functools.partial(_outer_loop, checkpoints=self.checkpoints)
+            outer = functools.partial(_outer_loop, checkpoints=self.checkpoints, memory=self.memory)
         final_state = self._loop(
             terms=terms,
             saveat=saveat,
@@ -154,5 +169,5 @@ def _equinox_buffers():
 _MASKED = _equinox_buffers()
 
 
-def _outer_loop(cond_fun, body_fun, init_val, *, max_steps, buffers, checkpoints):
-    return _while_loop(cond_fun, body_fun, init_val, checkpoints, max_steps, buffers, _MASKED)
+def _outer_loop(cond_fun, body_fun, init_val, *, max_steps, buffers, checkpoints, memory):
+    return _while_loop(cond_fun, body_fun, init_val, checkpoints, max_steps, buffers, memory, _MASKED)
