@@ -11,6 +11,15 @@ counts ``c``, on three problems:
 - ``ensemble``: the stiff system for a batch of initial states, under
   ``jax.vmap`` (each member takes its own number of steps).
 
+With ``--memory``, a row of ``CheckpointAdjoint(memory=...)`` (residual
+checkpoints: stored solver states and the tapes of steps) follows, at
+twice the compiled memory of diffrax's adjoint with ``c`` checkpoints (at
+its memory, the ``checkpoints=c`` row is ours): the budget given is that
+target less the workspace of our program (its compiled temporaries with
+one checkpoint), scaled down once by what its first compilation added, so
+that the compiled memories compare; the printed ratio is the one
+measured.
+
 For each it prints the vector-field evaluations of one gradient (counted by
 a host callback in a separately compiled copy; under ``vmap`` one count per
 batched evaluation), the median time of a value-and-gradient call, XLA's
@@ -23,7 +32,7 @@ ratios from 0.7 to 1.4 for the same pair. The two compiled programs are
 therefore timed interleaved, ours then theirs then theirs then ours, and
 each one's median is reported.
 
-    python bench/bench_diffrax.py [--quick] [--rounds 100] [--checkpoints 4 16]
+    python bench/bench_diffrax.py [--quick] [--rounds 100] [--checkpoints 4 16] [--memory]
 """
 
 import argparse
@@ -38,6 +47,7 @@ import diffrax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
+import adjoint_checkpoints  # noqa: E402
 from adjoint_checkpoints.jax.diffrax import CheckpointAdjoint  # noqa: E402
 
 CALLS = []
@@ -145,6 +155,7 @@ def main():
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
     parser.add_argument("--rounds", type=int, default=100, help="timed calls of each; the median is reported")
     parser.add_argument("--checkpoints", type=int, nargs="+", default=[4, 16])
+    parser.add_argument("--memory", action="store_true", help="also CheckpointAdjoint(memory=...) at 2x")
     opts = parser.parse_args()
     dim, width, batch = (20, 16, 4) if opts.quick else (200, 64, 8)
     problems = {
@@ -156,24 +167,57 @@ def main():
           f"median of {opts.rounds} interleaved calls; stiff dim {dim}, neural dim {dim // 4} width {width}, "
           f"ensemble {batch} x dim {dim // 4}")
     print()
-    print("| problem | checkpoints | evaluations ours | theirs | ours/theirs | median time ours s | theirs s | ours/theirs "
+    print("| problem | ours | evaluations ours | theirs | ours/theirs | median time ours s | theirs s | ours/theirs "
           "| compiled MiB ours | theirs | ours/theirs |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, (field, args, y0, t1, batched) in problems.items():
+        workspace = measure(field, args, y0, t1, CheckpointAdjoint(1), batched).memory if opts.memory else 0
         for c in opts.checkpoints:
-            ours = measure(field, args, y0, t1, CheckpointAdjoint(c), batched)
             theirs = measure(field, args, y0, t1, diffrax.RecursiveCheckpointAdjoint(c), batched)
-            for a, b in zip(jax.tree_util.tree_leaves(ours.output), jax.tree_util.tree_leaves(theirs.output)):
-                a, b = np.asarray(a), np.asarray(b)
-                assert np.max(np.abs(a - b)) <= 1e-12 * max(np.max(np.abs(b)), 1e-300), name
-            t_ours, t_theirs = interleaved_medians([ours.function, theirs.function], args, y0, opts.rounds)
-            mib = lambda x: x / 2**20  # noqa: E731
-            print(
-                f"| {name} | {c} | {ours.evaluations} | {theirs.evaluations} | {ours.evaluations / theirs.evaluations:.2f} "
-                f"| {t_ours:.4f} | {t_theirs:.4f} | {t_ours / t_theirs:.2f} "
-                f"| {mib(ours.memory):.2f} | {mib(theirs.memory):.2f} | {ours.memory / theirs.memory:.2f} |",
-                flush=True,
-            )
+            variants = [(f"checkpoints={c}", CheckpointAdjoint(c))]
+            for factor in (2,) if opts.memory else ():
+                budget = fitted_budget(factor * theirs.memory, workspace, field, args, y0, t1, batched)
+                if budget is None:
+                    print(f"| {name} | {factor}x diffrax's {c}: our workspace alone is larger |")
+                    continue
+                variants.append((f"memory={budget} ({factor}x diffrax's {c})", CheckpointAdjoint(memory=budget)))
+            for label, adjoint in variants:
+                try:
+                    ours = measure(field, args, y0, t1, adjoint, batched)
+                except adjoint_checkpoints.InvalidScheduleParameters as e:
+                    print(f"| {name} | {label} | below the least: {e} |")
+                    continue
+                row(name, label, ours, theirs, args, y0, opts.rounds)
+
+
+def fitted_budget(target, workspace, field, args, y0, t1, batched):
+    """The ``memory=`` whose compiled temporaries come to about ``target``
+    bytes: ``target`` less the workspace (``None`` if nothing is left), then
+    scaled down once by what the compiled program added beyond the
+    workspace (the tapes' pullback temporaries, a batch's members)."""
+    budget = target - workspace
+    if budget <= 0:
+        return None
+    try:
+        compiled = measure(field, args, y0, t1, CheckpointAdjoint(memory=budget), batched).memory
+    except adjoint_checkpoints.InvalidScheduleParameters:
+        return budget
+    return max(1, int(budget * min(1.0, budget / max(compiled - workspace, 1))))
+
+
+def row(name, label, ours, theirs, args, y0, rounds):
+    """Checks the two gradients equal and prints their table row."""
+    for a, b in zip(jax.tree_util.tree_leaves(ours.output), jax.tree_util.tree_leaves(theirs.output)):
+        a, b = np.asarray(a), np.asarray(b)
+        assert np.max(np.abs(a - b)) <= 1e-12 * max(np.max(np.abs(b)), 1e-300), name
+    t_ours, t_theirs = interleaved_medians([ours.function, theirs.function], args, y0, rounds)
+    mib = lambda x: x / 2**20  # noqa: E731
+    print(
+        f"| {name} | {label} | {ours.evaluations} | {theirs.evaluations} | {ours.evaluations / theirs.evaluations:.2f} "
+        f"| {t_ours:.4f} | {t_theirs:.4f} | {t_ours / t_theirs:.2f} "
+        f"| {mib(ours.memory):.2f} | {mib(theirs.memory):.2f} | {ours.memory / theirs.memory:.2f} |",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

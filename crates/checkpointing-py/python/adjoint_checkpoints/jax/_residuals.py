@@ -139,11 +139,13 @@ class StepResiduals:
             found["sources"] = _sources(leaves, self._reused_leaves(args), given)
             return [leaf for leaf, (kind, _) in zip(leaves, found["sources"]) if kind == _STORED]
 
+        # eval_shape gives the residuals' types (shardings included), the
+        # jaxpr where each comes from.
+        structs = iter(jax.eval_shape(trace, *args))
         closed = jax.make_jaxpr(trace)(*args)
         self.treedef, self.sources = found["treedef"], _through_copies(closed.jaxpr, found["sources"], args, reused)
-        avals = iter(v.aval for v in closed.jaxpr.outvars)
-        stored = [(next(avals), now) for (kind, _), now in zip(found["sources"], self.sources) if kind == _STORED]
-        self.stored = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a, (kind, _) in stored if kind == _STORED]
+        stored = [(next(structs), now) for (kind, _), now in zip(found["sources"], self.sources) if kind == _STORED]
+        self.stored = [struct for struct, (kind, _) in stored if kind == _STORED]
         self.nbytes = tree_nbytes(self.stored)
 
     def _reused_leaves(self, args):
