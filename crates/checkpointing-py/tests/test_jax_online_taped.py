@@ -18,6 +18,7 @@ import adjoint_checkpoints  # noqa: E402
 from adjoint_checkpoints.jax import checkpointed_while_loop, last_stats  # noqa: E402
 from adjoint_checkpoints.jax._online import binomial_forward_steps  # noqa: E402
 from adjoint_checkpoints.jax._online_taped import binomial_evaluations, split_budget  # noqa: E402
+from test_jax_online import below_two, grow  # noqa: E402 (a loop whose length depends on its state)
 
 W = jnp.asarray(np.random.RandomState(1).normal(size=(4, 4)) * 0.5)
 Y0 = jnp.linspace(-1.0, 1.0, 4)
@@ -131,15 +132,6 @@ def test_a_budget_without_room_for_a_tape_is_the_loop_without_tapes():
         (g, a), (h, b) = taped(n), plain(n)
         assert_bitwise(g, h)
         assert a == b
-
-
-def grow(carry):
-    t, y = carry
-    return t + 1.0, y * 1.05 + 0.01 * jnp.tanh(W @ y)
-
-
-def below_two(carry):
-    return jnp.sum(carry[1] ** 2) < 4.0
 
 
 def test_vmap_a_data_dependent_length():

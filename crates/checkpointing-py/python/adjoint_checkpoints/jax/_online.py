@@ -476,7 +476,7 @@ class OnlineLoop:
     def _bwd(self, residuals, ct_out):
         n, store, where, buffers, bconsts, cconsts, static = residuals
         differentiated, differentiated_consts = self._nonzero_cotangents(ct_out, *static.value)
-        s, it = store[0].shape[0], _int()
+        it = _int()
         P = [i for i, p in enumerate(differentiated) if p]
         PC = [j for j, p in enumerate(differentiated_consts) if p]
         ct_consts = [jnp.zeros_like(bconsts[j]) for j in PC]
@@ -489,9 +489,7 @@ class OnlineLoop:
         like = self._unsnap(live, buffers)  # the carry's types (sharding, shard_map's varying axes)
         ct = [_instantiate(ct_out[i], like[i]) for i in P]
 
-        def advance(i, snap):
-            leaves, pred = self._step(self._unsnap(snap, buffers), snap[-1], bconsts, cconsts)
-            return self._snap(leaves, pred)
+        segments = Segments(self, buffers, bconsts, cconsts)
 
         def differentiate(snap, ct, ct_consts):
             full = self._unsnap(snap, buffers)
@@ -509,48 +507,21 @@ class OnlineLoop:
             ct, ct_c = pullback(ct)
             return ct, [a + b for a, b in zip(ct_consts, ct_c)]
 
-        def top_segment(top, stack, depth, where):
-            """The checkpoint below ``top`` (slot, step) and whether its
-            segment is one step, or must be split first (binomially, into a
-            free slot)."""
-            slot = stack[depth - 1]
-            c = where[slot]
-            length = top - c
-            free = jnp.sum(where < 0)
-            return slot, c, length, free, length == 1, (length >= 3) & (free >= 1)
-
-        def restore(slot, c, live_at, live, store):
-            """The live carry at step ``c`` (from its slot unless it is there)."""
-            back = live_at != c
-            live = [jnp.where(back, b, l) for b, l in zip(_index(store, slot), live)]
-            return jnp.where(back, c, live_at), live
-
-        def split(state):
-            top, stack, depth, where, live_at, live, store = state
-            slot, c, length, free, _, _ = top_segment(top, stack, depth, where)
-            k = last_split(jnp.maximum(length, 3), jnp.maximum(free + 1, 2))
-            live_at, live = restore(slot, c, live_at, live, store)
-            live = lax.fori_loop(live_at, c + k, advance, live)
-            new = jnp.argmax(where < 0)
-            store = _set(store, new, live)
-            where = where.at[new].set(c + k)
-            stack = stack.at[jnp.minimum(depth, s - 1)].set(new)
-            return top, stack, depth + 1, where, c + k, live, store
-
         def step(state):
             """Splits until the top segment needs none, then one adjoint step:
             of the checkpoint's step from its slot (a one-step segment), or
             of the step before top from the live carry. The cotangents stay
             out of any conditional: updated in place."""
             control, ct, ct_consts = state[:7], state[7], state[8]
-            control = lax.while_loop(lambda st: top_segment(*st[:4])[5], split, control)
+            control = lax.while_loop(lambda st: segments.top(*st[:4])[4], lambda st: segments.split(*st), control)
             top, stack, depth, where, live_at, live, store = control
-            slot, c, _, _, single, _ = top_segment(top, stack, depth, where)
+            slot, c, length, _, _ = segments.top(top, stack, depth, where)
+            single = length == 1
             live_at, live = lax.cond(
-                single, lambda *a: (live_at, live), lambda *a: restore(slot, c, live_at, live, store)
+                single, lambda *a: (live_at, live), lambda *a: segments.restore(slot, c, live_at, live, store)
             )
             goal = jnp.where(single, live_at, top - 1)
-            live = lax.fori_loop(live_at, goal, advance, live)
+            live = lax.fori_loop(live_at, goal, segments.advance, live)
             at = lax.cond(single, lambda b, l: _index(b, slot), lambda b, l: l, store, live)
             ct, ct_consts = differentiate(at, ct, ct_consts)
             where = jnp.where(single, where.at[slot].set(-1), where)
@@ -568,6 +539,55 @@ class OnlineLoop:
             tuple(next(ct_consts) if p else None for p in perturbed_consts),
             tuple(None for _ in cconsts),
         )
+
+
+class Segments:
+    """The pieces of the backward that reverse the segments between
+    checkpoints, in blocks of ``block`` steps (1: single steps; the taped
+    loop's tapes hold a block): the checkpoint below the top of what is left
+    to reverse, a step forward, a restore of a checkpoint into the live
+    carry, and Revolve's split of a segment into a free slot."""
+
+    def __init__(self, loop, buffers, bconsts, cconsts, block=1):
+        self.loop, self.buffers, self.bconsts, self.cconsts, self.block = loop, buffers, bconsts, cconsts, block
+
+    def advance(self, i, snap):
+        """The snapshot one step after ``snap`` (a ``fori_loop`` body)."""
+        loop = self.loop
+        leaves, pred = loop._step(loop._unsnap(snap, self.buffers), snap[-1], self.bconsts, self.cconsts)
+        return loop._snap(leaves, pred)
+
+    def top(self, top, stack, depth, where):
+        """The checkpoint below ``top`` (slot, step), the segment's length,
+        the free slots, and whether the segment must be split first (three
+        blocks or more, and a free slot)."""
+        slot = stack[depth - 1]
+        c = where[slot]
+        length = top - c
+        free = jnp.sum(where < 0)
+        return slot, c, length, free, (length > 2 * self.block) & (free >= 1)
+
+    def restore(self, slot, c, live_at, live, store):
+        """The live carry at step ``c`` (from its slot unless it is there)."""
+        back = live_at != c
+        live = [jnp.where(back, b, x) for b, x in zip(_index(store, slot), live)]
+        return jnp.where(back, c, live_at), live
+
+    def split(self, top, stack, depth, where, live_at, live, store):
+        """The top segment split at Revolve's last optimal point over its
+        blocks, ``block · min(β(s, r - 1), B - β(s - 1, r - 1))`` for ``B``
+        blocks and ``s - 1`` free slots: the carry there stored in a free
+        slot and pushed on the stack."""
+        slot, c, length, free, _ = self.top(top, stack, depth, where)
+        blocks = (length + self.block - 1) // self.block
+        k = self.block * last_split(jnp.maximum(blocks, 3), jnp.maximum(free + 1, 2))
+        live_at, live = self.restore(slot, c, live_at, live, store)
+        live = lax.fori_loop(live_at, c + k, self.advance, live)
+        new = jnp.argmax(where < 0)
+        store = _set(store, new, live)
+        where = where.at[new].set(c + k)
+        stack = stack.at[jnp.minimum(depth, where.shape[0] - 1)].set(new)
+        return top, stack, depth + 1, where, c + k, live, store
 
 
 def _instantiate(ct, like):

@@ -39,14 +39,13 @@ cotangent: ``s c + K t + 2 c <= M``.
 
 import math
 
-import jax
 import jax.numpy as jnp
 from jax import lax
 
 import adjoint_checkpoints as _cp
 
 from ._compiled import _index, _set, zeros
-from ._online import OnlineLoop, _instantiate, _int, _Static, last_split
+from ._online import OnlineLoop, Segments, _instantiate, _int, _Static
 from ._residuals import StepResiduals, tree_nbytes
 
 #: Positions of the recorded step's arguments (see ``TapedOnlineLoop._args``).
@@ -230,7 +229,7 @@ class TapedOnlineLoop(OnlineLoop):
         differentiated, differentiated_consts = self._nonzero_cotangents(ct_out, perturbed, perturbed_consts)
         if not any(differentiated):
             return self._cotangents(differentiated, differentiated_consts, [], [], cconsts)
-        s, it = store[0].shape[0], _int()
+        it = _int()
         live = [jnp.zeros_like(b[0]) for b in store]
         like = self._unsnap(live, buffers)
         ct = [_instantiate(ct_out[i], like[i]) for i in order]
@@ -254,9 +253,7 @@ class TapedOnlineLoop(OnlineLoop):
         stack = jnp.argsort(jnp.where(where < 0, jnp.iinfo(it).max, where)).astype(it)
         depth = jnp.sum(where >= 0).astype(it)
 
-        def advance(i, snap):
-            leaves, pred = self._step(self._unsnap(snap, buffers), snap[-1], bconsts, cconsts)
-            return self._snap(leaves, pred)
+        segments = Segments(self, buffers, bconsts, cconsts, K)
 
         def record(j, state):
             snap, ring = state
@@ -264,46 +261,20 @@ class TapedOnlineLoop(OnlineLoop):
             (_, (new, new_pred)), tape = layout.record(*self._args(order, PC, leaves, snap[-1], bconsts, cconsts))
             return self._snap(new, new_pred), _set(ring, j, tape)
 
-        def top_segment(top, stack, depth, where):
-            """The checkpoint below ``top`` (slot, step), the segment's
-            length and whether to split it first (three blocks or more and
-            a free slot)."""
-            slot = stack[depth - 1]
-            c = where[slot]
-            length = top - c
-            free = jnp.sum(where < 0)
-            return slot, c, length, free, (length > 2 * K) & (free >= 1)
-
-        def restore(slot, c, live_at, live, store):
-            back = live_at != c
-            live = [jnp.where(back, b, x) for b, x in zip(_index(store, slot), live)]
-            return jnp.where(back, c, live_at), live
-
-        def split(state):
-            top, stack, depth, where, live_at, live, store, ring = state
-            slot, c, length, free, _ = top_segment(top, stack, depth, where)
-            blocks = (length + K - 1) // K
-            k = K * last_split(jnp.maximum(blocks, 3), jnp.maximum(free + 1, 2))
-            live_at, live = restore(slot, c, live_at, live, store)
-            live = lax.fori_loop(live_at, c + k, advance, live)
-            new = jnp.argmax(where < 0)
-            store = _set(store, new, live)
-            where = where.at[new].set(c + k)
-            stack = stack.at[jnp.minimum(depth, s - 1)].set(new)
-            return top, stack, depth + 1, where, c + k, live, store, ring
-
         def block(state):
             """Splits until the top segment needs none, then re-runs its
             last ``min(length, K)`` steps into the tape slots and pulls them
             back; a segment reversed whole frees its checkpoint. The
             cotangents stay out of any conditional: updated in place."""
             control, ct, ct_consts = state[:8], state[8], state[9]
-            control = lax.while_loop(lambda st: top_segment(*st[:4])[4], split, control)
+            control = lax.while_loop(
+                lambda st: segments.top(*st[:4])[4], lambda st: (*segments.split(*st[:7]), st[7]), control
+            )
             top, stack, depth, where, live_at, live, store, ring = control
-            slot, c, _, _, _ = top_segment(top, stack, depth, where)
+            slot, c, _, _, _ = segments.top(top, stack, depth, where)
             start = jnp.maximum(c, top - K)
-            live_at, live = restore(slot, c, live_at, live, store)
-            live = lax.fori_loop(live_at, start, advance, live)
+            live_at, live = segments.restore(slot, c, live_at, live, store)
+            live = lax.fori_loop(live_at, start, segments.advance, live)
             live, ring = lax.fori_loop(0, top - start, record, (live, ring))
             ct, ct_consts = lax.fori_loop(0, top - start, pull_back(ring, top - start - 1), (ct, ct_consts))
             whole = start == c
