@@ -157,6 +157,12 @@ class TapedOnlineLoop(OnlineLoop):
 
         return fn
 
+    def _taped_step(self, layout, order, PC, leaves, pred, bconsts, cconsts):
+        """One step from ``leaves`` under ``jax.vjp``: the next carry, the
+        next predicate and the step's tape."""
+        (_, (new, new_pred)), tape = layout.record(*self._args(order, PC, leaves, pred, bconsts, cconsts))
+        return new, new_pred, tape
+
     def _buffers_of(self, out):
         """The buffers the recorded step returns (``out`` is ``(differentiated
         leaves, (carry, predicate))``): a residual that is one of them is
@@ -210,7 +216,7 @@ class TapedOnlineLoop(OnlineLoop):
         ring = [zeros(K, leaf) for leaf in layout.stored]
 
         def advance(n, leaves, pred, ring):
-            (_, (new, new_pred)), tape = layout.record(*self._args(order, PC, leaves, pred, bconsts, cconsts))
+            new, new_pred, tape = self._taped_step(layout, order, PC, leaves, pred, bconsts, cconsts)
             return new, new_pred, _set(ring, n % K, tape)
 
         out, n, store, where, ring = self._forward(leaves, bconsts, cconsts, s, advance, ring)
@@ -258,7 +264,7 @@ class TapedOnlineLoop(OnlineLoop):
         def record(j, state):
             snap, ring = state
             leaves = self._unsnap(snap, buffers)
-            (_, (new, new_pred)), tape = layout.record(*self._args(order, PC, leaves, snap[-1], bconsts, cconsts))
+            new, new_pred, tape = self._taped_step(layout, order, PC, leaves, snap[-1], bconsts, cconsts)
             return self._snap(new, new_pred), _set(ring, j, tape)
 
         def block(state):
