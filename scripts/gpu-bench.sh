@@ -22,6 +22,14 @@ python=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1
 status=0
 nvidia-smi -L || { echo "gpu-bench: no NVIDIA GPU here" >&2; exit 2; }
+# cudarc opens NVRTC by the names libnvrtc.so and libnvrtc.so.{12,11,10,1}:
+# a CUDA 13 toolkit has the first in its lib64, often off the loader's path.
+for dir in ${CUDA_HOME:-/usr/local/cuda}/lib64 /usr/local/cuda/lib64; do
+  if [ -e "$dir/libnvrtc.so" ]; then
+    export LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    break
+  fi
+done
 
 part() { # name, command...: runs it, logs it, remembers a failure
   local name=$1
