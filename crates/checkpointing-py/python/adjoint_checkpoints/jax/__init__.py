@@ -271,8 +271,7 @@ def _memory_budget(memory, length, carry_bytes, tape_bytes):
     a gradient needs: the live carry and its cotangent, and for more than
     one step a stored carry and one tape (the tape-aware programme's least,
     see ``HeterogeneousRevolve``)."""
-    memory = _memory_request(memory)
-    budget = int(memory * (length * tape_bytes + 2 * carry_bytes)) if isinstance(memory, float) else memory
+    budget = _residuals.budget_bytes(_memory_request(memory), length, carry_bytes, tape_bytes)
     least = 2 * carry_bytes + _least_schedule_bytes(length, carry_bytes, tape_bytes)
     if budget < least:
         raise _cp.InvalidScheduleParameters(
@@ -447,14 +446,7 @@ def _while_loop(cond_fun, body_fun, init_val, checkpoints, max_steps, buffers, m
         if max_steps is None:
             raise ValueError("checkpointed_while_loop(memory=...) needs max_steps= (the budget is split for that many steps)")
         memory = _memory_request(memory)
-        init_val = jax.tree_util.tree_map(jnp.asarray, init_val)
-        if max_steps == 0:
-            return init_val
-        loop = _online_taped.TapedOnlineLoop(
-            cond_fun, body_fun, init_val, memory, max_steps, buffers, _masked_buffers, _publish_stats
-        )
-        return loop(init_val)
-    if checkpoints is None:
+    elif checkpoints is None:
         if max_steps is None:
             raise ValueError(
                 "checkpointed_while_loop needs checkpoints= or max_steps= (with checkpoints=None the "
@@ -468,9 +460,14 @@ def _while_loop(cond_fun, body_fun, init_val, checkpoints, max_steps, buffers, m
     init_val = jax.tree_util.tree_map(jnp.asarray, init_val)
     if max_steps == 0:
         return init_val
-    if max_steps is not None:
-        checkpoints = min(int(checkpoints), max_steps)
-    loop = _online.OnlineLoop(cond_fun, body_fun, init_val, int(checkpoints), max_steps, buffers, _masked_buffers)
+    if memory is not None:
+        loop = _online_taped.TapedOnlineLoop(
+            cond_fun, body_fun, init_val, memory, max_steps, buffers, _masked_buffers, _publish_stats
+        )
+    else:
+        if max_steps is not None:
+            checkpoints = min(int(checkpoints), max_steps)
+        loop = _online.OnlineLoop(cond_fun, body_fun, init_val, int(checkpoints), max_steps, buffers, _masked_buffers)
     return loop(init_val)
 
 

@@ -46,7 +46,7 @@ import adjoint_checkpoints as _cp
 
 from ._compiled import _index, _set, zeros
 from ._online import OnlineLoop, Segments, _instantiate, _int, _Static
-from ._residuals import StepResiduals, tree_nbytes
+from ._residuals import StepResiduals, budget_bytes, tree_nbytes
 
 #: Positions of the recorded step's arguments (see ``TapedOnlineLoop._args``).
 _DIFFERENTIATED = (0, 1, 2)
@@ -173,10 +173,7 @@ class TapedOnlineLoop(OnlineLoop):
     # -- the plan -----------------------------------------------------------
 
     def _plan(self, carry_bytes, tape_bytes):
-        if isinstance(self.memory, float):
-            budget = int(self.memory * (self.max_steps * tape_bytes + 2 * carry_bytes))
-        else:
-            budget = self.memory
+        budget = budget_bytes(self.memory, self.max_steps, carry_bytes, tape_bytes)
         split = split_budget(self.max_steps, budget, carry_bytes, tape_bytes)
         if split is None:
             raise _cp.InvalidScheduleParameters(

@@ -48,6 +48,22 @@ def tree_nbytes(tree):
     return sum(math.prod(a.shape) * np.dtype(a.dtype).itemsize for a in jax.tree_util.tree_leaves(tree))
 
 
+def budget_bytes(memory, steps, carry_bytes, tape_bytes):
+    """A checked ``memory=`` in bytes: an ``int`` as given, a ``float`` that
+    fraction of what ``lax.scan``'s gradient keeps for ``steps`` steps
+    (every step's residuals, ``tape_bytes`` each, and the live carry and
+    its cotangent).
+
+    >>> budget_bytes(0.5, 10, carry_bytes=8, tape_bytes=100)
+    508
+    >>> budget_bytes(4096, 10, carry_bytes=8, tape_bytes=100)
+    4096
+    """
+    if isinstance(memory, float):
+        return int(memory * (steps * tape_bytes + 2 * carry_bytes))
+    return memory
+
+
 class ResidualLayoutError(RuntimeError):
     """The step's residuals traced differently from the layout read when the
     plan was made (a step whose structure depends on something other than
@@ -139,10 +155,10 @@ class StepResiduals:
             found["sources"] = _sources(leaves, self._reused_leaves(args), given)
             return [leaf for leaf, (kind, _) in zip(leaves, found["sources"]) if kind == _STORED]
 
-        # eval_shape gives the residuals' types (shardings included), the
-        # jaxpr where each comes from.
-        structs = iter(jax.eval_shape(trace, *args))
-        closed = jax.make_jaxpr(trace)(*args)
+        # One trace: the jaxpr, where each residual comes from, and the
+        # residuals' types (shardings included, which the jaxpr's avals lack).
+        traced = jax.jit(trace).trace(*args)
+        structs, closed = iter(traced.out_info), traced.jaxpr
         self.treedef, self.sources = found["treedef"], _through_copies(closed.jaxpr, found["sources"], args, reused)
         stored = [(next(structs), now) for (kind, _), now in zip(found["sources"], self.sources) if kind == _STORED]
         self.stored = [struct for struct, (kind, _) in stored if kind == _STORED]
