@@ -9,7 +9,14 @@ counts ``c``, on three problems:
 - ``neural``: a neural ODE, ``y' = MLP(y)`` (two hidden layers), gradient
   with respect to the weights (saved at 101 times);
 - ``ensemble``: the stiff system for a batch of initial states, under
-  ``jax.vmap`` (each member takes its own number of steps).
+  ``jax.vmap`` (each member takes its own number of steps);
+- ``implicit``: a stiffer system (decay rates over three decades) with the
+  implicit ``Kvaerno5`` (each step solves its stages by Newton's method:
+  a costly step whose residuals are small).
+
+``--problems`` picks some of them (all by default). With ``--direct``,
+each problem also gets a row of diffrax's ``DirectAdjoint`` against
+``RecursiveCheckpointAdjoint(c)`` (in the "ours" columns: another peer).
 
 With ``--memory``, a row of ``CheckpointAdjoint(memory=...)`` (residual
 checkpoints: stored solver states and the tapes of steps) follows, at
@@ -32,7 +39,8 @@ ratios from 0.7 to 1.4 for the same pair. The two compiled programs are
 therefore timed interleaved, ours then theirs then theirs then ours, and
 each one's median is reported.
 
-    python bench/bench_diffrax.py [--quick] [--rounds 100] [--checkpoints 4 16] [--memory]
+    python bench/bench_diffrax.py [--quick] [--rounds 100] [--checkpoints 4 16] [--memory] [--direct]
+        [--problems stiff neural ensemble implicit]
 """
 
 import argparse
@@ -51,12 +59,14 @@ import adjoint_checkpoints  # noqa: E402
 from adjoint_checkpoints.jax.diffrax import CheckpointAdjoint  # noqa: E402
 
 CALLS = []
+#: The problems, in the order they run.
+PROBLEMS = ("stiff", "neural", "ensemble", "implicit")
 
 
-def stiff_problem(dim, batch=None):
+def stiff_problem(dim, batch=None, decades=2):
     rng = np.random.RandomState(0)
     a = jnp.asarray(rng.normal(size=(dim, dim)) / np.sqrt(dim))
-    d = jnp.asarray(np.logspace(-1, 1, dim))
+    d = jnp.asarray(np.logspace(-1, decades - 1, dim))
 
     def field(t, y, args):
         d, a = args
@@ -83,7 +93,7 @@ def neural_problem(dim, width):
     return field, params, jnp.asarray(rng.normal(size=(dim,))), 5.0
 
 
-def loss_fn(field, t1, adjoint, count):
+def loss_fn(field, t1, adjoint, count, solver):
     def vector_field(t, y, args):
         if count:
             jax.debug.callback(lambda: CALLS.append(1))
@@ -92,7 +102,7 @@ def loss_fn(field, t1, adjoint, count):
     def loss(args, y0):
         sol = diffrax.diffeqsolve(
             diffrax.ODETerm(vector_field),
-            diffrax.Tsit5(),
+            solver,
             0.0,
             t1,
             0.01,
@@ -108,8 +118,21 @@ def loss_fn(field, t1, adjoint, count):
     return loss
 
 
-def gradient(field, t1, adjoint, batched, count=False):
-    g = jax.value_and_grad(loss_fn(field, t1, adjoint, count))
+class Problem(NamedTuple):
+    """A vector field, its arguments (the differentiated ones), the initial
+    state, the final time, whether ``y0`` is a batch (``vmap``), the solver."""
+
+    field: Callable
+    args: Any
+    y0: Any
+    t1: float
+    batched: bool
+    solver: Any
+
+
+def gradient(problem, adjoint, count=False):
+    g = jax.value_and_grad(loss_fn(problem.field, problem.t1, adjoint, count, problem.solver))
+    batched = problem.batched
     if batched:
         g = jax.vmap(g, in_axes=(None, 0))
     return jax.jit(g)
@@ -124,13 +147,14 @@ class Measured(NamedTuple):
     memory: int
 
 
-def measure(field, args, y0, t1, adjoint, batched):
+def measure(problem, adjoint):
     """The compiled value-and-gradient, its output, its vector-field
     evaluations and its compiled temporary memory."""
-    f = gradient(field, t1, adjoint, batched)
+    args, y0 = problem.args, problem.y0
+    f = gradient(problem, adjoint)
     memory = f.lower(args, y0).compile().memory_analysis().temp_size_in_bytes
     out = jax.block_until_ready(f(args, y0))
-    counted = gradient(field, t1, adjoint, batched, count=True)
+    counted = gradient(problem, adjoint, count=True)
     jax.block_until_ready(counted(args, y0))
     CALLS.clear()
     jax.block_until_ready(counted(args, y0))
@@ -156,41 +180,49 @@ def main():
     parser.add_argument("--rounds", type=int, default=100, help="timed calls of each; the median is reported")
     parser.add_argument("--checkpoints", type=int, nargs="+", default=[4, 16])
     parser.add_argument("--memory", action="store_true", help="also CheckpointAdjoint(memory=...) at 2x")
+    parser.add_argument("--direct", action="store_true", help="also diffrax's DirectAdjoint")
+    parser.add_argument("--problems", nargs="+", choices=PROBLEMS, default=list(PROBLEMS))
     opts = parser.parse_args()
     dim, width, batch = (20, 16, 4) if opts.quick else (200, 64, 8)
+    explicit, implicit = diffrax.Tsit5(), diffrax.Kvaerno5()
     problems = {
-        "stiff": (*stiff_problem(dim), False),
-        "neural": (*neural_problem(dim // 4, width), False),
-        "ensemble": (*stiff_problem(dim // 4, batch), True),
+        "stiff": lambda: Problem(*stiff_problem(dim), False, explicit),
+        "neural": lambda: Problem(*neural_problem(dim // 4, width), False, explicit),
+        "ensemble": lambda: Problem(*stiff_problem(dim // 4, batch), True, explicit),
+        "implicit": lambda: Problem(*stiff_problem(dim // 4, decades=3), False, implicit),
     }
+    assert list(problems) == list(PROBLEMS)
     print(f"diffrax {diffrax.__version__}, jax {jax.__version__}, {jax.devices()[0].platform}, float64, "
           f"median of {opts.rounds} interleaved calls; stiff dim {dim}, neural dim {dim // 4} width {width}, "
-          f"ensemble {batch} x dim {dim // 4}")
+          f"ensemble {batch} x dim {dim // 4}, implicit (Kvaerno5) dim {dim // 4}")
     print()
     print("| problem | ours | evaluations ours | theirs | ours/theirs | median time ours s | theirs s | ours/theirs "
           "| compiled MiB ours | theirs | ours/theirs |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for name, (field, args, y0, t1, batched) in problems.items():
-        workspace = measure(field, args, y0, t1, CheckpointAdjoint(1), batched).memory if opts.memory else 0
+    for name in opts.problems:
+        problem = problems[name]()
+        workspace = measure(problem, CheckpointAdjoint(1)).memory if opts.memory else 0
         for c in opts.checkpoints:
-            theirs = measure(field, args, y0, t1, diffrax.RecursiveCheckpointAdjoint(c), batched)
+            theirs = measure(problem, diffrax.RecursiveCheckpointAdjoint(c))
             variants = [(f"checkpoints={c}", CheckpointAdjoint(c))]
             for factor in (2,) if opts.memory else ():
-                budget = fitted_budget(factor * theirs.memory, workspace, field, args, y0, t1, batched)
+                budget = fitted_budget(factor * theirs.memory, workspace, problem)
                 if budget is None:
                     print(f"| {name} | {factor}x diffrax's {c}: our workspace alone is larger |")
                     continue
                 variants.append((f"memory={budget} ({factor}x diffrax's {c})", CheckpointAdjoint(memory=budget)))
+            if opts.direct:
+                variants.append(("diffrax's DirectAdjoint", diffrax.DirectAdjoint()))
             for label, adjoint in variants:
                 try:
-                    ours = measure(field, args, y0, t1, adjoint, batched)
+                    ours = measure(problem, adjoint)
                 except adjoint_checkpoints.InvalidScheduleParameters as e:
                     print(f"| {name} | {label} | below the least: {e} |")
                     continue
-                row(name, label, ours, theirs, args, y0, opts.rounds)
+                row(name, label, ours, theirs, problem, opts.rounds)
 
 
-def fitted_budget(target, workspace, field, args, y0, t1, batched):
+def fitted_budget(target, workspace, problem):
     """The ``memory=`` whose compiled temporaries come to about ``target``
     bytes: ``target`` less the workspace (``None`` if nothing is left), then
     scaled down once by what the compiled program added beyond the
@@ -199,17 +231,18 @@ def fitted_budget(target, workspace, field, args, y0, t1, batched):
     if budget <= 0:
         return None
     try:
-        compiled = measure(field, args, y0, t1, CheckpointAdjoint(memory=budget), batched).memory
+        compiled = measure(problem, CheckpointAdjoint(memory=budget)).memory
     except adjoint_checkpoints.InvalidScheduleParameters:
         return budget
     return max(1, int(budget * min(1.0, budget / max(compiled - workspace, 1))))
 
 
-def row(name, label, ours, theirs, args, y0, rounds):
+def row(name, label, ours, theirs, problem, rounds):
     """Checks the two gradients equal and prints their table row."""
     for a, b in zip(jax.tree_util.tree_leaves(ours.output), jax.tree_util.tree_leaves(theirs.output)):
         a, b = np.asarray(a), np.asarray(b)
         assert np.max(np.abs(a - b)) <= 1e-12 * max(np.max(np.abs(b)), 1e-300), name
+    args, y0 = problem.args, problem.y0
     t_ours, t_theirs = interleaved_medians([ours.function, theirs.function], args, y0, rounds)
     mib = lambda x: x / 2**20  # noqa: E731
     print(
