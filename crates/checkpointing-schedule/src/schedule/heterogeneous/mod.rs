@@ -221,21 +221,26 @@ use emit::Task;
 /// M_max(n)⌉` bytes, with `M_max(n) = UNIFORM_WORK / (n(n+1)/2)` clamped to
 /// [`HeterogeneousRevolve::UNIFORM_MIN_UNITS`]`..=`[`HeterogeneousRevolve::UNIFORM_MAX_UNITS`]
 /// ([`HeterogeneousRevolve::UNIFORM_WORK`] = 1.2·10⁹ evaluations, about
-/// 1.5 s): `M` at most 598 at `n = 2000`, 22 at `n = 10,000`. Sizes round
+/// 1 s): `M` at most 598 at `n = 2000`, 22 at `n = 10,000`. Sizes round
 /// up and the budget down, so the byte budget is never exceeded; a unit
 /// coarser than a state counts each state as a whole unit, which costs
 /// some recomputation: with tapes 6× the state and a budget of 2000
 /// states at `n = 2000` the default (a unit of 3.3 states, `M = 597`,
-/// 1.5 s) costs 7705 where a unit of one state (`M = 2000`, 5.3 s, by
+/// 0.92 s) costs 7705 where a unit of one state (`M = 2000`, 3.4 s, by
 /// [`HeterogeneousRevolve::with_granularity`]) costs 7668, against 6000
 /// for no recomputation at all. Where rounding leaves too little for what
 /// the chain needs, the unit is halved as for other chains with tapes.
 ///
 /// Measured (release build, one core of a shared 2-core machine, `f = 1`,
 /// `a = 2`, tapes 6× the state, `tests/heterogeneous_tape.rs`, test
-/// `timings_uniform`): `n = 2000, M = 100`: 0.29 s; `n = 2000, M = 200`:
-/// 0.53 s; `n = 2000, M = 1000`: 2.9 s; `n = 10,000, M = 40`: 2.3 s
-/// (about 8·10⁸ evaluations a second: the inner loop streams two rows).
+/// `timings_uniform`): `n = 2000, M = 100`: 0.18 s; `n = 2000, M = 200`:
+/// 0.38 s; `n = 2000, M = 1000`: 1.7 s; `n = 10,000, M = 40`: 1.6 s
+/// (about 1.2·10⁹ evaluations a second: the inner loop streams two rows
+/// into a running minimum, the choices found again only for the cells the
+/// schedule visits; it was 8·10⁸ when each cell's choice was kept beside
+/// it). A 600-step GRU loop as the PyTorch bridge measures it (tapes 8×
+/// the state, the driver's overheads priced, so `D'` too) builds in 49 ms
+/// at a budget of 398 states, 216 ms at 1598 and 345 ms at 2398.
 /// The limits are [`HeterogeneousRevolve::CELL_LIMIT`] and
 /// [`HeterogeneousRevolve::WORK_LIMIT`] on this table's own size: `n =
 /// 10,000` up to `M = 98`, `n = 20,000` up to `M = 23`.
@@ -293,8 +298,8 @@ use emit::Task;
 /// Measured with tapes (same conditions, `tests/heterogeneous_tape.rs`,
 /// test `timings`): `n = 200, M = 100`: 0.35 s; `n = 400, M = 100`: 2.9 s;
 /// `n = 1000, M = 15`: 9 s, as without tapes; the limits are the same.
-/// A uniform chain with tapes: `n = 2000, M = 200`: 0.53 s; `n = 10,000,
-/// M = 40`: 2.3 s (above).
+/// A uniform chain with tapes: `n = 2000, M = 200`: 0.38 s; `n = 10,000,
+/// M = 40`: 1.6 s (above).
 ///
 /// Measured (release build, one core of a shared machine, so roughly):
 /// exact `n = 50, M = 25`: 40 ms; `n = 100, M = 25`: 1.3 s; `n = 200,
@@ -384,8 +389,8 @@ impl HeterogeneousRevolve {
     pub const DEFAULT_UNITS: u64 = 256;
 
     /// Evaluations [`HeterogeneousRevolve::new`] aims at for a uniform chain
-    /// with tapes (about 1.5 s in a release build; the uniform table runs
-    /// about 8·10⁸ evaluations a second): it coarsens the memory unit until
+    /// with tapes (about 1 s in a release build; the uniform table runs
+    /// about 1.2·10⁹ evaluations a second): it coarsens the memory unit until
     /// the uniform table `D(l, m)`, about `n(n+1)/2·(M+1)` evaluations, is
     /// within them (`M` about 600 for `n = 2000`, 2400 for `n = 1000`, 22
     /// for `n = 10,000`), but never below [`Self::UNIFORM_MIN_UNITS`] units.

@@ -6,10 +6,18 @@
 //! through the same lookups.
 
 use super::calls::DriverOverheads;
-use super::table::{decode, encode, Choice, Table};
+use super::table::{Choice, Table};
 
 /// The solved `D(l, m)` of a uniform chain with tapes (see the
 /// documentation of [`super::HeterogeneousRevolve`]).
+///
+/// Only the costs are tabulated: the choice attaining a cell is found
+/// again from its row's neighbours when the schedule is unfolded
+/// ([`UniformTable::choice_at`], the same comparisons in the same order),
+/// which visits a few cells per action. The table's inner loop then keeps
+/// a running minimum only, which the compiler vectorises: about twice as
+/// fast as keeping each cell's choice beside it, in two thirds of the
+/// memory.
 #[derive(Debug, Clone)]
 pub(crate) struct UniformTable {
     /// Memory units (the budget), `M`.
@@ -18,15 +26,27 @@ pub(crate) struct UniformTable {
     size: usize,
     /// Units of a step's tape, `t`.
     tape: usize,
+    /// A step's forward and adjoint costs, `f` and `a`.
+    costs: (f64, f64),
+    /// The driver's prices of a restore and of a backward call.
+    overheads: DriverOverheads,
     /// `D(l, m)` at `(l − 1)·(M + 1) + m`.
     d: Vec<f64>,
-    /// The choice attaining each cell; a split stores its offset `k − i`.
-    choice: Vec<u32>,
     /// `D'(l, m)`, when the live state is the output of a tape just
-    /// recorded, and its choices; empty when a backward call costs nothing
-    /// (then `D' = D`).
+    /// recorded; empty when a backward call costs nothing (then `D' = D`).
     linked: Vec<f64>,
-    linked_choice: Vec<u32>,
+}
+
+/// `best[m] ← min(best[m], base + values[m − shift])` for `m >= shift`
+/// (ties keep `best`).
+fn lower(best: &mut [f64], base: f64, values: &[f64], shift: usize) {
+    if shift >= best.len() {
+        return;
+    }
+    for (b, &v) in best[shift..].iter_mut().zip(values) {
+        let value = base + v;
+        *b = if value < *b { value } else { *b };
+    }
 }
 
 impl UniformTable {
@@ -57,42 +77,38 @@ impl UniformTable {
     ) -> Self {
         let width = units + 1;
         let with_linked = overheads.backward_call > 0.0;
-        let cells = if with_linked { n * width } else { 0 };
         let mut table = Self {
             units,
             size,
             tape,
+            costs: (forward, adjoint),
+            overheads,
             d: vec![f64::INFINITY; n * width],
-            choice: vec![encode(Choice::Sweep); n * width],
-            linked: vec![f64::INFINITY; cells],
-            linked_choice: vec![encode(Choice::Sweep); cells],
+            linked: vec![f64::INFINITY; if with_linked { n * width } else { 0 }],
         };
         let DriverOverheads {
             restore,
             backward_call,
         } = overheads;
         let mut best = vec![0.0; width];
-        let mut arg = vec![0u32; width];
-        let (mut linked_best, mut linked_arg) = (best.clone(), arg.clone());
+        let mut linked_best = best.clone();
         // F(i, i + k) = k·forward (the general table's prefix sums give the
         // same for integral costs; otherwise both round a little).
         let own = forward + adjoint;
         for l in 1..=n {
             best.fill(f64::INFINITY);
-            arg.fill(encode(Choice::Sweep));
             if l == 1 {
                 // Tape the step from the live state and reverse it.
                 for b in best.iter_mut().skip(tape) {
                     *b = own + backward_call;
                 }
                 linked_best.fill(f64::INFINITY);
-                linked_arg.fill(encode(Choice::Sweep));
                 for b in linked_best.iter_mut().skip(tape) {
                     *b = own;
                 }
             } else {
                 // Sweep: store i, advance to j − 1, tape it and reverse it.
-                let head = forward * (l as f64) + adjoint + backward_call + restore;
+                let head = Self::sweep_head(forward, adjoint, overheads, l);
                 let rest = table.row(l - 1);
                 for m in (size + tape).min(width)..width {
                     best[m] = head + rest[m];
@@ -102,43 +118,39 @@ impl UniformTable {
                 if size < width {
                     for k in 1..l - 1 {
                         let (upper, lower) = (table.row(l - k), table.row(k));
-                        let (base, code) =
-                            (forward * (k as f64) + restore, encode(Choice::Split(k)));
-                        for ((b, a), (&u, &v)) in best[size..]
+                        let base = forward * (k as f64) + restore;
+                        for (b, (&u, &v)) in best[size..]
                             .iter_mut()
-                            .zip(&mut arg[size..])
                             .zip(upper.iter().zip(&lower[size..]))
                         {
                             let value = base + u + v;
-                            if value < *b {
-                                (*b, *a) = (value, code);
-                            }
+                            *b = if value < *b { value } else { *b };
                         }
                     }
                 }
                 // Tape: free i, tape step i, reverse the l − 1 steps after
                 // (from the tape's output: `D'`).
-                let code = encode(Choice::Tape);
-                let rest = if with_linked {
+                if with_linked {
                     linked_best.copy_from_slice(&best);
-                    linked_arg.copy_from_slice(&arg);
                     let rest = table.linked_row(l - 1);
-                    Table::relax(&mut linked_best, &mut linked_arg, own, rest, tape, code);
-                    rest
+                    lower(&mut linked_best, own, rest, tape);
+                    lower(&mut best, own + backward_call, rest, tape);
                 } else {
-                    table.row(l - 1)
-                };
-                Table::relax(&mut best, &mut arg, own + backward_call, rest, tape, code);
+                    lower(&mut best, own + backward_call, table.row(l - 1), tape);
+                }
             }
             let start = (l - 1) * width;
             table.d[start..start + width].copy_from_slice(&best);
-            table.choice[start..start + width].copy_from_slice(&arg);
             if with_linked {
                 table.linked[start..start + width].copy_from_slice(&linked_best);
-                table.linked_choice[start..start + width].copy_from_slice(&linked_arg);
             }
         }
         table
+    }
+
+    /// The sweep's cost before the rest of the chain: `l·f + a + b + c`.
+    fn sweep_head(forward: f64, adjoint: f64, overheads: DriverOverheads, l: usize) -> f64 {
+        forward * (l as f64) + adjoint + overheads.backward_call + overheads.restore
     }
 
     /// The row `D(l, ·)`.
@@ -153,19 +165,60 @@ impl UniformTable {
         &self.linked[(l - 1) * width..l * width]
     }
 
-    /// `D(j − i, m)` (`D'` when `linked` and kept) and its choice.
-    fn cell(&self, i: usize, j: usize, m: usize, linked: bool) -> (f64, u32) {
-        let at = self.at(i, j, m);
+    /// `D(l, m)` (`D'` when `linked` and kept).
+    fn cell(&self, l: usize, m: usize, linked: bool) -> f64 {
+        let at = (l - 1) * (self.units + 1) + m;
         if linked && !self.linked.is_empty() {
-            (self.linked[at], self.linked_choice[at])
+            self.linked[at]
         } else {
-            (self.d[at], self.choice[at])
+            self.d[at]
         }
     }
 
-    /// Index of `D(j − i, m)`.
-    fn at(&self, i: usize, j: usize, m: usize) -> usize {
-        (j - i - 1) * (self.units + 1) + m
+    /// The choice attaining `D(l, m)` (`D'` when `linked` and kept), a
+    /// split naming its offset `k`: the comparisons of
+    /// [`UniformTable::solve`] for that cell, in its order and with its
+    /// arithmetic, so that ties go where the table's minimum went (the
+    /// sweep, then the earliest split, then the tape only if strictly
+    /// cheaper). A cell of one step is its sweep's code, as the table's
+    /// first row always was.
+    fn choice_at(&self, l: usize, m: usize, linked: bool) -> Choice {
+        if l == 1 {
+            return Choice::Sweep;
+        }
+        let (forward, adjoint) = self.costs;
+        let own = forward + adjoint;
+        let (size, tape) = (self.size, self.tape);
+        let (mut best, mut choice) = (f64::INFINITY, Choice::Sweep);
+        if m >= size + tape {
+            best = Self::sweep_head(forward, adjoint, self.overheads, l) + self.row(l - 1)[m];
+        }
+        if m >= size {
+            for k in 1..l - 1 {
+                let base = forward * (k as f64) + self.overheads.restore;
+                let value = base + self.row(l - k)[m - size] + self.row(k)[m];
+                if value < best {
+                    (best, choice) = (value, Choice::Split(k));
+                }
+            }
+        }
+        if m >= tape {
+            let with_linked = !self.linked.is_empty();
+            let rest = if with_linked {
+                self.linked_row(l - 1)
+            } else {
+                self.row(l - 1)
+            };
+            let base = if linked && with_linked {
+                own
+            } else {
+                own + self.overheads.backward_call
+            };
+            if base + rest[m - tape] < best {
+                choice = Choice::Tape;
+            }
+        }
+        choice
     }
 }
 
@@ -186,7 +239,7 @@ impl Solved {
     pub(crate) fn cost(&self, i: usize, l: usize, j: usize, m: usize, linked: bool) -> f64 {
         match self {
             Self::General(table) => table.cost(i, l, j, m, linked),
-            Self::Uniform(table) => table.cell(i, j, m, linked).0,
+            Self::Uniform(table) => table.cell(j - i, m, linked),
         }
     }
 
@@ -195,7 +248,7 @@ impl Solved {
     pub(crate) fn choice(&self, i: usize, l: usize, j: usize, m: usize, linked: bool) -> Choice {
         match self {
             Self::General(table) => table.choice(i, l, j, m, linked),
-            Self::Uniform(table) => match decode(table.cell(i, j, m, linked).1) {
+            Self::Uniform(table) => match table.choice_at(j - i, m, linked) {
                 Choice::Split(k) => Choice::Split(i + k),
                 other => other,
             },
