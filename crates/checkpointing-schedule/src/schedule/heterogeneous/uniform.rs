@@ -86,10 +86,7 @@ impl UniformTable {
             d: vec![f64::INFINITY; n * width],
             linked: vec![f64::INFINITY; if with_linked { n * width } else { 0 }],
         };
-        let DriverOverheads {
-            restore,
-            backward_call,
-        } = overheads;
+        let backward_call = overheads.backward_call;
         let mut best = vec![0.0; width];
         let mut linked_best = best.clone();
         // F(i, i + k) = k·forward (the general table's prefix sums give the
@@ -118,7 +115,7 @@ impl UniformTable {
                 if size < width {
                     for k in 1..l - 1 {
                         let (upper, lower) = (table.row(l - k), table.row(k));
-                        let base = forward * (k as f64) + restore;
+                        let base = Self::split_head(forward, overheads, k);
                         for (b, (&u, &v)) in best[size..]
                             .iter_mut()
                             .zip(upper.iter().zip(&lower[size..]))
@@ -148,9 +145,17 @@ impl UniformTable {
         table
     }
 
-    /// The sweep's cost before the rest of the chain: `l·f + a + b + c`.
+    /// The sweep's cost before the rest of the chain: `l·f + a + b + c`
+    /// (the same arithmetic for the table and for
+    /// [`UniformTable::choice_at`]).
     fn sweep_head(forward: f64, adjoint: f64, overheads: DriverOverheads, l: usize) -> f64 {
         forward * (l as f64) + adjoint + overheads.backward_call + overheads.restore
+    }
+
+    /// A split's cost before its two parts: `k·f + c` (the same
+    /// arithmetic for the table and for [`UniformTable::choice_at`]).
+    fn split_head(forward: f64, overheads: DriverOverheads, k: usize) -> f64 {
+        forward * (k as f64) + overheads.restore
     }
 
     /// The row `D(l, ·)`.
@@ -195,7 +200,7 @@ impl UniformTable {
         }
         if m >= size {
             for k in 1..l - 1 {
-                let base = forward * (k as f64) + self.overheads.restore;
+                let base = Self::split_head(forward, self.overheads, k);
                 let value = base + self.row(l - k)[m - size] + self.row(k)[m];
                 if value < best {
                     (best, choice) = (value, Choice::Split(k));
