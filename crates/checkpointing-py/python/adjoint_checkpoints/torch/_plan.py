@@ -73,11 +73,13 @@ def add_storages(tensors, into):
     ``into`` (key -> bytes), each storage once; returns ``into``."""
     for t in tensors:
         if t is not None:
-            into[_key(t)] = t.untyped_storage().nbytes()
+            storage = t.untyped_storage()  # a new Python object each call: asked once
+            into[(t.device, storage.data_ptr())] = storage.nbytes()
     return into
 
 
 def _key(t):
+    """The key of ``t``'s storage in :func:`add_storages`'s dict."""
     return (t.device, t.untyped_storage().data_ptr())
 
 
