@@ -49,7 +49,7 @@ def tree_nbytes(tree):
 
 
 def budget_bytes(memory, steps, carry_bytes, tape_bytes):
-    """A checked ``memory=`` in bytes: an ``int`` as given, a ``float`` that
+    """``memory=`` (already checked) in bytes: an ``int`` as given, a ``float`` that
     fraction of what ``lax.scan``'s gradient keeps for ``steps`` steps
     (every step's residuals, ``tape_bytes`` each, and the live carry and
     its cotangent).

@@ -74,13 +74,17 @@ def add_storages(tensors, into):
     for t in tensors:
         if t is not None:
             storage = t.untyped_storage()  # a new Python object each call: asked once
-            into[(t.device, storage.data_ptr())] = storage.nbytes()
+            into[_storage_key(t, storage)] = storage.nbytes()
     return into
 
 
 def _key(t):
     """The key of ``t``'s storage in :func:`add_storages`'s dict."""
-    return (t.device, t.untyped_storage().data_ptr())
+    return _storage_key(t, t.untyped_storage())
+
+
+def _storage_key(t, storage):
+    return (t.device, storage.data_ptr())
 
 
 class SavedTensorsRouter:
