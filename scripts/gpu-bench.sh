@@ -58,7 +58,8 @@ for p in ${PARTS:-rust-tests rust-bench jax torch}; do
       fi ;;
     jax)
       part jax-tests "$python" -m pytest -q -p no:cacheprovider -rs crates/checkpointing-py/tests/test_jax_compiled.py -k gpu
-      part jax "$python" crates/checkpointing-py/bench/gpu_jax.py ;;
+      part jax "$python" crates/checkpointing-py/bench/gpu_jax.py
+      part jax-loops "$python" crates/checkpointing-py/bench/gpu_jax_loops.py ;;
     torch)
       part torch env OUT="$out" PYTHON="$python" bash scripts/gpu-torch.sh ;;
     *)

@@ -12,12 +12,12 @@ use super::table::{Choice, Table};
 /// documentation of [`super::HeterogeneousRevolve`]).
 ///
 /// Only the costs are tabulated: the choice attaining a cell is found
-/// again from its row's neighbours when the schedule is unfolded
-/// ([`UniformTable::choice_at`], the same comparisons in the same order),
-/// which visits a few cells per action. The table's inner loop then keeps
-/// a running minimum only, which the compiler vectorises: about twice as
-/// fast as keeping each cell's choice beside it, in two thirds of the
-/// memory.
+/// again, from the rows its cost was computed from, when the schedule is
+/// unfolded ([`UniformTable::choice_at`], the same comparisons in the same
+/// order), which visits a few cells per action. The table's inner loop
+/// then keeps a running minimum only, which the compiler vectorises:
+/// 1.4 to 1.9 times as fast as keeping each cell's choice beside it, in
+/// two thirds of the memory.
 #[derive(Debug, Clone)]
 pub(crate) struct UniformTable {
     /// Memory units (the budget), `M`.
