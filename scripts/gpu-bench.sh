@@ -2,8 +2,9 @@
 # Everything that needs an NVIDIA GPU, in one command, from the repository
 # root: the CUDA tests of checkpointing-cuda, the GPU bench of the 2-D heat
 # problem (benches/gpu.rs), the JAX bench (pinned_host level against
-# lax.scan, nested jax.checkpoint and JAX's offload policy), and the
-# PyTorch bridge's CUDA tests and bench (scripts/gpu-torch.sh).
+# lax.scan, nested jax.checkpoint and JAX's offload policy; what a compiled
+# loop's control flow costs there, gpu_jax_loops.py), and the PyTorch
+# bridge's CUDA tests and bench (scripts/gpu-torch.sh).
 # Each part's time limit, in seconds: PART_TIMEOUT (default 600).
 #
 #   scripts/gpu-bench.sh
