@@ -10,6 +10,7 @@ jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
 
 import adjoint_checkpoints  # noqa: E402
 from adjoint_checkpoints.jax import checkpointed_scan, last_stats  # noqa: E402
@@ -166,3 +167,89 @@ def test_compress_is_for_host_mode_with_a_valid_codec():
     with pytest.raises(codecs.CodecError, match="unknown codec"):
         checkpointed_scan(step, jnp.ones(3), 5, schedule=lambda n: adjoint_checkpoints.Revolve(n, 2),
                           mode="host", compress="gzip:abs=1")
+
+
+DISK_SCHEDULES = ["multistage-disk", "hrevolve", "disk-revolve", "mixed"]
+
+
+@pytest.mark.parametrize("name", DISK_SCHEDULES)
+def test_disk_reads_ahead_change_nothing_but_when(name, monkeypatch):
+    """The DISK level's carries are put back on the device ahead of their
+    read (the schedule read LOOK_AHEAD actions ahead): the same gradient,
+    bit for bit, as with the reads at the action
+    (ADJOINT_CHECKPOINTS_PREFETCH=0), and some reads were announced."""
+    from adjoint_checkpoints._prefetch import PREFETCH_ENV
+
+    params, xs, h0 = problem()
+    ours = loss_with(lambda s, c, x: checkpointed_scan(s, c, x, schedule=SCHEDULES[name], mode="host"))
+    grad = jax.grad(ours, argnums=(0, 1, 2))
+    ahead = grad(params, xs, h0)
+    stats_ahead = dict(last_stats)
+    monkeypatch.setenv(PREFETCH_ENV, "0")
+    at_read = grad(params, xs, h0)
+    stats_at_read = dict(last_stats)
+    for a, b in zip(jax.tree_util.tree_leaves(ahead), jax.tree_util.tree_leaves(at_read)):
+        assert jnp.array_equal(a, b), name
+    assert stats_ahead["disk_reads"] == stats_at_read["disk_reads"] > 0
+    assert 0 < stats_ahead["prefetched_reads"] <= stats_ahead["disk_reads"], stats_ahead
+    assert stats_at_read["prefetched_reads"] == 0
+    assert stats_ahead["forward_steps"] == stats_at_read["forward_steps"]
+    # One carry at most on the device ahead of its read.
+    assert stats_ahead["peak_carries"] <= stats_at_read["peak_carries"] + 1
+
+
+def test_a_disk_carry_is_copied_to_the_host_in_the_background_then_settled():
+    """A save starts the copy and returns with the device arrays held; the
+    carry is NumPy in host memory once settled, read back equal."""
+    from adjoint_checkpoints.jax._host_disk import HostCarry
+
+    carry = {"u": jnp.linspace(0.0, 1.0, 7), "k": jnp.asarray(3)}
+    held = HostCarry(carry)
+    assert held.pending is not None and held.leaves is None
+    held.settle()
+    assert held.pending is None and all(isinstance(leaf, np.ndarray) for leaf in held.leaves)
+    held.prefetch()
+    assert held.fetched is not None
+    back = held.unpack()
+    assert held.fetched is None  # handed over
+    for a, b in zip(jax.tree_util.tree_leaves(back), jax.tree_util.tree_leaves(carry)):
+        assert jnp.array_equal(a, b) and a.dtype == b.dtype
+
+
+@pytest.mark.parametrize("name", DISK_SCHEDULES)
+def test_no_disk_carry_stays_on_the_device_after_the_forward(name):
+    """By the end of the forward sweep every DISK carry is settled: in host
+    memory, its device arrays dropped, and none is read ahead across the
+    forward's end."""
+    from adjoint_checkpoints.jax import _Run
+
+    params, xs, h0 = problem()
+    fn, consts = jax.closure_convert(make_step(params), h0, xs[0])
+    run = _Run(fn, SCHEDULES[name](STEPS), STEPS, xs, tuple(consts))
+    run.forward(h0)
+    disk = run.storage[adjoint_checkpoints.StorageType.DISK]
+    assert disk, name
+    for entry in disk.values():
+        for held in [entry.get("ics"), *entry.get("deps", {}).values()]:
+            if held is not None:
+                assert held.pending is None and held.fetched is None
+    assert not run.unsettled
+
+
+def test_a_read_is_not_announced_past_a_rewrite_of_its_snapshot():
+    """A DISK snapshot written anew before its read in the window is not
+    put back early (the early copy would be of the old carry); the next
+    read, with nothing in between, is."""
+    from adjoint_checkpoints.jax import _Run
+
+    S = adjoint_checkpoints.StorageType
+    fn, consts = jax.closure_convert(lambda c, x: (c * 2.0, None), jnp.ones(2), None)
+    run = _Run(fn, adjoint_checkpoints.Revolve(10, 2), 10, None, tuple(consts))
+    run.storage[S.DISK][3] = {"ics": run._to_disk(jnp.ones(2))}
+    run._settle()
+    rewrite = adjoint_checkpoints.Forward(3, 5, True, False, S.DISK)
+    read = adjoint_checkpoints.Move(3, S.DISK, S.WORK)
+    run._announce([rewrite, read])
+    assert run.prefetched == []
+    run._announce([adjoint_checkpoints.Reverse(5, 4, True), read])
+    assert [c.fetched is not None for c in run.prefetched] == [True]

@@ -26,7 +26,8 @@ policy. ``checkpointed_scan`` follows any schedule of this package, two ways:
   its place when the ``DISK`` snapshots should leave the device for host
   memory that the compiled program cannot address (a backend without
   ``pinned_host``), or must exceed what one program may allocate. Its
-  ``DISK`` snapshots are NumPy arrays in host memory.
+  ``DISK`` snapshots are NumPy arrays in host memory, copied there and
+  back beside the steps (:mod:`adjoint_checkpoints.jax._host_disk`).
 
 :func:`checkpointed_while_loop` is the reverse-differentiable
 ``lax.while_loop`` for loops whose length is known only at run time
@@ -64,7 +65,9 @@ import numpy as np
 import adjoint_checkpoints as _cp
 
 from .. import codecs
+from .._prefetch import prefetch_on
 from . import _compiled, _online, _online_taped, _program, _residuals, _revolve
+from ._host_disk import HostCarry, ReadAhead, reads_from_disk, writes_to_disk
 
 __all__ = ["checkpointed_scan", "checkpointed_while_loop", "last_stats"]
 
@@ -73,9 +76,11 @@ Carry = TypeVar("Carry")
 
 last_stats = {}
 """Counts of the last :func:`checkpointed_scan`. ``mode="host"``: measured
-by the last gradient, ``forward_steps``, ``adjoint_steps`` and
-``peak_carries`` (most carries held at once: snapshots, WORK data and the
-live carry). ``mode="compiled"``: set when the scan is traced, from the
+by the last gradient, ``forward_steps``, ``adjoint_steps``,
+``peak_carries`` (most carries held at once: snapshots, WORK data, the
+live carry and a ``DISK`` carry put back ahead of its read),
+``disk_reads`` and ``prefetched_reads`` (those put back ahead,
+:mod:`adjoint_checkpoints.jax._host_disk`). ``mode="compiled"``: set when the scan is traced, from the
 compiled plan: ``forward_steps`` (step evaluations outside ``jax.vjp``, both
 halves of the gradient), ``schedule_forward_steps`` (the schedule's own
 count: the steps that only produce a ``Reverse``'s dependencies are not run,
@@ -554,42 +559,8 @@ class _Compressing:
         return self.factory(n)
 
 
-class _Packed:
-    """A carry in host memory (``jax.device_get``: a sharded leaf gathered
-    whole), its float32/float64 leaves compressed with ``spec`` if given,
-    and the shardings to put it back on the devices with."""
-
-    def __init__(self, carry, spec=None):
-        leaves, self.treedef = jax.tree_util.tree_flatten(carry)
-        self.shardings = [getattr(leaf, "sharding", None) for leaf in leaves]
-        leaves = jax.device_get(leaves)
-        self.compressed = [spec is not None and _compressible(leaf) for leaf in leaves]
-        self.leaves = [codecs.compress(leaf, spec) if c else leaf for leaf, c in zip(leaves, self.compressed)]
-
-    def unpack(self):
-        """The carry back on the devices, each leaf with its sharding."""
-        leaves = [
-            codecs.decompress(leaf) if packed else leaf for leaf, packed in zip(self.leaves, self.compressed)
-        ]
-        leaves = [_restore(leaf, sharding) for leaf, sharding in zip(leaves, self.shardings)]
-        return jax.tree_util.tree_unflatten(self.treedef, leaves)
-
-
-def _restore(leaf, sharding):
-    """A leaf from host memory on the devices: with its sharding (a
-    ``NamedSharding`` over a mesh...), or as ``jnp.asarray`` puts it (on the
-    default device, uncommitted) for a leaf that was on one device."""
-    if sharding is None or isinstance(sharding, jax.sharding.SingleDeviceSharding):
-        return jnp.asarray(leaf)
-    return jax.device_put(leaf, sharding)
-
-
-def _compressible(leaf):
-    return isinstance(leaf, np.ndarray) and leaf.dtype in (np.float32, np.float64) and leaf.size > 0
-
-
 def _unpacked(carry):
-    return carry.unpack() if isinstance(carry, _Packed) else carry
+    return carry.unpack() if isinstance(carry, HostCarry) else carry
 
 
 def _on_device(carry):
@@ -679,6 +650,12 @@ class _Run:
         self.forward_steps = 0
         self.adjoint_steps = 0
         self.peak = 0
+        #: DISK carries whose copies to the host are in flight, and the
+        #: carries of the one DISK snapshot put back on the devices ahead
+        #: of its read (:mod:`._host_disk`).
+        self.unsettled, self.prefetched = [], []
+        self.disk_reads = self.prefetched_reads = 0
+        self.actions = ReadAhead(schedule, self._announce) if prefetch_on() else iter(schedule)
 
     def _held(self):
         stored = sum(
@@ -686,7 +663,8 @@ class _Run:
             for level in self.storage.values()
             for data in level.values()
         )
-        return stored + len(self.deps) + 1
+        ahead = sum(c.fetched is not None for c in self.prefetched)
+        return stored + len(self.deps) + 1 + ahead
 
     def _put(self, level, n, key, value):
         if level == self.S.DISK:
@@ -699,8 +677,43 @@ class _Run:
 
     def _to_disk(self, carry):
         """A carry as the DISK level keeps it: in host memory (gathered
-        whole), compressed with ``compress=``, with its shardings."""
-        return _Packed(carry, self.compress)
+        whole), compressed with ``compress=``, with its shardings; its copy
+        to the host in flight until :meth:`_settle`."""
+        held = HostCarry(carry, self.compress)
+        self.unsettled.append(held)
+        return held
+
+    def _settle(self):
+        """Finishes the copies to the host in flight (the DISK carries leave
+        the devices)."""
+        for held in self.unsettled:
+            held.settle()
+        self.unsettled.clear()
+
+    def _announce(self, window):
+        """Puts the carries of the first ``DISK`` snapshot that ``window``
+        (the actions after the one being carried out) reads back on the
+        devices ahead of the read, unless one is already there, or an
+        action before the read in the window writes that snapshot anew."""
+        if any(c.fetched is not None for c in self.prefetched):
+            return
+        reads = (k for k, a in enumerate(window) if reads_from_disk(a) is not None)
+        k = next(reads, None)
+        if k is None:
+            return
+        n = reads_from_disk(window[k])
+        entry = self.storage[self.S.DISK].get(n)
+        if entry is None or any(writes_to_disk(window[j]) == n for j in range(k)):
+            return
+        self.prefetched = [c for c in [entry.get("ics"), *entry.get("deps", {}).values()] if c is not None]
+        for c in self.prefetched:
+            c.prefetch()
+
+    def _read(self, carry):
+        """A carry of the ``DISK`` level back on the devices (counted)."""
+        self.disk_reads += 1
+        self.prefetched_reads += carry.fetched is not None
+        return carry.unpack()
 
     def _advance(self, a, record):
         if self.n != a.n0:
@@ -718,32 +731,41 @@ class _Run:
             if record:
                 self.ys.append(y)
         self.n = a.n1
+        # The steps are dispatched: the copies to the host made before them
+        # are waited for while the devices compute.
+        self._settle()
 
     def _transfer(self, a, keep):
         level = self.storage[a.from_storage]
         data = level[a.n] if keep else level.pop(a.n)
+        read = self._read if a.from_storage == self.S.DISK else _unpacked
         if a.to_storage == self.S.WORK:
             if data.get("ics") is not None:
-                self.live, self.n = _on_device(_unpacked(data["ics"])), a.n
-            self.deps.update({i: _on_device(_unpacked(v)) for i, v in data.get("deps", {}).items()})
+                self.live, self.n = _on_device(read(data["ics"])), a.n
+            self.deps.update({i: _on_device(read(v)) for i, v in data.get("deps", {}).items()})
         elif a.to_storage != self.S.NONE:
             convert = self._to_disk if a.to_storage == self.S.DISK else _unpacked
             entry = {}
             if data.get("ics") is not None:
-                entry["ics"] = convert(_unpacked(data["ics"]))
+                entry["ics"] = convert(read(data["ics"]))
             if "deps" in data:
-                entry["deps"] = {i: convert(_unpacked(v)) for i, v in data["deps"].items()}
+                entry["deps"] = {i: convert(read(v)) for i, v in data["deps"].items()}
             self.storage[a.to_storage][a.n] = entry
+        elif not keep:
+            for c in [data.get("ics"), *data.get("deps", {}).values()]:
+                if isinstance(c, HostCarry):
+                    c.forget_prefetch()
 
     def forward(self, init):
         """Runs the schedule up to EndForward; returns the final carry and ys."""
         self.live = init
-        for a in self.schedule:
+        for a in self.actions:
             if isinstance(a, _cp.Forward):
                 self._advance(a, record=True)
             elif isinstance(a, (_cp.Copy, _cp.Move)):
                 self._transfer(a, keep=isinstance(a, _cp.Copy))
             elif isinstance(a, _cp.EndForward):
+                self._settle()  # no DISK carry stays on the devices
                 self.peak = max(self.peak, self._held())
                 return self.live, _stack(self.ys)
             else:
@@ -756,7 +778,7 @@ class _Run:
         ct_xs = [None] * self.length
         ct_consts = [jnp.zeros_like(k) for k in self.consts]
         self.ys = []
-        for a in self.schedule:
+        for a in self.actions:
             if isinstance(a, _cp.Reverse):
                 for i in range(a.n1 - 1, a.n0 - 1, -1):
                     ct = self.vjp_step(self.deps[i], _at(self.xs, i), self.consts, ct_carry, _at(ct_ys, i))
@@ -778,6 +800,8 @@ class _Run:
             forward_steps=self.forward_steps,
             adjoint_steps=self.adjoint_steps,
             peak_carries=self.peak,
+            disk_reads=self.disk_reads,
+            prefetched_reads=self.prefetched_reads,
         )
         return ct_carry, (None if self.xs is None else _stack(ct_xs)), ct_consts
 

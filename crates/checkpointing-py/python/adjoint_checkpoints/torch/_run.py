@@ -37,6 +37,7 @@ from torch.utils import _pytree as pytree
 
 import adjoint_checkpoints as _cp
 from adjoint_checkpoints._native import SnapshotError
+from adjoint_checkpoints._prefetch import prefetch_on
 
 from ._cache import autocast_state
 from ._plan import RESIDENT, ReplayedSchedule, SavedTensorsRouter, _key, add_storages
@@ -215,7 +216,7 @@ class _Run:
         #: ledger) and the side streams it copies on.
         memory = schedule.memory if isinstance(schedule, ReplayedSchedule) else None
         on = memory is not None and self.files is None
-        on = on and os.environ.get("ADJOINT_CHECKPOINTS_PREFETCH", "1") != "0"
+        on = on and prefetch_on()
         self.memory, self.state_bytes = memory, schedule.state_bytes if memory is not None else 0
         self.windows, self.window = (schedule.prefetch_windows() if on else ()), 0
         self.fetched, self.fetch_streams = {}, {}
