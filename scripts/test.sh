@@ -25,8 +25,9 @@ VIRTUAL_ENV="$PWD/.venv-test" PATH="$PWD/.venv-test/bin:$PATH" \
 bash scripts/check-types.sh
 # The guide's and the README's Python examples are doctests: --doctest-glob
 # collects the `>>>` examples of every Markdown file under docs/src, and
-# README.md's.
-(cd crates/checkpointing-py && ../../.venv-test/bin/python -m pytest -q -p no:cacheprovider \
+# README.md's. --durations: the slowest tests are listed, to keep CI's time
+# in view.
+(cd crates/checkpointing-py && ../../.venv-test/bin/python -m pytest -q -p no:cacheprovider --durations=15 \
     --doctest-modules --doctest-glob='*.md' python tests ../../docs/src ../../README.md)
 # The reference's own test suite, fetched from the package index, on the
 # reference (control) and on the drop-in: the counts must match.

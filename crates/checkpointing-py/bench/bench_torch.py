@@ -50,7 +50,8 @@ Peak memory: on CPU the process's peak resident set above its resident set
 before the call (Linux VmHWM after resetting it through
 /proc/self/clear_refs), in a process where glibc returns freed tensors to
 the system at once (``MALLOC_MMAP_THRESHOLD_``), so that it counts the
-tensors held; on CUDA ``torch.cuda.max_memory_allocated`` above the memory
+tensors held (times are measured in a process whose heap keeps what it
+frees: :data:`MALLOC_FOR_TIME`); on CUDA ``torch.cuda.max_memory_allocated`` above the memory
 allocated before. "step evaluations" counts calls of the step (forward,
 recomputation, taping) in a timed call. Every variant's gradient is
 checked against plain autograd's (relative 1e-9). Times are the best of
@@ -468,8 +469,28 @@ def calibrate(problem, quick, budget, device, threads):
     return [rss, ours.last_stats.peak_bytes]
 
 
-def _subprocess(args, device):
-    env = None if device != "cpu" else dict(os.environ, MALLOC_MMAP_THRESHOLD_=str(64 * 1024))
+#: glibc's settings for a process that measures memory on CPU: freed
+#: tensors go back to the system at once, so that the peak resident set
+#: counts the tensors held.
+MALLOC_FOR_MEMORY = {"MALLOC_MMAP_THRESHOLD_": str(64 * 1024)}
+#: glibc's settings for the process that measures time on CPU: the heap
+#: keeps what is freed (no mapping per tensor: the threshold at glibc's
+#: largest, 32 MiB; no trimming), so that every variant reuses pages
+#: instead of faulting fresh ones in. On this bench's VM a fresh page costs
+#: the hypervisor's time (touching 18 GiB once took 48 s, nearly all in the
+#: kernel), and with glibc's defaults a variant's time depended on how much
+#: the variant before it had freed: forward passes of 0.2 s took 3 to 6 s
+#: now and then. A tuned allocator (jemalloc, tcmalloc) behaves alike.
+MALLOC_FOR_TIME = {"MALLOC_MMAP_THRESHOLD_": str(32 * 2**20), "MALLOC_TRIM_THRESHOLD_": str(2**40)}
+
+
+def _subprocess(args, device, malloc=None):
+    """Runs this script with ``args`` in a fresh process, with glibc's
+    ``malloc`` settings (:data:`MALLOC_FOR_MEMORY`, the default, or
+    :data:`MALLOC_FOR_TIME`) on CPU; returns its last line of output, as
+    JSON."""
+    malloc = MALLOC_FOR_MEMORY if malloc is None else malloc
+    env = None if device != "cpu" else dict(os.environ, **malloc)
     out = subprocess.run([sys.executable, __file__, *map(str, args)], capture_output=True, text=True, env=env)
     if out.returncode != 0:
         raise RuntimeError(f"{args} failed:\n{out.stderr[-3000:]}")
@@ -520,7 +541,7 @@ def bench(problem, quick, device, threads, rounds):
         if f"{variant}/{budget}" not in memory:
             measure(variant, budget)
     runnable = [(v, b) for v, b, _ in variants if memory.get(f"{v}/{b}") is not None]
-    times = _subprocess(["--time", *common, json.dumps(runnable), rounds], device)
+    times = _subprocess(["--time", *common, json.dumps(runnable), rounds], device, MALLOC_FOR_TIME)
     batch = f", batch {BATCH[problem]}" if problem in BATCH else ""
     print(f"\n{problem}: {n} steps, width {width}{batch}, float64, {device}, {threads} thread(s); time: best of "
           f"{rounds} interleaved rounds; memory: {'max_memory_allocated' if device != 'cpu' else 'peak RSS'} "
