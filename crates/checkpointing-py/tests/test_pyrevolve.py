@@ -527,12 +527,13 @@ def test_a_corrupted_disk_snapshot_raises_naming_the_step(tmp_path):
     heat = Heat()
     revolver = pr.DiskRevolver(heat.cp, heat.fwd, heat.rev, 4, N, filedir=str(tmp_path))
     revolver.apply_forward()
+    disk = revolver.storage_list[0]
+    assert disk.stats["writes"] >= 4  # the store's stats() waits for its background writes first
     files = sorted(p for p in tmp_path.rglob("*.ckpt"))
     assert len(files) == 4
     # Beside them, the lock of the directory while the Revolver holds them.
     assert [p.name for p in tmp_path.rglob(".*lock")] == [".slot-lock"]
     steps = revolver.storage_ckps(0)
-    disk = revolver.storage_list[0]
     slot_of_step_0 = 0  # the first snapshot (step 0) takes the lowest slot
     assert steps[0] == 0
     path = disk.path_of(slot_of_step_0)

@@ -96,7 +96,9 @@ def plan(
       overlapping the steps (reads announced ``LOOK_AHEAD`` = 8 actions
       ahead, as the pyrevolve driver and the Rust executor do), and its
       staged snapshots (up to 9: 5 writes in flight, 4 reads ahead) are
-      reserved in ``ram``. Without it every disk write and read blocks.
+      reserved in ``ram`` for the schedules that use the disk (those that
+      keep off it have the whole of ``ram``). Without it every disk write
+      and read blocks.
 
     The predicted time is ``forward_seconds x forward steps +
     adjoint_seconds x adjoint steps + write seconds x disk writes + read

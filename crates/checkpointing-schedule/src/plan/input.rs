@@ -114,6 +114,23 @@ impl PlanInput {
             })
     }
 
+    /// This input without the levels that stage snapshots in RAM (with
+    /// [`BackgroundIo::staged_snapshots`](super::BackgroundIo::staged_snapshots)
+    /// above zero): what the schedules that never use those levels need,
+    /// as a store stages only what it is given, so RAM holds more
+    /// snapshots for them. `None` where no level stages.
+    pub(super) fn without_staging_levels(&self) -> Option<PlanInput> {
+        let mut without = self.clone();
+        let mut removed = false;
+        for (_, budget) in without.levels.iter_mut() {
+            if budget.is_some_and(|b| b.background.is_some_and(|io| io.staged_snapshots > 0)) {
+                *budget = None;
+                removed = true;
+            }
+        }
+        removed.then_some(without)
+    }
+
     /// This input for a run that does (`true`) or does not skip the forward
     /// steps whose output is never read. An adjoint computed from the state
     /// before the step alone (the executor of the crate `checkpointing`,

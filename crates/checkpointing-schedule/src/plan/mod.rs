@@ -237,25 +237,55 @@ pub struct PlanProgress<'a> {
 /// ```
 pub fn plan_observed(
     input: &PlanInput,
-    observe: impl FnMut(PlanProgress<'_>),
+    mut observe: impl FnMut(PlanProgress<'_>),
 ) -> Result<Plan, PlanError> {
-    let overhead = input.uncompressed_overhead();
-    let input = input.stored()?.effective()?;
-    let snapshots = input.snapshots()?;
-    let (mut fitting, not_costed) = candidates::fitting(&input, &snapshots, observe);
-    if fitting.is_empty() {
-        return Err(nothing_fits(&input));
+    // The schedules that use no level staging snapshots in RAM are planned
+    // a second time without those levels: they need no staging, so RAM
+    // holds more snapshots for them (and a RAM too small for the staging
+    // still gets a plan that keeps off those levels).
+    let mut searches = Vec::new();
+    for each in std::iter::once(input.clone()).chain(input.without_staging_levels()) {
+        let overhead = each.uncompressed_overhead();
+        let each = each.stored()?.effective()?;
+        let snapshots = each.snapshots()?;
+        let (mut fitting, not_costed) = candidates::fitting(&each, &snapshots, &mut observe);
+        // The stored form counted RAM's live state and adjoint data
+        // compressed, against a RAM reduced by the difference: add it back,
+        // so that the peaks are RAM's true peaks.
+        for candidate in &mut fitting {
+            let peak = &mut candidate.peak_bytes[StorageLevel::Ram];
+            *peak = peak.saturating_add(overhead);
+        }
+        searches.push((each, snapshots, fitting, not_costed));
     }
-    // The stored form counted RAM's live state and adjoint data compressed,
-    // against a RAM reduced by the difference: add it back, so that the
-    // peaks are RAM's true peaks.
-    for candidate in &mut fitting {
-        let peak = &mut candidate.peak_bytes[StorageLevel::Ram];
-        *peak = peak.saturating_add(overhead);
+    let Some(chosen) = searches
+        .iter()
+        .enumerate()
+        .filter_map(|(k, (_, _, fitting, _))| fitting.first().map(|best| (k, best)))
+        .min_by(|a, b| candidates::rank(a.1, b.1))
+        .map(|(k, _)| k)
+    else {
+        return Err(searches
+            .iter()
+            .map(|(input, ..)| nothing_fits(input))
+            .min_by_key(|error| match error {
+                PlanError::NothingFits { smallest_ram, .. } => smallest_ram.0,
+                _ => u64::MAX,
+            })
+            .expect("at least one search"));
+    };
+    let (steps, snapshots) = (searches[chosen].0.planned_steps(), searches[chosen].1);
+    let mut fitting = Vec::new();
+    let mut not_costed = Vec::new();
+    for (_, _, candidates, uncosted) in searches {
+        fitting.extend(candidates);
+        not_costed.extend(uncosted);
     }
+    fitting.sort_by(candidates::rank);
     let best = fitting.remove(0);
+    candidates::retain_could_win(&mut not_costed, best.predicted_seconds);
     Ok(Plan {
-        steps: input.planned_steps(),
+        steps,
         snapshots,
         best,
         alternatives: fitting,

@@ -6,6 +6,7 @@ mod configure;
 mod cost;
 mod refine;
 
+use std::cmp::Ordering;
 use std::collections::HashSet;
 
 use super::{bounded, Candidate, NotCosted, NotCostedReason, PlanInput, PlanProgress};
@@ -121,23 +122,34 @@ pub(super) fn fitting(
         }
     }
     candidates.extend(estimates);
-    candidates.sort_by(|a, b| {
-        a.predicted_seconds
-            .total_cmp(&b.predicted_seconds)
-            .then(b.costing.is_exact().cmp(&a.costing.is_exact()))
-            .then(a.peak_bytes[StorageLevel::Ram].cmp(&b.peak_bytes[StorageLevel::Ram]))
-            .then(a.spec.name().cmp(b.spec.name()))
-            .then_with(|| parameter_size(&a.spec).cmp(&parameter_size(&b.spec)))
-    });
+    candidates.sort_by(rank);
     let pick = candidates
         .first()
         .map_or(f64::INFINITY, |c| c.predicted_seconds);
-    // One configuration per family and reason (the first: the largest).
+    retain_could_win(&mut uncosted, pick);
+    (candidates, uncosted)
+}
+
+/// The planner's order of candidates: fastest first (ties: exact costs
+/// before bounds, then less RAM, then by name, then the smaller
+/// parameters).
+pub(super) fn rank(a: &Candidate, b: &Candidate) -> Ordering {
+    a.predicted_seconds
+        .total_cmp(&b.predicted_seconds)
+        .then(b.costing.is_exact().cmp(&a.costing.is_exact()))
+        .then(a.peak_bytes[StorageLevel::Ram].cmp(&b.peak_bytes[StorageLevel::Ram]))
+        .then(a.spec.name().cmp(b.spec.name()))
+        .then_with(|| parameter_size(&a.spec).cmp(&parameter_size(&b.spec)))
+}
+
+/// Keeps the configurations not costed that might have beaten a pick of
+/// `pick` seconds (their lower bound is below it), one per family and
+/// reason (the first: the largest).
+pub(super) fn retain_could_win(uncosted: &mut Vec<NotCosted>, pick: f64) {
     let mut listed = HashSet::new();
     uncosted.retain(|n| {
         n.lower_seconds < pick && listed.insert((n.spec.name(), std::mem::discriminant(&n.reason)))
     });
-    (candidates, uncosted)
 }
 
 /// A lower bound of `spec`'s predicted time on `input`: every step's

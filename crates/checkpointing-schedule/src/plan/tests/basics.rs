@@ -193,3 +193,61 @@ proptest! {
         }
     }
 }
+
+/// A disk whose store stages `staged` snapshots in RAM (writes in the
+/// background), 10 ms a write and a read of one state.
+fn staging_disk(staged: u64) -> LevelBudget {
+    LevelBudget::new(Bytes(1000 * MB), 0.01, 0.01).in_background(BackgroundIo {
+        writes_in_flight: 4,
+        staged_snapshots: staged,
+    })
+}
+
+#[test]
+fn a_ram_too_small_for_the_staging_gets_a_plan_that_keeps_off_the_disk() {
+    // 8 states of RAM: the live state, one step's adjoint data and 6
+    // snapshots, but not the disk's 9 staged ones beside them.
+    let mut input = PlanInput::new(Some(465), Bytes(MB), Bytes(8 * MB))
+        .with_level(StorageLevel::Disk, staging_disk(9));
+    input.forward_seconds = 1e-3;
+    input.adjoint_seconds = 2e-3;
+    let plan = plan(&input).unwrap();
+    assert_eq!(plan.snapshots[StorageLevel::Ram], 6);
+    assert_eq!(plan.snapshots[StorageLevel::Disk], 0);
+    for candidate in all(&plan) {
+        assert_eq!(
+            candidate.cost.levels[StorageLevel::Disk].writes,
+            0,
+            "{:?}",
+            candidate.spec
+        );
+        assert!(candidate.peak_bytes[StorageLevel::Ram] <= 8 * MB);
+    }
+    let revolve = binomial_forward_steps(465, 6).unwrap();
+    assert!(plan.best.cost.forward_steps <= revolve);
+}
+
+#[test]
+fn schedules_off_a_staging_disk_get_the_ram_its_staging_would_take() {
+    // 20 states of RAM and a staging disk: the RAM-only schedules are
+    // planned with 18 snapshots, not 9, and the disk's with 9 beside its
+    // staging; the pick is the faster of both.
+    let mut input = PlanInput::new(Some(465), Bytes(MB), Bytes(20 * MB))
+        .with_level(StorageLevel::Disk, staging_disk(9));
+    input.forward_seconds = 1e-3;
+    input.adjoint_seconds = 2e-3;
+    let plan = plan(&input).unwrap();
+    let ram_only = |c: &&Candidate| c.cost.levels[StorageLevel::Disk].writes == 0;
+    let best_ram_only = all(&plan).find(ram_only).unwrap();
+    let binomial_18 = binomial_forward_steps(465, 18).unwrap();
+    assert!(
+        best_ram_only.cost.forward_steps <= binomial_18,
+        "{:?}",
+        best_ram_only.spec
+    );
+    assert!(all(&plan).any(|c| c.cost.levels[StorageLevel::Disk].writes > 0));
+    assert!(all(&plan).all(|c| plan.best.predicted_seconds <= c.predicted_seconds));
+    // A disk this slow against the step does not pay: the pick keeps off it.
+    assert!(ram_only(&&plan.best), "{:?}", plan.best.spec);
+    assert_eq!(plan.snapshots[StorageLevel::Ram], 18);
+}
