@@ -25,9 +25,13 @@ checkpointing=True)``, which builds pyrevolve's ``Revolver`` with
   include the codec's.
 
 Printed per variant: forward operator steps (counted by wrapping Devito's
-``CheckpointOperator.apply``), wall time of the gradient, peak RSS of the
-process, bytes written to disk (after compression), and whether the
-gradient is bitwise equal to pyrevolve's.
+``CheckpointOperator.apply``), wall time of the gradient, the plan's
+predicted time (planned variants; the reverse operator cannot be timed
+before the forward has run, so the plan prices its step at twice the
+forward's), peak RSS of the process, bytes written to disk
+(after compression), the planned schedule and whether its disk writes in
+the background or blocking, and whether the gradient is bitwise equal to
+pyrevolve's.
 
 Run: python bench/bench_devito.py [--size N] [--tn MS] [--disk BYTES] [--dim D]
 (defaults 401, 3000 ms, "4GB", 2-D; ``--quick``: 201 and 1000 ms; ``--dim
@@ -75,6 +79,7 @@ def variant(name, root, size, tn, disk, dim, out):
     import adjoint_checkpoints
 
     disk_storages = []
+    picked = {}
 
     if name.startswith("ours"):
         from adjoint_checkpoints.pyrevolve import _revolvers
@@ -94,7 +99,11 @@ def variant(name, root, size, tn, disk, dim, out):
                 def schedule_for(self, revolver):
                     state = int(revolver.checkpoint.nbytes)
                     self.ram = int(fraction * (adjust(revolver.n_timesteps) + 2) * state)
-                    return super().schedule_for(revolver)
+                    schedule = super().schedule_for(revolver)
+                    picked.update(predicted_seconds=schedule.plan.best.predicted_seconds,
+                                  disk_mode="background" if revolver.disk_background else "blocking",
+                                  schedule=schedule.plan.best.name)
+                    return schedule
 
             schedule = AtPyrevolvesRam(1, disk)
 
@@ -135,6 +144,7 @@ def variant(name, root, size, tn, disk, dim, out):
             "variant": name, "nt": int(rec.data.shape[0]), "forward_steps": steps["forward"],
             "seconds": seconds, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "disk_bytes": sum(s.stats["bytes_written"] for s in disk_storages),
+            **picked,
         }, f)
 
 
@@ -169,13 +179,16 @@ def main():
     print(f"Devito 4.8.23 acoustic gradient, {'x'.join([str(size)] * dim)} (+20 absorbing cells a side), "
           f"nt = {rows[0]['nt']}, float32, checkpointing=True")
     print()
-    print("| variant | forward steps | gradient s | peak RSS MiB | disk MB written | gradient = pyrevolve's |")
-    print("| --- | ---: | ---: | ---: | ---: | --- |")
+    print("| variant | forward steps | gradient s | predicted s | peak RSS MiB | disk MB written | disk "
+          "| gradient = pyrevolve's |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | --- | --- |")
     for r in rows:
         same = "-" if reference is None else ("bitwise" if np.array_equal(r["grad"], reference["grad"]) else
                                                f"max rel. diff {np.max(np.abs(r['grad'] - reference['grad'])) / np.max(np.abs(reference['grad'])):.1e}")
-        print(f"| {r['variant']} | {r['forward_steps']} | {r['seconds']:.2f} | {r['peak_rss_mib']:.0f} "
-              f"| {r['disk_bytes'] / 1e6:.0f} | {same} |")
+        predicted = f"{r['predicted_seconds']:.2f}" if "predicted_seconds" in r else ""
+        disk_used = f"{r['schedule']}, {r['disk_mode']}" if "schedule" in r else ""
+        print(f"| {r['variant']} | {r['forward_steps']} | {r['seconds']:.2f} | {predicted} | {r['peak_rss_mib']:.0f} "
+              f"| {r['disk_bytes'] / 1e6:.0f} | {disk_used} | {same} |")
 
 
 if __name__ == "__main__":

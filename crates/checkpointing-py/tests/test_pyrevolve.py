@@ -8,6 +8,8 @@ import importlib
 import os
 import sys
 
+import time
+
 import numpy as np
 import pytest
 
@@ -677,6 +679,46 @@ def test_planned_measures_the_step_and_the_disk_then_plans(disk, tmp_path):
         assert plan_input["levels"]["disk"] is None
     assert plan_input["levels"]["ram"]["capacity"] == budget["ram"]
     assert np.array_equal(_run(revolver, heat), store_all(N))
+
+
+class Slowed(pr.Operator):
+    """An operator whose every step also waits 2 ms: a solver's step, long
+    against writing its (small) state."""
+
+    def __init__(self, operator):
+        self.operator, self.steps = operator, 0
+
+    def apply(self, t_start, t_end):
+        time.sleep(0.002 * (t_end - t_start))
+        self.steps += t_end - t_start
+        self.operator.apply(t_start=t_start, t_end=t_end)
+
+
+def test_planned_uses_a_blocking_disk_where_the_staging_does_not_fit(tmp_path, monkeypatch):
+    """RAM for 3 states (the live state, one step's adjoint data, one
+    snapshot) cannot hold the background disk's 9 staged snapshots: the
+    background plan keeps off the disk (Revolve with one snapshot, 276
+    forward steps), so the disk is planned blocking, which pays with 2 ms
+    steps; the Revolver's disk storage then writes each snapshot before
+    the save returns, and the gradient is store-all's."""
+    from adjoint_checkpoints.pyrevolve import _revolvers
+
+    made = []
+    make = _revolvers._disk_storage
+    monkeypatch.setattr(_revolvers, "_disk_storage", lambda *a, **k: made.append(make(*a, **k)) or made[-1])
+    heat = Heat()
+    fwd = Slowed(heat.fwd)
+    revolver = pr.Revolver(heat.cp, fwd, heat.rev, None, N, filedir=str(tmp_path),
+                           schedule=pr.planned(ram=CELLS * 8 * 3, disk=CELLS * 8 * 100, repeats=1))
+    assert revolver.disk_background is False and revolver.measured["disk_background"] is False
+    assert revolver.schedule.plan.snapshots.get("DISK", 0) > 0
+    fwd.steps = 0
+    assert np.array_equal(_run(revolver, heat), store_all(N))
+    assert revolver.peak_snapshots["DISK"] > 0
+    assert fwd.steps < adjoint_checkpoints.optimal_steps_binomial(N, 1), fwd.steps
+    # The planner's probes (one in the background, one blocking), then the
+    # Revolver's disk level, blocking.
+    assert [d.background for d in made] == [True, False, False]
 
 
 def test_planned_as_the_default_plans_for_each_revolver():

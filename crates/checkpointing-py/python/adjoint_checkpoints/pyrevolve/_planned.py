@@ -15,7 +15,13 @@ A Revolver given it (``schedule=``, :func:`set_default_schedule` or
   median of ``repeats`` of each, codec included;
 
 then calls :func:`adjoint_checkpoints.plan` with those times and uses the
-pick. The measurements are kept on the Revolver (``revolver.measured``).
+pick. The disk storage writes in the background, staging up to 9
+snapshots in RAM, and is planned so first; where that pick keeps off the
+disk (the staging does not fit in ``ram``, or the disk does not pay), the
+disk is measured and planned again writing each snapshot before the save
+returns (no staging), and the faster prediction wins
+(``revolver.disk_background`` says which). The measurements are kept on
+the Revolver (``revolver.measured``).
 """
 
 from __future__ import annotations
@@ -64,15 +70,42 @@ class Planned:
         return f"planned(ram={self.ram!r}, disk={self.disk!r}, repeats={self.repeats})"
 
     def schedule_for(self, revolver: BaseRevolver) -> adjoint_checkpoints.PlannedSchedule:
-        """Measures ``revolver``'s step (and disk) and plans its schedule."""
+        """Measures ``revolver``'s step (and disk) and plans its schedule.
+        With a disk, the disk is planned working in the background (it
+        stages up to 9 snapshots in RAM); where that pick keeps off the
+        disk (the staging does not fit, or does not pay), the disk is
+        measured and planned again blocking (no staging), and the faster
+        prediction wins: ``revolver.disk_background`` says which, and the
+        Revolver makes its disk storage so."""
         state = [np.array(a, copy=True) for a in revolver.checkpoint.get_data(0)]
         measured: dict[str, Any] = {"forward_seconds": _forward_seconds(revolver, state, self.repeats)}
-        times: dict[str, Any] = {}
-        if self.disk is not None:
-            write, read = _disk_seconds(revolver, state, self.repeats)
-            measured.update(disk_write_seconds=write, disk_read_seconds=read)
-            times = {"disk_write_seconds": write, "disk_read_seconds": read}
         revolver.measured = measured
+        if self.disk is None:
+            return self._plan(revolver, measured)
+        picks = []
+        error: Optional[adjoint_checkpoints.PlanError] = None
+        for background in (True, False):
+            write, read = _disk_seconds(revolver, state, self.repeats, background)
+            times = {"disk_write_seconds": write, "disk_read_seconds": read}
+            try:
+                schedule = self._plan(revolver, measured, disk_background=background, **times)
+            except adjoint_checkpoints.PlanError as e:
+                error = e
+                continue
+            picks.append((schedule.plan.best.predicted_seconds, not background, schedule, background, times))
+            if schedule.plan.snapshots.get("DISK", 0) > 0:
+                break  # the disk in the background fits and pays
+        if not picks:
+            assert error is not None
+            raise error
+        _, _, schedule, background, times = min(picks, key=lambda pick: pick[:2])
+        measured.update(times, disk_background=background)
+        revolver.disk_background = background
+        return schedule
+
+    def _plan(
+        self, revolver: BaseRevolver, measured: dict[str, Any], **disk: Any
+    ) -> adjoint_checkpoints.PlannedSchedule:
         return adjoint_checkpoints.plan(
             revolver.n_timesteps,
             int(revolver.checkpoint.nbytes),
@@ -81,10 +114,7 @@ class Planned:
             forward_seconds=measured["forward_seconds"],
             adjoint_seconds=self.adjoint_seconds,
             compression_ratio=self.compression_ratio,
-            # The drop-in's disk storage is an ArrayStore("disk"), in the
-            # background.
-            disk_background=self.disk is not None,
-            **times,
+            **disk,
         )
 
 
@@ -110,7 +140,8 @@ def planned(
     takes them (``ram`` holds the live state and one step's adjoint data
     besides the snapshots, and with ``disk`` what the disk storage, working
     in the background, stages: up to 9 snapshots, reserved by the plan; its
-    writes and reads are priced as overlapping the steps). ``adjoint_seconds`` (the reverse operator's step
+    writes and reads are priced as overlapping the steps; or, where that
+    keeps the plan off the disk, the disk blocking, if that is faster). ``adjoint_seconds`` (the reverse operator's step
     cannot be timed before the forward has run) only shifts the predicted
     time and never changes the pick; ``compression_ratio`` as for ``plan``
     (1: none assumed, which never overfills a budget); ``repeats`` timed
@@ -159,16 +190,17 @@ def _forward_seconds(revolver: BaseRevolver, state: list[np.ndarray], repeats: i
     return statistics.median(seconds)
 
 
-def _disk_seconds(revolver: BaseRevolver, state: list[np.ndarray], repeats: int) -> tuple[float, float]:
+def _disk_seconds(revolver: BaseRevolver, state: list[np.ndarray], repeats: int,
+                  background: bool = True) -> tuple[float, float]:
     """The median times of saving ``state`` to, and loading it from, a
     storage like the Revolver's disk level (same store, codec and
-    directory), ``repeats`` of each."""
+    directory; writing in the background or not), ``repeats`` of each."""
     from ._revolvers import _disk_storage
 
     level = getattr(revolver, "_disk_spec", None)
     filedir = getattr(revolver, "filedir", None)
     storage = _disk_storage(revolver.checkpoint, 1, getattr(revolver, "compression_params", None), Profiler(),
-                            None if filedir == "./" else filedir, level)
+                            None if filedir == "./" else filedir, level, background=background)
     scratch = [np.empty_like(a) for a in state]
     writes, reads = [], []
     try:

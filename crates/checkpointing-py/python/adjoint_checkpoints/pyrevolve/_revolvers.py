@@ -92,6 +92,10 @@ class BaseRevolver:
         self.storage_list = [] if storage_list is None else storage_list
         self.scheduler = scheduler
         self.schedule = None
+        #: Whether the disk level writes in the background (the default),
+        #: or blocking, as a plan that priced it so asks
+        #: (:meth:`~adjoint_checkpoints.pyrevolve.Planned.schedule_for`).
+        self.disk_background = True
         self._run = None
         self._state = "new"
         self._owned = []
@@ -260,13 +264,16 @@ def _memory_storage(checkpoint, slots, compression_params, profiler, spec=None):
                         compression=python_compression)
 
 
-def _disk_storage(checkpoint, slots, compression_params, profiler, filedir, spec=None, singlefile=True):
+def _disk_storage(checkpoint, slots, compression_params, profiler, filedir, spec=None, singlefile=True,
+                  background=True):
     """The disk level: a :class:`DiskStorage` of ``spec``'s store
-    (``"disk"`` by default, or ``"hdf5"``) and codec."""
+    (``"disk"`` by default, or ``"hdf5"``) and codec, writing in the
+    background unless ``background=False`` (a plan that priced it
+    blocking: :meth:`Planned.schedule_for`)."""
     codec, python_compression = _compression_choice(compression_params, spec)
     return DiskStorage(checkpoint.size, slots, checkpoint.dtype, profiler=profiler, filedir=filedir,
                        singlefile=singlefile, compression=python_compression, codec=codec,
-                       store="disk" if spec is None else spec.store)
+                       store="disk" if spec is None else spec.store, background=background)
 
 
 class SingleLevelRevolver(BaseRevolver):
@@ -312,7 +319,7 @@ class SingleLevelRevolver(BaseRevolver):
         slots = None if custom else snapshots
         if diskstorage:
             primary = _disk_storage(checkpoint, None if self._two_level else slots, compression_params,
-                                    self.profiler, filedir, self._disk_spec, singlefile)
+                                    self.profiler, filedir, self._disk_spec, singlefile, self.disk_background)
             self._owned.append(primary)
         else:
             primary = _memory_storage(checkpoint, slots, compression_params, self.profiler, self._ram_spec)
@@ -336,7 +343,8 @@ class SingleLevelRevolver(BaseRevolver):
 
         def disk():
             d = _disk_storage(self.checkpoint, None, self.compression_params, self.profiler,
-                              None if self.filedir == "./" else self.filedir, self._disk_spec)
+                              None if self.filedir == "./" else self.filedir, self._disk_spec,
+                              background=self.disk_background)
             self._owned.append(d)
             return d
 
