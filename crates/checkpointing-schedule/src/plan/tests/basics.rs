@@ -203,15 +203,21 @@ fn staging_disk(staged: u64) -> LevelBudget {
     })
 }
 
+/// 465 steps of 1 ms (adjoint 2 ms) on 1 MB states, `ram_states` states
+/// of RAM and a disk staging 9 snapshots.
+fn with_staging_disk(ram_states: u64) -> PlanInput {
+    let mut input = PlanInput::new(Some(465), Bytes(MB), Bytes(ram_states * MB))
+        .with_level(StorageLevel::Disk, staging_disk(9));
+    input.forward_seconds = 1e-3;
+    input.adjoint_seconds = 2e-3;
+    input
+}
+
 #[test]
 fn a_ram_too_small_for_the_staging_gets_a_plan_that_keeps_off_the_disk() {
     // 8 states of RAM: the live state, one step's adjoint data and 6
     // snapshots, but not the disk's 9 staged ones beside them.
-    let mut input = PlanInput::new(Some(465), Bytes(MB), Bytes(8 * MB))
-        .with_level(StorageLevel::Disk, staging_disk(9));
-    input.forward_seconds = 1e-3;
-    input.adjoint_seconds = 2e-3;
-    let plan = plan(&input).unwrap();
+    let plan = plan(&with_staging_disk(8)).unwrap();
     assert_eq!(plan.snapshots[StorageLevel::Ram], 6);
     assert_eq!(plan.snapshots[StorageLevel::Disk], 0);
     for candidate in all(&plan) {
@@ -232,11 +238,7 @@ fn schedules_off_a_staging_disk_get_the_ram_its_staging_would_take() {
     // 20 states of RAM and a staging disk: the RAM-only schedules are
     // planned with 18 snapshots, not 9, and the disk's with 9 beside its
     // staging; the pick is the faster of both.
-    let mut input = PlanInput::new(Some(465), Bytes(MB), Bytes(20 * MB))
-        .with_level(StorageLevel::Disk, staging_disk(9));
-    input.forward_seconds = 1e-3;
-    input.adjoint_seconds = 2e-3;
-    let plan = plan(&input).unwrap();
+    let plan = plan(&with_staging_disk(20)).unwrap();
     let ram_only = |c: &&Candidate| c.cost.levels[StorageLevel::Disk].writes == 0;
     let best_ram_only = all(&plan).find(ram_only).unwrap();
     let binomial_18 = binomial_forward_steps(465, 18).unwrap();
