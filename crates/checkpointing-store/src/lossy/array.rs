@@ -136,6 +136,15 @@ impl LossyArray {
                 "CRC-32 mismatch: the compressed bytes are damaged".into(),
             ));
         }
+        // The store writes an empty array losslessly: a zfp or SZ3 stream
+        // for one is damaged (and the codecs' C code is not asked to decode
+        // into no elements: a fuzzed blob crashed it with SIGSEGV).
+        if len == 0 {
+            return Err(fail(format!(
+                "a zfp or SZ3 stream for an empty array (shape {:?}): the store writes those losslessly",
+                self.shape
+            )));
+        }
         // Bounds what a damaged header can make us allocate: no lossy
         // stream is written beyond this ratio.
         let width = self.element.width();
