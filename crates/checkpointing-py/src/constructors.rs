@@ -7,7 +7,7 @@ use std::sync::Mutex;
 
 use checkpointing::schedule;
 use checkpointing::{
-    DiskRevolve, HRevolve, Mixed, Multistage, NoneSchedule, OnlineR2, Periodic,
+    AsyncDiskRevolve, DiskRevolve, HRevolve, Mixed, Multistage, NoneSchedule, OnlineR2, Periodic,
     PeriodicDiskRevolve, Revolve, SingleDisk, SingleMemory, StorageLevel, Trajectory, TwoLevel,
 };
 use pyo3::exceptions::PyValueError;
@@ -100,6 +100,12 @@ revolve_family!(
     PyPeriodicDiskRevolve, "PeriodicDiskRevolve",
     "`PeriodicDiskRevolve(max_n, snapshots_in_ram, uf=1, ub=1, wd=2, rd=2)`: a disk checkpoint every period (Aupy & Herrmann 2017).",
     |py, max_n, ram, c| PeriodicDiskRevolve::new(max_n, ram, schedule::Costs { uf: c[0], ub: c[1], wd: c[2], rd: c[3] }),
+    true
+);
+revolve_family!(
+    PyAsyncDiskRevolve, "AsyncDiskRevolve",
+    "`AsyncDiskRevolve(max_n, snapshots_in_ram, uf=1, ub=1, wd=2, rd=2)`: Disk-Revolve optimal when the disk writes and reads in the background (a write costs what the steps after it leave exposed).",
+    |py, max_n, ram, c| AsyncDiskRevolve::new(max_n, ram, schedule::Costs { uf: c[0], ub: c[1], wd: c[2], rd: c[3] }),
     true
 );
 

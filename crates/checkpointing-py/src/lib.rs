@@ -37,8 +37,8 @@ mod tables;
 
 use actions::{CheckpointAction, Copy, EndForward, EndReverse, Forward, Move, Reverse};
 use constructors::{
-    PyDiskRevolve, PyHRevolve, PyMixed, PyMultistage, PyNone, PyOnlineR2, PyPeriodic,
-    PyPeriodicDiskRevolve, PyRevolve, PySingleDisk, PySingleMemory, PyTwoLevel,
+    PyAsyncDiskRevolve, PyDiskRevolve, PyHRevolve, PyMixed, PyMultistage, PyNone, PyOnlineR2,
+    PyPeriodic, PyPeriodicDiskRevolve, PyRevolve, PySingleDisk, PySingleMemory, PyTwoLevel,
     RevolveCheckpointSchedule,
 };
 use schedule::CheckpointSchedule;
@@ -68,6 +68,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyHRevolve>()?;
     m.add_class::<PyDiskRevolve>()?;
     m.add_class::<PyPeriodicDiskRevolve>()?;
+    m.add_class::<PyAsyncDiskRevolve>()?;
     m.add_class::<PyMultistage>()?;
     m.add_class::<PyMixed>()?;
     m.add_class::<PyTwoLevel>()?;

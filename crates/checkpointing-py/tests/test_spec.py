@@ -19,6 +19,8 @@ from driving import actions
         ({"schedule": "online-r2", "steps": 30, "snapshots": 3}, lambda: adjoint_checkpoints.OnlineR2(3)),
         ({"schedule": "revolve", "max_n": 30, "snapshots_in_ram": 3, "trajectory": "classic"},
          lambda: adjoint_checkpoints.Revolve(30, 3, trajectory="classic")),
+        ({"schedule": "async-disk-revolve", "max_n": 60, "snapshots_in_ram": 2, "wd": 3.0, "rd": 3.0},
+         lambda: adjoint_checkpoints.AsyncDiskRevolve(60, 2, wd=3.0, rd=3.0)),
     ],
 )
 def test_same_actions_as_the_constructor(spec, constructor):

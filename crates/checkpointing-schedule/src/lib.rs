@@ -70,10 +70,10 @@ pub use levels::PerLevel;
 pub use record::{ActionRecord, RecordError};
 pub use replay::{Cost, LevelCost, Replay, ReplayError, ReplayErrorKind};
 pub use schedule::{
-    binomial_forward_steps, Cursor, DiskRevolve, Drive, Driven, HRevolve, HierarchicalRevolve,
-    LevelSpec, Mixed, Multistage, NoneSchedule, OnlineR2, Periodic, PeriodicDiskRevolve, Revolve,
-    Schedule, ScheduleError, ScheduleSpec, SingleDisk, SingleMemory, SpecError, StepCounts,
-    Trajectory, TwoLevel,
+    binomial_forward_steps, AsyncDiskRevolve, Cursor, DiskRevolve, Drive, Driven, HRevolve,
+    HierarchicalRevolve, LevelSpec, Mixed, Multistage, NoneSchedule, OnlineR2, Periodic,
+    PeriodicDiskRevolve, Revolve, Schedule, ScheduleError, ScheduleSpec, SingleDisk, SingleMemory,
+    SpecError, StepCounts, Trajectory, TwoLevel,
 };
 pub use schedule::{ChainCost, ChainModel, HeterogeneousChain, HeterogeneousRevolve};
 #[allow(deprecated)]

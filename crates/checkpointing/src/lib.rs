@@ -42,12 +42,12 @@ pub mod fuzzing;
 pub mod storage;
 
 pub use checkpointing_schedule::{
-    binomial_forward_steps, Action, ActionRecord, ChainCost, ChainModel, Cost, Cursor, DiskRevolve,
-    Drive, HRevolve, HeterogeneousChain, HeterogeneousRevolve, HierarchicalRevolve, LevelCost,
-    LevelSpec, Mixed, Multistage, NoneSchedule, OnlineR2, ParseActionError, PerLevel, Periodic,
-    PeriodicDiskRevolve, RecordError, Replay, ReplayError, ReplayErrorKind, Revolve, Schedule,
-    ScheduleError, ScheduleSpec, SingleDisk, SingleMemory, SpecError, Step, StepCounts,
-    StorageLevel, Trajectory, TwoLevel, MAXSIZE,
+    binomial_forward_steps, Action, ActionRecord, AsyncDiskRevolve, ChainCost, ChainModel, Cost,
+    Cursor, DiskRevolve, Drive, HRevolve, HeterogeneousChain, HeterogeneousRevolve,
+    HierarchicalRevolve, LevelCost, LevelSpec, Mixed, Multistage, NoneSchedule, OnlineR2,
+    ParseActionError, PerLevel, Periodic, PeriodicDiskRevolve, RecordError, Replay, ReplayError,
+    ReplayErrorKind, Revolve, Schedule, ScheduleError, ScheduleSpec, SingleDisk, SingleMemory,
+    SpecError, Step, StepCounts, StorageLevel, Trajectory, TwoLevel, MAXSIZE,
 };
 #[allow(deprecated)]
 pub use checkpointing_schedule::{

@@ -3,7 +3,7 @@
 This package's API: the actions (``Forward``, ``Reverse``, ``Copy``,
 ``Move``, ``EndForward``, ``EndReverse``, their base class ``Action``) and
 ``StorageType``; the schedules under their short names (``Revolve``,
-``HRevolve``, ``DiskRevolve``, ``PeriodicDiskRevolve``, ``Multistage``,
+``HRevolve``, ``DiskRevolve``, ``PeriodicDiskRevolve``, ``AsyncDiskRevolve``, ``Multistage``,
 ``Mixed``, ``TwoLevel``, ``SingleMemory``, ``SingleDisk``, ``NoneSchedule``,
 ``Periodic`` and ``OnlineR2``, Checkpointing.jl's schemes; their base class
 ``Schedule``); :func:`schedule_from_spec`; :func:`action_arrays` and
@@ -56,6 +56,7 @@ __all__ = [
     "HRevolve",
     "DiskRevolve",
     "PeriodicDiskRevolve",
+    "AsyncDiskRevolve",
     "Multistage",
     "Mixed",
     "TwoLevel",
@@ -139,6 +140,7 @@ __version__ = _native.__version__
 
 from ._native import (  # noqa: E402
     ArrayStore,
+    AsyncDiskRevolve,
     CheckpointAction as Action,
     CheckpointSchedule as Schedule,
     Copy,

@@ -34,6 +34,7 @@ __all__ = [
     "HRevolve",
     "DiskRevolve",
     "PeriodicDiskRevolve",
+    "AsyncDiskRevolve",
     "MultistageCheckpointSchedule",
     "MixedCheckpointSchedule",
     "TwoLevelCheckpointSchedule",
@@ -197,6 +198,12 @@ class PeriodicDiskRevolve(RevolveCheckpointSchedule):
     def __new__(
         cls, max_n: int, snapshots_in_ram: int, uf: float = 1.0, ub: float = 1.0, wd: float = 2.0, rd: float = 2.0
     ) -> PeriodicDiskRevolve: ...
+
+@final
+class AsyncDiskRevolve(RevolveCheckpointSchedule):
+    def __new__(
+        cls, max_n: int, snapshots_in_ram: int, uf: float = 1.0, ub: float = 1.0, wd: float = 2.0, rd: float = 2.0
+    ) -> AsyncDiskRevolve: ...
 
 @final
 class MultistageCheckpointSchedule(CheckpointSchedule):

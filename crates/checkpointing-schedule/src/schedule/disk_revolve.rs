@@ -463,6 +463,8 @@ macro_rules! disk_variant_params {
     };
 }
 
+pub(super) use disk_variant_params;
+
 // Disk-Revolve's table spans the steps; Periodic Disk-Revolve's, one period.
 disk_variant_params!(DiskRevolveParams, DiskRevolve, |p| Some(table_cells(
     p.max_n.saturating_sub(1),

@@ -17,6 +17,7 @@
 //! | [`HierarchicalRevolve`] | `hierarchical-revolve` | no | one | one to three of DEVICE, RAM, DISK |
 //! | [`DiskRevolve`] | `disk-revolve` | no | one | RAM + DISK |
 //! | [`PeriodicDiskRevolve`] | `periodic-disk-revolve` | no | one | RAM + DISK |
+//! | [`AsyncDiskRevolve`] | `async-disk-revolve` | no | one | RAM + DISK |
 //! | [`Multistage`] | `multistage` | no | one | RAM and/or DISK |
 //! | [`Mixed`] | `mixed` | no | one | RAM or DISK |
 //! | [`Periodic`] | `periodic` | no | one | RAM |
@@ -38,6 +39,7 @@ use crate::record::ActionRecord;
 use crate::StorageLevel;
 
 mod argmin;
+mod async_disk_revolve;
 mod basic;
 mod binomial;
 mod closed_form;
@@ -57,6 +59,7 @@ mod revolve_controller;
 mod spec;
 mod two_level;
 
+pub use async_disk_revolve::{AsyncDiskRevolve, AsyncDiskRevolveParams};
 pub use basic::{
     NoneParams, NoneSchedule, SingleDisk, SingleDiskParams, SingleMemory, SingleMemoryParams,
 };

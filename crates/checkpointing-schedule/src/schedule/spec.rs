@@ -9,6 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::async_disk_revolve::AsyncDiskRevolveParams;
 use super::basic::{NoneParams, SingleDiskParams, SingleMemoryParams};
 use super::disk_revolve::{DiskRevolveParams, PeriodicDiskRevolveParams};
 use super::hrevolve::{HRevolveParams, HierarchicalRevolveParams};
@@ -381,6 +382,8 @@ schedule_registry! {
     "disk-revolve" => DiskRevolve(DiskRevolveParams),
     /// Periodic Disk-Revolve: RAM snapshots between periodic disk checkpoints.
     "periodic-disk-revolve" => PeriodicDiskRevolve(PeriodicDiskRevolveParams),
+    /// Disk-Revolve for a disk that writes and reads in the background (overlap priced).
+    "async-disk-revolve" => AsyncDiskRevolve(AsyncDiskRevolveParams),
     /// Multistage binomial checkpointing over RAM and disk (Stumm & Walther 2009).
     "multistage" => Multistage(MultistageParams),
     /// Mixed checkpointing of forward data and adjoint dependencies (Maddison 2024).

@@ -112,6 +112,7 @@ pub(in crate::plan) fn configurations(
                 costs,
             };
             for spec in ScheduleSpec::candidates(&budget) {
+                let spec = with_adjoint_ratio(spec, input);
                 let revolve_variant = match &spec {
                     ScheduleSpec::TwoLevel(p) => {
                         let mut p = p.clone();
@@ -136,6 +137,22 @@ pub(in crate::plan) fn configurations(
     let Configurations { specs, unbuildable } = &mut found;
     unbuildable.retain(|u| !specs.iter().any(|s| s.name() == u.name()) && named.insert(u.name()));
     found
+}
+
+/// Async Disk-Revolve with the cost of a taped step and its adjoint (the
+/// reference's `ub`, a forward and an adjoint step) relative to a forward
+/// step: its reads hide behind reversals, whose length those steps set
+/// (the other families keep the reference's `ub = 1`, which changes none
+/// of their choices between schedules with one adjoint per step).
+fn with_adjoint_ratio(spec: ScheduleSpec, input: &PlanInput) -> ScheduleSpec {
+    let ratio = 1.0 + input.adjoint_seconds / input.forward_seconds;
+    match spec {
+        ScheduleSpec::AsyncDiskRevolve(mut params) if ratio.is_finite() && ratio >= 0.0 => {
+            params.costs.ub = ratio;
+            ScheduleSpec::AsyncDiskRevolve(params)
+        }
+        other => other,
+    }
 }
 
 /// What identifies a table-based configuration up to its RAM snapshot

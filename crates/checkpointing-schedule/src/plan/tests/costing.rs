@@ -163,6 +163,7 @@ fn the_readme_example_considers_every_family() {
         "two-level",
         "periodic-disk-revolve",
         "disk-revolve",
+        "async-disk-revolve",
         "hrevolve",
         "hierarchical-revolve",
         "mixed",
