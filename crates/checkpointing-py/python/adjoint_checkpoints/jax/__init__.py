@@ -65,9 +65,9 @@ import numpy as np
 import adjoint_checkpoints as _cp
 
 from .. import codecs
-from .._prefetch import prefetch_on
+from .._prefetch import ReadAhead, prefetch_on, reads_from_disk, writes_to_disk
 from . import _compiled, _online, _online_taped, _program, _residuals, _revolve
-from ._host_disk import HostCarry, ReadAhead, reads_from_disk, writes_to_disk
+from ._host_disk import HostCarry
 
 __all__ = ["checkpointed_scan", "checkpointed_while_loop", "last_stats"]
 
@@ -655,7 +655,9 @@ class _Run:
         #: of its read (:mod:`._host_disk`).
         self.unsettled, self.prefetched = [], []
         self.disk_reads = self.prefetched_reads = 0
-        self.actions = ReadAhead(schedule, self._announce) if prefetch_on() else iter(schedule)
+        self.actions = (
+            ReadAhead(schedule, window=self._announce, through_end_forward=False) if prefetch_on() else iter(schedule)
+        )
 
     def _held(self):
         stored = sum(
@@ -697,11 +699,10 @@ class _Run:
         action before the read in the window writes that snapshot anew."""
         if any(c.fetched is not None for c in self.prefetched):
             return
-        reads = (k for k, a in enumerate(window) if reads_from_disk(a) is not None)
-        k = next(reads, None)
+        reads = ((k, n) for k, n in enumerate(map(reads_from_disk, window)) if n is not None)
+        k, n = next(reads, (None, None))
         if k is None:
             return
-        n = reads_from_disk(window[k])
         entry = self.storage[self.S.DISK].get(n)
         if entry is None or any(writes_to_disk(window[j]) == n for j in range(k)):
             return

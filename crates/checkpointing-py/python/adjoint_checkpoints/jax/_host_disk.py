@@ -15,25 +15,21 @@ forward sweep at the latest, or when it is read.
 A read announced ahead (:meth:`HostCarry.prefetch`) starts the copy back to
 the devices with ``jax.device_put``, which also returns at once; the read
 then takes those arrays (:meth:`HostCarry.unpack`). The run announces the
-reads of the schedule's next :data:`LOOK_AHEAD` actions (the Rust
-executor's count), one stored carry at a time, and not across the end of
-the forward sweep: at most one carry is on the devices ahead of its read.
-``ADJOINT_CHECKPOINTS_PREFETCH=0`` in the environment turns the
-announcements off (:func:`adjoint_checkpoints._prefetch.prefetch_on`).
+reads of the schedule's next ``LOOK_AHEAD`` actions (the Rust executor's
+count; :class:`adjoint_checkpoints._prefetch.ReadAhead`), one stored carry
+at a time, and not across the end of the forward sweep: at most one carry
+is on the devices ahead of its read. ``ADJOINT_CHECKPOINTS_PREFETCH=0`` in
+the environment turns the announcements off
+(:func:`adjoint_checkpoints._prefetch.prefetch_on`).
 """
 
 from __future__ import annotations
-
-from collections import deque
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-import adjoint_checkpoints as _cp
-
 from .. import codecs
-from .._native import LOOK_AHEAD
 
 
 class HostCarry:
@@ -103,51 +99,3 @@ def _restore(leaf, sharding):
 
 def _compressible(leaf):
     return isinstance(leaf, np.ndarray) and leaf.dtype in (np.float32, np.float64) and leaf.size > 0
-
-
-def reads_from_disk(action):
-    """The step whose ``DISK`` snapshot ``action`` reads into the
-    computation (a ``Copy`` or ``Move`` out of ``DISK`` to another level),
-    else ``None``."""
-    S = _cp.StorageType
-    if isinstance(action, (_cp.Copy, _cp.Move)) and action.from_storage == S.DISK and action.to_storage != S.NONE:
-        return action.n
-    return None
-
-
-def writes_to_disk(action):
-    """The step whose ``DISK`` snapshot ``action`` writes (a ``Forward``
-    storing its initial state or its adjoint's inputs there, a ``Copy`` or
-    ``Move`` into ``DISK``), else ``None``."""
-    S = _cp.StorageType
-    if isinstance(action, _cp.Forward) and action.storage == S.DISK and (action.write_ics or action.write_adj_deps):
-        return action.n0
-    if isinstance(action, (_cp.Copy, _cp.Move)) and action.to_storage == S.DISK:
-        return action.n
-    return None
-
-
-class ReadAhead:
-    """A schedule's actions, read :data:`LOOK_AHEAD` ahead of the one
-    carried out, but not past ``EndForward`` before the forward sweep has
-    reached it. ``announce(window)`` is called with the actions read ahead
-    each time one is handed out."""
-
-    def __init__(self, schedule, announce):
-        self.actions, self.window, self.announce = iter(schedule), deque(), announce
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        window = self.window
-        while len(window) < LOOK_AHEAD and not (window and isinstance(window[-1], _cp.EndForward)):
-            a = next(self.actions, None)
-            if a is None:
-                break
-            window.append(a)
-        if not window:
-            raise StopIteration
-        a = window.popleft()
-        self.announce(window)
-        return a

@@ -1,9 +1,8 @@
 """The run of a schedule: the loop that turns each action into calls of
 the user's operators and of the storages' slots (:class:`_Run`)."""
 
-from collections import deque
-
-from adjoint_checkpoints import Copy, EndForward, EndReverse, Forward, Move, Reverse, StorageType, _native
+from adjoint_checkpoints import Copy, EndForward, EndReverse, Forward, Move, Reverse, StorageType
+from adjoint_checkpoints._prefetch import ReadAhead, reads_from_disk
 
 from ._errors import RevolverError
 from .storage import Storage, StorageError
@@ -66,7 +65,7 @@ class _Run:
         self.saves = 0
         self.loads = 0
         self.peak = {StorageType.RAM: 0, StorageType.DISK: 0}
-        self.window = deque()  # actions read ahead of the one carried out (_ahead)
+        self.reader = None  # the schedule read ahead (_ahead), once finalized
 
     # storages and slots
     def storage(self, level):
@@ -244,41 +243,32 @@ class _Run:
                 return
         raise AssertionError(f"internal error: the schedule ended before {end.__name__}")
 
-    #: Actions read ahead of the one carried out, to announce the restores
-    #: they will make (the Rust executor's count, which the planner prices).
-    LOOK_AHEAD = _native.LOOK_AHEAD
-
     def _ahead(self):
-        """The schedule's actions, read ``LOOK_AHEAD`` ahead: each one read
+        """The schedule's actions, read ``LOOK_AHEAD`` ahead
+        (:class:`adjoint_checkpoints._prefetch.ReadAhead`): each one read
         that restores from the disk level announces its snapshot to the
         storage (a background disk store starts reading it). An online
         schedule is read one action at a time (its next actions depend on
-        when the forward ends)."""
+        when the forward ends). One reader serves every call, so that the
+        actions it has read ahead carry over."""
         if not self.finalized:
-            yield from self.schedule
-            return
-        window = self.window
-        actions = iter(self.schedule)
-        while True:
-            while len(window) < self.LOOK_AHEAD:
-                a = next(actions, None)
-                if a is None:
-                    break
-                window.append(a)
-                self._announce(a)
-            if not window:
-                return
-            yield window.popleft()
+            return iter(self.schedule)
+        if self.reader is None:
+            self.reader = ReadAhead(self.schedule, entered=self._announce)
+        return self.reader
 
     def _announce(self, a):
-        if isinstance(a, (Copy, Move)) and a.from_storage == StorageType.DISK and a.to_storage != StorageType.NONE:
-            record = self.held[StorageType.DISK].get(a.n)
-            if record is not None:
-                for entry in [record["ics"], *record["deps"].values()]:
-                    if entry is not None:
-                        entry.storage.prefetch(entry.slot)
+        n = reads_from_disk(a)
+        record = None if n is None else self.held[StorageType.DISK].get(n)
+        if record is not None:
+            for entry in [record["ics"], *record["deps"].values()]:
+                if entry is not None:
+                    entry.storage.prefetch(entry.slot)
 
-    def release(self):
+    def release(self, settle=True):
+        """Frees every snapshot held; with ``settle``, then waits for the
+        storages' background work (the removals among it), so that nothing
+        of the run is left on disk when it returns."""
         for records in self.held.values():
             for record in records.values():
                 for entry in [record["ics"], *record["deps"].values()]:
@@ -289,3 +279,7 @@ class _Run:
             if owned:
                 self.free(entry)
         self.work_deps.clear()
+        if settle:
+            for storage in self.levels.values():
+                if isinstance(storage, Storage):
+                    storage.settle()

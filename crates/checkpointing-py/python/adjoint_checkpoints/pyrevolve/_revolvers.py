@@ -176,7 +176,7 @@ class BaseRevolver:
             self._state = "failed"
             if self._run is not None:
                 try:
-                    self._run.release()
+                    self._run.release(settle=False)
                 finally:
                     self._close_owned()
             raise

@@ -100,6 +100,11 @@ class Storage:
         """A hint that slot ``key`` will be loaded soon; storages that read
         in the background start now (this one does nothing)."""
 
+    def settle(self):
+        """Waits until what this storage does in the background (writes,
+        removals) is done, and raises the first error it met; nothing for a
+        storage that works in the caller's thread (this one)."""
+
     def remove(self, key):
         """Frees slot ``key`` (nothing if empty)."""
         if self._held.pop(key, None) is not None:
@@ -348,6 +353,12 @@ class ArrayStorage(Storage):
         nothing for the others): the run announces the restores ahead."""
         if key in self._held:
             self._store.prefetch(key)
+
+    def settle(self):
+        """Waits for the background writes and removals (a disk store
+        unless ``background=False``)."""
+        if self.background:
+            self._store.flush()
 
     def _remove(self, key):
         self._store.remove(key)
