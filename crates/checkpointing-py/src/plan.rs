@@ -385,7 +385,8 @@ impl PlannedSchedule {
 
 /// `_plan(max_n, state_bytes, ram, disk, forward_seconds, adjoint_seconds,
 /// disk_write_seconds, disk_read_seconds, disk_bandwidth,
-/// disk_latency_seconds, compression_ratio, disk_background)`: the work of
+/// disk_latency_seconds, compression_ratio, disk_background,
+/// disk_issue_seconds, disk_contention)`: the work of
 /// `adjoint_checkpoints.plan` (see its docstring), every argument given.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
@@ -403,6 +404,8 @@ pub(crate) fn _plan(
     disk_latency_seconds: f64,
     compression_ratio: f64,
     disk_background: bool,
+    disk_issue_seconds: Option<f64>,
+    disk_contention: Option<f64>,
 ) -> PyResult<Py<PlannedSchedule>> {
     let steps = match max_n {
         None => None,
@@ -459,6 +462,30 @@ pub(crate) fn _plan(
                     state_bytes.compressed(compression_ratio),
                 )
                 .map_err(plan_error)?;
+            if !disk_background && (disk_issue_seconds.is_some() || disk_contention.is_some()) {
+                return Err(plan_error(
+                    "disk_issue_seconds and disk_contention apply to a disk in the background \
+                     (disk_background=True): a blocking save costs its whole disk_write_seconds",
+                ));
+            }
+            let budget = match disk_issue_seconds {
+                Some(seconds) if !(seconds.is_finite() && seconds >= 0.0) => {
+                    return Err(plan_error(format!(
+                        "disk_issue_seconds must be a non-negative number of seconds, not {seconds}"
+                    )))
+                }
+                Some(seconds) => budget.with_issue_seconds(seconds),
+                None => budget,
+            };
+            let budget = match disk_contention {
+                Some(fraction) if !(0.0..=1.0).contains(&fraction) => {
+                    return Err(plan_error(format!(
+                        "disk_contention must be a fraction from 0 to 1, not {fraction}"
+                    )))
+                }
+                Some(fraction) => budget.with_contention(fraction),
+                None => budget,
+            };
             input = input.with_level(
                 StorageLevel::Disk,
                 background(budget, disk_background, state_bytes, compression_ratio),
@@ -469,6 +496,11 @@ pub(crate) fn _plan(
         }
         None if times.given() => return Err(plan_error("disk times given without disk")),
         None if disk_background => return Err(plan_error("disk_background=True without disk")),
+        None if disk_issue_seconds.is_some() || disk_contention.is_some() => {
+            return Err(plan_error(
+                "disk_issue_seconds or disk_contention given without disk",
+            ))
+        }
         None => {}
     }
     let input = input.with_compression_ratio(compression_ratio);

@@ -338,3 +338,44 @@ def test_a_plan_for_known_steps_stops_there():
         )
         assert reversed_steps == 5000
         assert max(int(a.split(", ")[1]) for a in out if a.startswith("Forward(")) == 5000
+
+
+def test_a_background_disk_prices_the_copy_and_the_contention_of_its_io():
+    """``disk_issue_seconds`` and ``disk_contention`` reach the plan input
+    and cost time: each write's copy, and the share of the I/O the steps
+    beside it lose (all of it on one core)."""
+    import json
+
+    def planned(**kwargs):
+        # 25 states of RAM: 9 staged for the disk, the rest for snapshots.
+        return adjoint_checkpoints.plan(
+            400, "8MB", "200MB", disk="8GB", forward_seconds=1e-3, disk_write_seconds=3e-3,
+            disk_background=True, **kwargs).plan
+
+    free = planned()
+    contended = planned(disk_issue_seconds=1e-3, disk_contention=1.0)
+    level = json.loads(contended.to_json())["input"]["levels"]["disk"]
+    assert level["issue_seconds"] == 1e-3 and level["contention"] == 1.0
+
+    def on_disk(plan):
+        # Async Disk-Revolve's spec carries the costs: the others are the
+        # same schedule in both plans.
+        candidates = [plan.best, *plan.alternatives]
+        return {c.spec: c.predicted_seconds for c in candidates
+                if c.peak_bytes["DISK"] > 0 and c.name != "async-disk-revolve"}
+
+    common = on_disk(free).keys() & on_disk(contended).keys()
+    assert common
+    assert all(on_disk(contended)[spec] > on_disk(free)[spec] for spec in common)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"disk_contention": 0.5}, "apply to a disk in the background"),
+    ({"disk_issue_seconds": 1e-3}, "apply to a disk in the background"),
+    ({"disk_background": True, "disk_contention": 1.5}, "a fraction from 0 to 1"),
+    ({"disk_background": True, "disk_issue_seconds": -1.0}, "non-negative number of seconds"),
+])
+def test_bad_background_costs_are_plan_errors(kwargs, message):
+    with pytest.raises(adjoint_checkpoints.PlanError, match=message):
+        adjoint_checkpoints.plan(400, "8MB", "80MB", disk="8GB", forward_seconds=1e-3, disk_write_seconds=3e-3,
+                                 **kwargs)

@@ -344,6 +344,8 @@ def _plan(
     disk_latency_seconds: float | None,
     compression_ratio: float | None,
     disk_background: bool,
+    disk_issue_seconds: float | None,
+    disk_contention: float | None,
 ) -> PlannedSchedule: ...
 def _parse_bytes(name: str, value: int | str) -> int: ...
 

@@ -34,6 +34,8 @@ def plan(
     disk_latency_seconds: float = 0.0,
     compression_ratio: float = 1.0,
     disk_background: bool = False,
+    disk_issue_seconds: Optional[float] = None,
+    disk_contention: Optional[float] = None,
 ) -> PlannedSchedule:
     """The recommended schedule for ``max_n`` steps of ``state_bytes``
     states within ``ram`` bytes of RAM (and ``disk`` bytes of disk): every
@@ -70,9 +72,11 @@ def plan(
       step. No step time is assumed: the pick between fewer recomputations
       and more disk traffic depends on it.
     - ``adjoint_seconds``: the time of one adjoint step. Every schedule runs
-      each adjoint step once, so it adds the same time to every candidate
-      and never changes the pick; without it, ``predicted_seconds`` counts
-      it as twice ``forward_seconds``.
+      each adjoint step once, so it adds the same time to every candidate;
+      it changes the pick only with ``disk_background``, where a disk read
+      hides behind the reversal before it (Async Disk-Revolve plans for
+      that). Without it, ``predicted_seconds`` counts it as twice
+      ``forward_seconds``.
     - With ``disk`` (required with it): the disk's measured time per
       snapshot, either ``disk_write_seconds`` (and ``disk_read_seconds``,
       by default the same), or ``disk_bandwidth`` (bytes per second, an
@@ -98,7 +102,16 @@ def plan(
       staged snapshots (up to 9: 5 writes in flight, 4 reads ahead) are
       reserved in ``ram`` for the schedules that use the disk (those that
       keep off it have the whole of ``ram``). Without it every disk write
-      and read blocks.
+      and read blocks. ``disk_write_seconds`` is then the time a write
+      takes in the background (from the save to its end on disk, e.g. a
+      save and ``ArrayStore.flush()``), and ``disk_issue_seconds`` what a
+      save costs the caller before it returns (copying the state into the
+      staging; 0 if not given): the computation pays it for every write.
+      ``disk_contention`` (0 if not given, up to 1) is the fraction of a
+      write's or read's time that the steps running beside it lose (the
+      I/O shares the cores and the memory bandwidth: near 1 where the steps
+      and the I/O share one core); measure it by timing steps while a save
+      is in flight, as ``pyrevolve.planned`` does.
 
     The predicted time is ``forward_seconds x forward steps +
     adjoint_seconds x adjoint steps + write seconds x disk writes + read
@@ -170,6 +183,8 @@ def plan(
         disk_latency_seconds,
         compression_ratio,
         disk_background,
+        disk_issue_seconds,
+        disk_contention,
     )
 
 

@@ -46,6 +46,17 @@ pub struct LevelBudget {
     /// it; 0 by default. Set it with [`LevelBudget::with_issue_seconds`].
     #[serde(skip_serializing_if = "is_zero")]
     pub issue_seconds: f64,
+    /// The fraction of a background write's or read's seconds that the
+    /// computation loses while it runs beside it (the I/O's copies,
+    /// checksums and system calls share the cores and the memory
+    /// bandwidth): 0, the default, where it runs on a core of its own; 1
+    /// where the computation and the I/O share one core. A background
+    /// write costs the computation `issue_seconds + contention ·
+    /// write_seconds`, a read `contention · read_seconds`, besides what
+    /// their lanes leave exposed. Measured by running steps beside a write
+    /// (the executor's probe). Set it with [`LevelBudget::with_contention`].
+    #[serde(skip_serializing_if = "is_zero")]
+    pub contention: f64,
 }
 
 /// A level whose writes and reads run on background lanes (the crate
@@ -80,7 +91,34 @@ impl LevelBudget {
             write_sd_seconds: 0.0,
             background: None,
             issue_seconds: 0.0,
+            contention: 0.0,
         }
+    }
+
+    /// This budget with `fraction` of its background I/O's seconds lost by
+    /// the computation (see [`LevelBudget::contention`]; clamped to
+    /// `0..=1`, a NaN taken as 0).
+    ///
+    /// ```
+    /// use checkpointing_schedule::plan::{BackgroundIo, Bytes, LevelBudget, PlanInput, Timeline};
+    /// use checkpointing_schedule::{Revolve, StorageLevel};
+    /// let lanes = BackgroundIo { writes_in_flight: 4, staged_snapshots: 4 };
+    /// let disk = LevelBudget::new(Bytes(1 << 20), 0.5, 0.5).in_background(lanes);
+    /// let mut input = PlanInput::new(Some(20), Bytes(8), Bytes(16)).with_read_look_ahead(8);
+    /// input.forward_seconds = 1.0;
+    /// let seconds = |disk| {
+    ///     let input = input.clone().with_level(StorageLevel::Ram, disk);
+    ///     Timeline::seconds(&input, Revolve::new(20, 3).unwrap())
+    /// };
+    /// assert!(seconds(disk.with_contention(1.0)) > seconds(disk));
+    /// ```
+    pub fn with_contention(mut self, fraction: f64) -> Self {
+        self.contention = if fraction.is_nan() {
+            0.0
+        } else {
+            fraction.clamp(0.0, 1.0)
+        };
+        self
     }
 
     /// This budget with `seconds` of the computation's own per write to a

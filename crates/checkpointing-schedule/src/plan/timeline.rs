@@ -20,7 +20,11 @@ use crate::levels::PerLevel;
 /// [`BackgroundIo`]):
 ///
 /// * a save costs the computation the level's
-///   [`issue_seconds`](super::LevelBudget::issue_seconds) (the copy), then,
+///   [`issue_seconds`](super::LevelBudget::issue_seconds) (the copy) and,
+///   after its wait for the queue below,
+///   [`contention`](super::LevelBudget::contention) `· w` (the write's
+///   share of the cores while it runs); a read costs it `contention · r`
+///   before it waits for the read's end; then,
 ///   issued at `t`, starts at `max(t, w_free)` and ends
 ///   `e = start + w` later (`w_free ← e`); when
 ///   [`writes_in_flight`](BackgroundIo::writes_in_flight) writes are
@@ -363,7 +367,12 @@ impl<'a> Timeline<'a> {
         lanes.write_free = end;
         lanes.in_flight.push_back(end);
         lanes.saved.insert(n, end);
-        self.t = t;
+        self.t = t + self.contention(level) * seconds;
+    }
+
+    /// The level's [`contention`](super::LevelBudget::contention).
+    fn contention(&self, level: StorageLevel) -> f64 {
+        self.input.levels[level].map_or(0.0, |b| b.contention)
     }
 
     fn read(&mut self, level: StorageLevel, n: Step) {
@@ -373,6 +382,7 @@ impl<'a> Timeline<'a> {
             return;
         }
         let t = self.t;
+        let slowed = t + self.contention(level) * seconds;
         let lanes = &mut self.lanes[level];
         let ready = match lanes.read_ahead.get_mut(&n).and_then(VecDeque::pop_front) {
             Some(end) => end,
@@ -383,7 +393,7 @@ impl<'a> Timeline<'a> {
                 end
             }
         };
-        self.t = t.max(ready);
+        self.t = slowed.max(ready);
     }
 }
 

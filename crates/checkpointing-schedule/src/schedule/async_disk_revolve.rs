@@ -9,7 +9,8 @@ use super::op_sequence::{
 };
 use super::revolve::{checked, Splits};
 use super::{
-    check_table_cells, table_cells, CandidateBudget, Costs, Schedule, ScheduleError, ScheduleParams,
+    check_cost, check_table_cells, table_cells, CandidateBudget, Costs, Schedule, ScheduleError,
+    ScheduleParams,
 };
 use crate::action::Step;
 use crate::replay::Replay;
@@ -32,22 +33,26 @@ use crate::StorageLevel;
 /// reads its checkpoint and is reversed by Revolve (`j − 1` steps, as
 /// Disk-Revolve counts them). With `R(l)` Revolve's cost of `l` steps (the
 /// reference's `opt_0(l, cm)`, forward and adjoint steps at `uf` and
-/// `ub`), one write in flight and one snapshot staged for reading:
+/// `ub`), one write in flight, one snapshot staged for reading, and the
+/// [`OverlapCosts`] `c` (the copy of a save) and `κ` (the fraction of an
+/// access's time the computation loses to it while it runs):
 ///
-/// * a write waits for the previous one: exposed `E(j) = max(0, wd − j·uf)`
-///   when issued `j` forward steps after it;
+/// * a write costs the computation `P = c + κ·wd`, and waits for the
+///   previous one, issued `j` forward steps before: `E(j) = P + max(0,
+///   (1 − κ)·wd − j·uf)`;
 /// * the read of a segment's checkpoint is fetched during the reversal
 ///   that precedes it (the tail's, or the segment to its right's), which it
-///   lengthens to `max(R(·), rd)`.
+///   slows by `κ·rd` and lengthens to at least `rd`: `H(r) = max(r + κ·rd,
+///   rd)` for a reversal of cost `r`.
 ///
 /// The cost of a chain part of `l` steps whose reversal also hides the read
 /// of the checkpoint left of it, when it splits (`S`) or not (`U`):
 ///
 /// ```text
-/// U(l) = max(R(l), rd)
-/// S(l) = min_{1≤j<l} j·uf + max(R(j − 1), rd) + F(l − j, j)    (S(0) = S(1) = ∞)
+/// U(l) = H(R(l))
+/// S(l) = min_{1≤j<l} j·uf + H(R(j − 1)) + F(l − j, j)    (S(0) = S(1) = ∞)
 /// F(l, j) = min(U(l), E(j) + S(l))     the part right of a segment of j steps
-/// T(l) = min(R(l), min_{1≤j<l} j·uf + R(j − 1) + F(l − j, j))  the whole chain
+/// T(l) = min(R(l), min_{1≤j<l} P + j·uf + R(j − 1) + F(l − j, j))  the whole chain
 /// ```
 ///
 /// `T(max_n − 1)` is [`modelled_cost`](Self::modelled_cost). Tables:
@@ -91,6 +96,7 @@ pub(crate) struct AsyncDiskRevolveProgram {
     wd: f64,
     rd: f64,
     splits: Splits,
+    overlap: OverlapCosts,
     /// `S(l)`, and the `j` that attains it.
     split_cost: Vec<f64>,
     split_at: Vec<Step>,
@@ -108,7 +114,34 @@ impl AsyncDiskRevolve {
     /// without a RAM snapshot, [`ScheduleError::InvalidCost`],
     /// [`ScheduleError::TooLarge`].
     pub fn new(max_n: Step, snapshots_in_ram: u64, costs: Costs) -> Result<Self, ScheduleError> {
+        Self::with_overlap(max_n, snapshots_in_ram, costs, OverlapCosts::default())
+    }
+
+    /// As [`new`](Self::new), with what each disk access costs the
+    /// computation besides the waits: the copy of a save and the
+    /// contention while one runs ([`OverlapCosts`]).
+    ///
+    /// ```
+    /// use checkpointing_schedule::schedule::{AsyncDiskRevolve, Costs, OverlapCosts};
+    /// let costs = Costs { uf: 1.0, ub: 1.0, wd: 8.0, rd: 8.0 };
+    /// let free = AsyncDiskRevolve::new(200, 2, costs).unwrap();
+    /// // One core for the steps and the I/O: every access costs in full.
+    /// let shared = OverlapCosts { issue: 0.0, contention: 1.0 };
+    /// let contended = AsyncDiskRevolve::with_overlap(200, 2, costs, shared).unwrap();
+    /// assert!(contended.modelled_cost() > free.modelled_cost());
+    /// ```
+    ///
+    /// Errors: as [`new`](Self::new), and [`ScheduleError::InvalidCost`]
+    /// for an `issue` that is not a non-negative number or a `contention`
+    /// outside `0..=1`.
+    pub fn with_overlap(
+        max_n: Step,
+        snapshots_in_ram: u64,
+        costs: Costs,
+        overlap: OverlapCosts,
+    ) -> Result<Self, ScheduleError> {
         let (cursor, costs) = checked("AsyncDiskRevolve", max_n, snapshots_in_ram, costs)?;
+        let overlap = overlap.checked()?;
         let Costs { uf, ub, wd, rd } = costs;
         let (l, cm) = (max_n - 1, snapshots_in_ram);
         check_table_cells("Async Disk-Revolve cost table", l, cm)?;
@@ -120,6 +153,7 @@ impl AsyncDiskRevolve {
             wd,
             rd,
             splits,
+            overlap,
             split_cost: Vec::new(),
             split_at: Vec::new(),
             first: None,
@@ -141,14 +175,25 @@ impl AsyncDiskRevolveProgram {
         self.splits.values().expect("a table")[self.cm as usize][l as usize]
     }
 
+    /// `P`: what a write costs the computation.
+    fn paid_write(&self) -> f64 {
+        self.overlap.issue + self.overlap.contention * self.wd
+    }
+
     /// `E(j)`.
     fn exposed_write(&self, j: Step) -> f64 {
-        (self.wd - j as f64 * self.uf).max(0.0)
+        let lane = (1.0 - self.overlap.contention) * self.wd;
+        self.paid_write() + (lane - j as f64 * self.uf).max(0.0)
+    }
+
+    /// `H(r)`: a reversal of cost `r` with a read fetched beside it.
+    fn hiding_read(&self, r: f64) -> f64 {
+        (r + self.overlap.contention * self.rd).max(self.rd)
     }
 
     /// `U(l)`.
     fn unsplit(&self, l: Step) -> f64 {
-        self.revolve_cost(l).max(self.rd)
+        self.hiding_read(self.revolve_cost(l))
     }
 
     /// Whether the part of `l` steps right of a segment of `j` splits:
@@ -180,14 +225,17 @@ impl AsyncDiskRevolveProgram {
         for ll in 2..=self.l {
             let (at, best) = Self::best_segment(ll, |j| {
                 j as f64 * self.uf
-                    + self.revolve_cost(j - 1).max(self.rd)
+                    + self.hiding_read(self.revolve_cost(j - 1))
                     + self.follow(ll - j, j).1
             });
             self.split_cost[ll as usize] = best;
             self.split_at[ll as usize] = at;
         }
         let (at, best) = Self::best_segment(self.l, |j| {
-            j as f64 * self.uf + self.revolve_cost(j - 1) + self.follow(self.l - j, j).1
+            self.paid_write()
+                + j as f64 * self.uf
+                + self.revolve_cost(j - 1)
+                + self.follow(self.l - j, j).1
         });
         let revolve = self.revolve_cost(self.l);
         (self.first, self.cost) = if self.l >= 2 && best < revolve {
@@ -268,8 +316,68 @@ pub struct AsyncDiskRevolveParams {
     #[serde(flatten)]
     #[cfg_attr(feature = "clap", command(flatten))]
     pub costs: Costs,
+    /// What a disk access costs the computation besides the waits.
+    #[serde(flatten)]
+    #[cfg_attr(feature = "clap", command(flatten))]
+    pub overlap: OverlapCosts,
 }
 
-disk_variant_params!(AsyncDiskRevolveParams, AsyncDiskRevolve, |p| Some(
-    table_cells(p.max_n.saturating_sub(1), p.snapshots_in_ram)
-));
+/// What a background disk access costs the computation of
+/// [`AsyncDiskRevolve`] besides its waits, in the unit of the
+/// [`Costs`]: the planner's measured
+/// [`issue_seconds`](crate::plan::LevelBudget::issue_seconds) and
+/// [`contention`](crate::plan::LevelBudget::contention). JSON fields
+/// `issue` and `contention`, 0 when absent.
+///
+/// ```
+/// use checkpointing_schedule::schedule::OverlapCosts;
+/// assert_eq!(OverlapCosts::default(), OverlapCosts { issue: 0.0, contention: 0.0 });
+/// assert!(OverlapCosts { issue: 0.0, contention: 1.5 }.checked().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct OverlapCosts {
+    /// Cost to the computation of handing a snapshot to the disk (its
+    /// copy), per write.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0.0))]
+    pub issue: f64,
+    /// Fraction of a disk write's or read's time the computation loses
+    /// while it runs (0: a core of its own; 1: one core for both).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0.0))]
+    pub contention: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
+impl OverlapCosts {
+    /// These costs, or [`ScheduleError::InvalidCost`] for an `issue` that
+    /// is not a finite non-negative number or a `contention` outside
+    /// `0..=1`.
+    pub fn checked(self) -> Result<Self, ScheduleError> {
+        check_cost("issue", self.issue)?;
+        if !(0.0..=1.0).contains(&self.contention) {
+            return Err(ScheduleError::InvalidCost {
+                name: "contention",
+                value: self.contention,
+            });
+        }
+        Ok(self)
+    }
+}
+
+disk_variant_params!(
+    AsyncDiskRevolveParams,
+    AsyncDiskRevolve,
+    |p| Some(table_cells(p.max_n.saturating_sub(1), p.snapshots_in_ram)),
+    { overlap: OverlapCosts::default() },
+    |p: &AsyncDiskRevolveParams| AsyncDiskRevolve::with_overlap(
+        p.max_n,
+        p.snapshots_in_ram,
+        p.costs,
+        p.overlap
+    )
+);

@@ -412,6 +412,13 @@ pub struct PeriodicDiskRevolveParams {
 /// configuration.
 macro_rules! disk_variant_params {
     ($params:ty, $schedule:ident, $table_cells:expr) => {
+        disk_variant_params!($params, $schedule, $table_cells, {}, |p: &$params| {
+            $schedule::new(p.max_n, p.snapshots_in_ram, p.costs)
+        });
+    };
+    // `fields`: the parameters' fields besides the three, with their
+    // values in the example and the candidates; `build`: the schedule.
+    ($params:ty, $schedule:ident, $table_cells:expr, { $($field:ident: $value:expr),* }, $build:expr) => {
         impl ScheduleParams for $params {
             const SNAPSHOT_FIELDS: &'static [(StorageLevel, &'static str)] =
                 &[(StorageLevel::Ram, "snapshots_in_ram")];
@@ -423,6 +430,7 @@ macro_rules! disk_variant_params {
                     max_n: 20,
                     snapshots_in_ram: 2,
                     costs: Costs::REFERENCE,
+                    $($field: $value),*
                 }
             }
 
@@ -431,11 +439,8 @@ macro_rules! disk_variant_params {
             }
 
             fn build(&self) -> Result<Box<dyn Schedule + Send>, ScheduleError> {
-                Ok(Box::new($schedule::new(
-                    self.max_n,
-                    self.snapshots_in_ram,
-                    self.costs,
-                )?))
+                let build: fn(&Self) -> Result<$schedule, ScheduleError> = $build;
+                Ok(Box::new(build(self)?))
             }
 
             fn replay(&self) -> Replay {
@@ -457,6 +462,7 @@ macro_rules! disk_variant_params {
                     max_n: budget.max_n,
                     snapshots_in_ram: budget.snapshots[StorageLevel::Ram],
                     costs: budget.costs,
+                    $($field: $value),*
                 }]
             }
         }

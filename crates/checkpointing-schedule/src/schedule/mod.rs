@@ -59,7 +59,7 @@ mod revolve_controller;
 mod spec;
 mod two_level;
 
-pub use async_disk_revolve::{AsyncDiskRevolve, AsyncDiskRevolveParams};
+pub use async_disk_revolve::{AsyncDiskRevolve, AsyncDiskRevolveParams, OverlapCosts};
 pub use basic::{
     NoneParams, NoneSchedule, SingleDisk, SingleDiskParams, SingleMemory, SingleMemoryParams,
 };

@@ -95,19 +95,44 @@ pub struct LevelMeasurement {
     /// of the rounds. A background level costs the computation this per
     /// write ([`LevelBudget::issue_seconds`]).
     pub issue_seconds: f64,
+    /// For a background store, the fraction of a write's or read's
+    /// seconds that the computation loses while it runs
+    /// ([`LevelBudget::contention`]): a save, enough forward steps to
+    /// outlast the write, and a flush, timed together; then a read
+    /// announced, enough steps to outlast it, and the read taken, timed
+    /// together ([`CONTENTION_ROUNDS`] rounds, the median kept); what they
+    /// took beyond the save's issue and the steps alone, over
+    /// [`lane_write_seconds`](Self::lane_write_seconds) plus
+    /// [`read_seconds`](Self::read_seconds), clamped to `0..=1`. Near 0
+    /// where the I/O runs on a core of its own, near 1 where it shares the
+    /// steps' core (I/O the scheduler runs only once the steps wait counts
+    /// in full, as in a run). 0 for a blocking store.
+    pub contention: f64,
 }
 
 impl LevelMeasurement {
     /// The planner's budget for this level with `capacity` bytes: its
     /// times, their spread, and its lanes if it writes in the background.
     fn budget(&self, capacity: Bytes) -> LevelBudget {
-        let budget = LevelBudget::new(capacity, self.write_seconds, self.read_seconds())
+        let budget = LevelBudget::new(capacity, self.lane_write_seconds(), self.read_seconds())
             .with_write_sd(self.write_sd_seconds);
         match self.background {
             Some(lanes) => budget
                 .in_background(lanes)
-                .with_issue_seconds(self.issue_seconds),
+                .with_issue_seconds(self.issue_seconds)
+                .with_contention(self.contention),
             None => budget,
+        }
+    }
+
+    /// The write time given to the planner: for a background store, the
+    /// write lane's, from the save's return (`write_seconds −
+    /// issue_seconds`: the planner adds the issue to the computation);
+    /// for a blocking one, `write_seconds`.
+    pub fn lane_write_seconds(&self) -> f64 {
+        match self.background {
+            Some(_) => (self.write_seconds - self.issue_seconds).max(0.0),
+            None => self.write_seconds,
         }
     }
 
@@ -408,7 +433,83 @@ fn probe_store<S: Clone + Footprint>(
         move_read_seconds: mean(&moves),
         snapshot_bytes,
         traffic,
+        contention: 0.0,
     })
+}
+
+/// Rounds of [`contention`]'s measurement.
+pub const CONTENTION_ROUNDS: usize = 3;
+
+/// Most forward steps one round of [`contention`] runs beside a write or
+/// a read.
+const CONTENTION_MOST_STEPS: u64 = 64;
+
+/// [`LevelMeasurement::contention`] of a background `store`: per round, a
+/// save of `state`, enough forward steps of `problem` to outlast the
+/// write's lane (`write_seconds` alone), and a flush, timed together; then
+/// the snapshot announced ([`SnapshotStore::prefetch`]), enough steps to
+/// outlast its read (`read_seconds` alone), and its take, timed together.
+/// What both took beyond the save's `issue_seconds` and the steps'
+/// `forward_seconds` alone, over `write_seconds + read_seconds`; the median
+/// of [`CONTENTION_ROUNDS`] rounds.
+fn contention<P>(
+    level: StorageLevel,
+    store: &mut dyn SnapshotStore<Checkpoint<P::State>>,
+    problem: &P,
+    state: &P::State,
+    issue_seconds: f64,
+    forward_seconds: f64,
+    (write_seconds, read_seconds): (f64, f64),
+) -> Result<f64, ExecutorError>
+where
+    P: Problem + Clone,
+    P::State: Clone,
+{
+    let io_seconds = write_seconds + read_seconds;
+    if !(io_seconds > 0.0 && forward_seconds > 0.0) {
+        return Ok(0.0);
+    }
+    let storage = |source| ExecutorError::Storage { level, source };
+    let steps_beside =
+        |seconds: f64| ((seconds / forward_seconds).ceil() as u64).clamp(1, CONTENTION_MOST_STEPS);
+    // `steps` forward steps from `state` on a clone of the problem.
+    let run = |steps: u64| -> Result<(), ExecutorError> {
+        let (mut probe, mut x) = (problem.clone(), state.clone());
+        for i in 0..steps {
+            probe
+                .forward(i, &mut x)
+                .map_err(|source| ExecutorError::User {
+                    phase: "forward",
+                    step: i,
+                    source,
+                })?;
+        }
+        Ok(())
+    };
+    let mut lost = Vec::with_capacity(CONTENTION_ROUNDS);
+    for _ in 0..CONTENTION_ROUNDS {
+        let snapshot = Checkpoint {
+            ics: Some(state.clone()),
+            deps: Vec::new(),
+        };
+        let (writing, reading) = (steps_beside(write_seconds), steps_beside(read_seconds));
+        let start = Instant::now();
+        store.save(PROBE_STEP, snapshot).map_err(storage)?;
+        run(writing)?;
+        store.flush().map_err(storage)?;
+        let written = start.elapsed().as_secs_f64();
+        let start = Instant::now();
+        store.prefetch(PROBE_STEP);
+        run(reading)?;
+        let taken = store.take(PROBE_STEP).map_err(storage);
+        let read = start.elapsed().as_secs_f64();
+        drop(taken?);
+        store.flush().map_err(storage)?;
+        let alone = issue_seconds + (writing + reading) as f64 * forward_seconds;
+        lost.push(((written + read - alone) / io_seconds).clamp(0.0, 1.0));
+    }
+    lost.sort_by(f64::total_cmp);
+    Ok(lost[lost.len() / 2])
 }
 
 impl<'p, S> Executor<'p, S>
@@ -448,6 +549,11 @@ where
     ///   reads and bytes from them (the probe's own are in
     ///   [`LevelMeasurement::traffic`]), but a store's peaks may include the
     ///   probe's one snapshot.
+    /// * For a store that works in the background, it then times forward
+    ///   steps on clones of the problem, from the probe's last state,
+    ///   while a save of that state and then a read announced ahead are in
+    ///   flight: [`CONTENTION_ROUNDS`] rounds of enough steps to outlast
+    ///   each (at most 64), for [`LevelMeasurement::contention`].
     ///
     ///
     /// Errors: the problem's or the stores' errors, and
@@ -533,14 +639,26 @@ where
                 .fold(f64::INFINITY, f64::min)
         };
 
+        let forward_seconds = least(|t| &t.forwards);
         let mut levels = PerLevel::default();
         for level in StorageLevel::STORED {
             if budget.bytes(level).is_none() {
                 continue;
             }
             let store = self.level_store(level).expect("checked above");
-            let measured = probe_store(store, &state)
+            let mut measured = probe_store(store, &state)
                 .map_err(|source| ExecutorError::Storage { level, source })?;
+            if measured.background.is_some() {
+                measured.contention = contention(
+                    level,
+                    store,
+                    problem,
+                    &state,
+                    measured.issue_seconds,
+                    forward_seconds,
+                    (measured.lane_write_seconds(), measured.read_seconds()),
+                )?;
+            }
             levels[level] = Some(LevelMeasurement {
                 snapshot_bytes: match measured.snapshot_bytes {
                     0 => (std::mem::size_of::<Checkpoint<S>>() + footprint) as u64,
@@ -551,7 +669,7 @@ where
         }
         Ok(Measurements {
             steps: taken,
-            forward_seconds: least(|t| &t.forwards),
+            forward_seconds,
             adjoint_seconds: least(|t| &t.adjoints),
             copy_seconds: least(|t| &t.copies),
             fresh_copy_seconds: least(|t| &t.fresh_copies),

@@ -26,7 +26,7 @@ mod window;
 pub(crate) use journal::{decode_journal_file, seal_journal};
 pub use journal::{Journal, JournalError, ResumableProblem};
 pub use measure::{
-    LevelMeasurement, Measurements, MAX_STORE_ROUNDS, PROBE_ROUNDS, PROBE_STEP,
+    LevelMeasurement, Measurements, CONTENTION_ROUNDS, MAX_STORE_ROUNDS, PROBE_ROUNDS, PROBE_STEP,
     STORE_PROBE_SECONDS, STORE_ROUNDS, WRITE_SPREAD_FRACTION,
 };
 pub use outcome::{ExecutionStats, ExecutorError, Outcome, Progress};

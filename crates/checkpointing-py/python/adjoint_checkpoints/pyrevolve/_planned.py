@@ -12,7 +12,15 @@ A Revolver given it (``schedule=``, :func:`set_default_schedule` or
   the others is the step's time;
 - with ``disk``: a real write and read of that state through the disk
   level the Revolver will use (same store, codec and directory), the
-  median of ``repeats`` of each, codec included;
+  median of ``repeats`` of each, codec included; in the background, the
+  write from the save until the storage has settled it
+  (:meth:`~adjoint_checkpoints.pyrevolve.storage.Storage.settle`), and
+  apart what the save costs the caller before it returns (the state's copy
+  into the staging: the planner's ``disk_issue_seconds``), and the forward
+  step run again beside a save (enough runs to outlast the write, timed
+  with the save and the storage's settling, ``repeats`` rounds): the
+  fraction of the write's time the steps lose is the planner's
+  ``disk_contention`` (near 1 where the steps and the I/O share one core);
 
 then calls :func:`adjoint_checkpoints.plan` with those times and uses the
 pick. The disk storage writes in the background, staging up to 9
@@ -85,8 +93,7 @@ class Planned:
         picks = []
         error: Optional[adjoint_checkpoints.PlanError] = None
         for background in (True, False):
-            write, read = _disk_seconds(revolver, state, self.repeats, background)
-            times = {"disk_write_seconds": write, "disk_read_seconds": read}
+            times = _disk_seconds(revolver, state, self.repeats, background, measured["forward_seconds"])
             try:
                 schedule = self._plan(revolver, measured, disk_background=background, **times)
             except adjoint_checkpoints.PlanError as e:
@@ -191,10 +198,16 @@ def _forward_seconds(revolver: BaseRevolver, state: list[np.ndarray], repeats: i
 
 
 def _disk_seconds(revolver: BaseRevolver, state: list[np.ndarray], repeats: int,
-                  background: bool = True) -> tuple[float, float]:
+                  background: bool, forward_seconds: float) -> dict[str, float]:
     """The median times of saving ``state`` to, and loading it from, a
     storage like the Revolver's disk level (same store, codec and
-    directory; writing in the background or not), ``repeats`` of each."""
+    directory; writing in the background or not), ``repeats`` of each, as
+    :func:`adjoint_checkpoints.plan`'s keywords: the write until it is
+    settled on disk (in the background, from the save's return), the read
+    of a settled snapshot and, in the background, the save's own return
+    (``disk_issue_seconds``) and the share of a
+    write's time that forward steps of ``forward_seconds`` run beside it
+    lose (``disk_contention``)."""
     from ._revolvers import _disk_storage
 
     level = getattr(revolver, "_disk_spec", None)
@@ -202,16 +215,64 @@ def _disk_seconds(revolver: BaseRevolver, state: list[np.ndarray], repeats: int,
     storage = _disk_storage(revolver.checkpoint, 1, getattr(revolver, "compression_params", None), Profiler(),
                             None if filedir == "./" else filedir, level, background=background)
     scratch = [np.empty_like(a) for a in state]
-    writes, reads = [], []
+    issues, writes, reads = [], [], []
     try:
         for _ in range(repeats):
             start = time.perf_counter()
             storage.save(0, state)
-            writes.append(time.perf_counter() - start)
+            issued = time.perf_counter()
+            storage.settle()
+            # In the background, the write lane's time runs from the hand-over.
+            issues.append(issued - start)
+            writes.append(time.perf_counter() - (issued if background else start))
             start = time.perf_counter()
             storage.load(0, scratch)
             reads.append(time.perf_counter() - start)
             storage.remove(0)
+            storage.settle()
+        write = statistics.median(writes)
+        times = {"disk_write_seconds": write, "disk_read_seconds": statistics.median(reads)}
+        if background:
+            times["disk_issue_seconds"] = statistics.median(issues)
+            times["disk_contention"] = _contention(
+                revolver, state, storage, repeats, times["disk_issue_seconds"], forward_seconds, write)
     finally:
         storage.close()
-    return statistics.median(writes), statistics.median(reads)
+    return times
+
+
+#: Most forward steps one round of :func:`_contention` runs beside a write.
+CONTENTION_MOST_STEPS = 64
+
+
+def _contention(revolver: BaseRevolver, state: list[np.ndarray], storage: Any, repeats: int,
+                issue_seconds: float, forward_seconds: float, write_seconds: float) -> float:
+    """The fraction of a background write's ``write_seconds`` that the
+    computation loses while it runs: a save of ``state`` to ``storage``,
+    ``fwd_operator.apply(t_start=0, t_end=1)`` from ``state`` enough times
+    to outlast the write (at most :data:`CONTENTION_MOST_STEPS`), and the
+    storage's settling, timed together (the state's restores between runs
+    left out), less the save's ``issue_seconds`` and the runs'
+    ``forward_seconds`` alone; clamped to 0..1, the median of ``repeats``
+    rounds. A write that the scheduler runs only once the steps wait
+    counts in full, as it would in a run."""
+    if not (write_seconds > 0 and forward_seconds > 0):
+        return 0.0
+    runs = min(max(1, int(np.ceil(write_seconds / forward_seconds))), CONTENTION_MOST_STEPS)
+    lost = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        storage.save(0, state)
+        restoring = 0.0
+        for _ in range(runs):
+            revolver.fwd_operator.apply(t_start=0, t_end=1)
+            restored = time.perf_counter()
+            _restore(revolver, state)
+            restoring += time.perf_counter() - restored
+        storage.settle()
+        seconds = time.perf_counter() - start - restoring
+        storage.remove(0)
+        storage.settle()
+        alone = issue_seconds + runs * forward_seconds
+        lost.append(min(1.0, max(0.0, (seconds - alone) / write_seconds)))
+    return statistics.median(lost)

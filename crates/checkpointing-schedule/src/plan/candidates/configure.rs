@@ -9,7 +9,7 @@ use crate::action::StorageLevel;
 use crate::levels::PerLevel;
 use crate::schedule::{
     CandidateBudget, Costs, HeterogeneousRevolveParams, HierarchicalRevolveParams, LevelSpec,
-    PerStep, ScheduleSpec, StepCosts, Trajectory, TABLE_CELL_LIMIT,
+    OverlapCosts, PerStep, ScheduleSpec, StepCosts, Trajectory, TABLE_CELL_LIMIT,
 };
 
 /// Nonzero snapshot counts tried per level (the budget and its halvings).
@@ -112,7 +112,7 @@ pub(in crate::plan) fn configurations(
                 costs,
             };
             for spec in ScheduleSpec::candidates(&budget) {
-                let spec = with_adjoint_ratio(spec, input);
+                let spec = priced_for_the_disk(spec, input);
                 let revolve_variant = match &spec {
                     ScheduleSpec::TwoLevel(p) => {
                         let mut p = p.clone();
@@ -139,20 +139,36 @@ pub(in crate::plan) fn configurations(
     found
 }
 
-/// Async Disk-Revolve with the cost of a taped step and its adjoint (the
-/// reference's `ub`, a forward and an adjoint step) relative to a forward
-/// step: its reads hide behind reversals, whose length those steps set
-/// (the other families keep the reference's `ub = 1`, which changes none
-/// of their choices between schedules with one adjoint per step).
-fn with_adjoint_ratio(spec: ScheduleSpec, input: &PlanInput) -> ScheduleSpec {
+/// Async Disk-Revolve priced as the disk level runs: the cost of a taped
+/// step and its adjoint (the reference's `ub`, a forward and an adjoint
+/// step) relative to a forward step, as its reads hide behind reversals
+/// whose length those steps set (the other families keep the reference's
+/// `ub = 1`, which changes none of their choices between schedules with
+/// one adjoint per step); and what each disk access costs the computation:
+/// a background level's copy and measured contention, or all of it on a
+/// blocking level (`contention = 1`).
+fn priced_for_the_disk(spec: ScheduleSpec, input: &PlanInput) -> ScheduleSpec {
+    let ScheduleSpec::AsyncDiskRevolve(mut params) = spec else {
+        return spec;
+    };
     let ratio = 1.0 + input.adjoint_seconds / input.forward_seconds;
-    match spec {
-        ScheduleSpec::AsyncDiskRevolve(mut params) if ratio.is_finite() && ratio >= 0.0 => {
-            params.costs.ub = ratio;
-            ScheduleSpec::AsyncDiskRevolve(params)
-        }
-        other => other,
+    if ratio.is_finite() {
+        params.costs.ub = ratio;
     }
+    params.overlap = match input.levels[StorageLevel::Disk] {
+        Some(disk) if disk.background.is_some() => OverlapCosts {
+            issue: disk.issue_seconds / input.forward_seconds,
+            contention: disk.contention,
+        },
+        _ => OverlapCosts {
+            issue: 0.0,
+            contention: 1.0,
+        },
+    };
+    if params.overlap.checked().is_err() {
+        params.overlap = OverlapCosts::default();
+    }
+    ScheduleSpec::AsyncDiskRevolve(params)
 }
 
 /// What identifies a table-based configuration up to its RAM snapshot
