@@ -5,8 +5,10 @@
 //! (`DiskStore` on the computing thread), background writes (`AsyncStore`,
 //! reads when needed), background writes and reads announced ahead
 //! (`AsyncStore` with the executor's prefetch), and the planner's pick run
-//! as the demo runs it (background). Every gradient is checked bitwise
-//! against store-all's.
+//! as the demo runs it (background); and Disk-Revolve (optimal for a
+//! blocking disk) against Async Disk-Revolve (optimal for a background
+//! one), both in the background with prefetch. Every gradient is checked
+//! bitwise against store-all's.
 //!
 //! Columns: time as a ratio to store-all's in RAM (measured in the same
 //! run), the planner's predicted time for the row's disk mode (its
@@ -225,12 +227,13 @@ fn main() {
         state_bytes as f64 / (1 << 20) as f64
     );
     println!(
-        "measured: forward {:.2} ms, adjoint {:.2} ms a step; disk write {:.2} ms ({:.0} MB/s, {:.2} ms of it the caller's), read {:.2} ms ({:.0} MB/s) a state\n",
+        "measured: forward {:.2} ms, adjoint {:.2} ms a step; disk write {:.2} ms ({:.0} MB/s, {:.2} ms of it the caller's, {:.0}% of it lost by steps run beside it), read {:.2} ms ({:.0} MB/s) a state\n",
         m.forward_seconds * 1e3,
         m.adjoint_seconds * 1e3,
         disk.write_seconds * 1e3,
         disk.snapshot_bytes as f64 / disk.write_seconds / 1e6,
         disk.issue_seconds * 1e3,
+        disk.contention * 100.0,
         disk.copy_read_seconds * 1e3,
         disk.snapshot_bytes as f64 / disk.copy_read_seconds / 1e6,
     );
@@ -278,6 +281,24 @@ fn main() {
                 Some(disk),
                 Some(predicted(&m, &budget, &with_disk.spec, disk)),
             ));
+        }
+        // Disk-Revolve, optimal for a blocking disk, against Async
+        // Disk-Revolve, optimal for a background one: both in the
+        // background, with prefetch.
+        for family in ["disk-revolve", "async-disk-revolve"] {
+            let costed = std::iter::once(&plan.best)
+                .chain(&plan.alternatives)
+                .find(|c| c.spec.name() == family);
+            if let Some(c) = costed {
+                let disk = Disk::BackgroundPrefetch(capacity);
+                rows.push((
+                    memory.clone(),
+                    format!("{family}, background"),
+                    c.spec.clone(),
+                    Some(disk),
+                    Some(predicted(&m, &budget, &c.spec, disk)),
+                ));
+            }
         }
         rows.push((
             memory,

@@ -27,8 +27,10 @@ checkpointing=True)``, which builds pyrevolve's ``Revolver`` with
 Printed per variant: forward operator steps (counted by wrapping Devito's
 ``CheckpointOperator.apply``), wall time of the gradient, the plan's
 predicted time (planned variants; the reverse operator cannot be timed
-before the forward has run, so the plan prices its step at twice the
-forward's), peak RSS of the process, bytes written to disk
+before the forward has run, so the plan is given the reverse operator's
+time per step measured in the ``pyrevolve`` variant's run, which runs
+first: ``planned(..., adjoint_seconds=...)``), peak RSS of the process,
+bytes written to disk
 (after compression), the planned schedule and whether its disk writes in
 the background or blocking, and whether the gradient is bitwise equal to
 pyrevolve's.
@@ -74,7 +76,7 @@ def _sdist(folder):
     return os.path.join(folder, "devito-4.8.23")
 
 
-def variant(name, root, size, tn, disk, dim, out):
+def variant(name, root, size, tn, disk, dim, out, adjoint_seconds=None):
     """One variant, in this process; writes its figures and gradient."""
     import adjoint_checkpoints
 
@@ -105,7 +107,7 @@ def variant(name, root, size, tn, disk, dim, out):
                                   schedule=schedule.plan.best.name)
                     return schedule
 
-            schedule = AtPyrevolvesRam(1, disk)
+            schedule = AtPyrevolvesRam(1, disk, adjoint_seconds=adjoint_seconds)
 
         make_disk = _revolvers._disk_storage
 
@@ -122,19 +124,24 @@ def variant(name, root, size, tn, disk, dim, out):
 
     from examples.seismic.acoustic.acoustic_example import acoustic_setup
 
-    steps = {"forward": 0}
+    steps = {"forward": 0, "reverse": 0, "reverse_seconds": 0.0}
     apply = CheckpointOperator.apply
 
     def counted(self, t_start, t_end):
         if self.op.name == "Forward":
             steps["forward"] += t_end - t_start
-        return apply(self, t_start, t_end)
+            return apply(self, t_start, t_end)
+        start = time.perf_counter()
+        result = apply(self, t_start, t_end)
+        steps["reverse_seconds"] += time.perf_counter() - start
+        steps["reverse"] += t_end - t_start
+        return result
 
     CheckpointOperator.apply = counted
     solver = acoustic_setup(shape=(size,) * dim, spacing=(10.0,) * dim, tn=tn, space_order=4, nbl=20)
     solver.forward(save=False)  # compiles
     rec, u, _ = solver.forward(save=False)
-    steps["forward"] = 0
+    steps.update(forward=0, reverse=0, reverse_seconds=0.0)
     start = time.perf_counter()
     grad, _ = solver.jacobian_adjoint(rec, u, checkpointing=True)
     seconds = time.perf_counter() - start
@@ -144,6 +151,7 @@ def variant(name, root, size, tn, disk, dim, out):
             "variant": name, "nt": int(rec.data.shape[0]), "forward_steps": steps["forward"],
             "seconds": seconds, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "disk_bytes": sum(s.stats["bytes_written"] for s in disk_storages),
+            "adjoint_seconds": steps["reverse_seconds"] / max(steps["reverse"], 1),
             **picked,
         }, f)
 
@@ -151,8 +159,8 @@ def variant(name, root, size, tn, disk, dim, out):
 def main():
     if "--variant" in sys.argv:
         i = sys.argv.index("--variant")
-        name, root, size, tn, disk, dim, out = sys.argv[i + 1 : i + 8]
-        variant(name, root, int(size), float(tn), disk, int(dim), out)
+        name, root, size, tn, disk, dim, out, adjoint = sys.argv[i + 1 : i + 9]
+        variant(name, root, int(size), float(tn), disk, int(dim), out, float(adjoint) if adjoint != "-" else None)
         return
     quick = "--quick" in sys.argv
     size = _arg("--size", 201 if quick else 401)
@@ -162,10 +170,11 @@ def main():
     with tempfile.TemporaryDirectory() as folder:
         root = _sdist(folder)
         rows = []
+        adjoint = "-"  # the reverse operator's step, as the pyrevolve variant measures it
         for name in VARIANTS:
             out = os.path.join(folder, name)
             done = subprocess.run([sys.executable, __file__, "--variant", name, root, str(size), str(tn), disk,
-                                   str(dim), out])
+                                   str(dim), out, adjoint])
             if done.returncode != 0:
                 print(f"{name}: failed (exit {done.returncode})", file=sys.stderr)
                 continue
@@ -173,11 +182,16 @@ def main():
                 row = json.load(f)
             row["grad"] = np.load(out + ".npy")
             rows.append(row)
+            if name == "pyrevolve":
+                adjoint = repr(row["adjoint_seconds"])
     if not rows:
         return
     reference = next((r for r in rows if r["variant"] == "pyrevolve"), None)
     print(f"Devito 4.8.23 acoustic gradient, {'x'.join([str(size)] * dim)} (+20 absorbing cells a side), "
           f"nt = {rows[0]['nt']}, float32, checkpointing=True")
+    if reference is not None:
+        print(f"reverse operator: {reference['adjoint_seconds'] * 1e3:.2f} ms a step (pyrevolve's run; "
+              "given to the planned variants)")
     print()
     print("| variant | forward steps | gradient s | predicted s | peak RSS MiB | disk MB written | disk "
           "| gradient = pyrevolve's |")
