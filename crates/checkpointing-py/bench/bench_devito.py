@@ -25,7 +25,9 @@ checkpointing=True)``, which builds pyrevolve's ``Revolver`` with
   include the codec's.
 
 Printed per variant: forward operator steps (counted by wrapping Devito's
-``CheckpointOperator.apply``), wall time of the gradient, the plan's
+``CheckpointOperator.apply``), wall time of the gradient (with the
+operators Devito builds inside ``jacobian_adjoint``), the Revolver's own
+run (``apply_forward`` and ``apply_reverse``, which the plan predicts), the plan's
 predicted time (planned variants; the reverse operator cannot be timed
 before the forward has run, so the plan is given the reverse operator's
 time per step measured in the ``pyrevolve`` variant's run, which runs
@@ -104,7 +106,8 @@ def variant(name, root, size, tn, disk, dim, out, adjoint_seconds=None):
                     schedule = super().schedule_for(revolver)
                     picked.update(predicted_seconds=schedule.plan.best.predicted_seconds,
                                   disk_mode="background" if revolver.disk_background else "blocking",
-                                  schedule=schedule.plan.best.name)
+                                  schedule=schedule.plan.best.name, measured=revolver.measured,
+                                  counts=json.loads(schedule.plan.to_json())["plan"]["best"]["cost"])
                     return schedule
 
             schedule = AtPyrevolvesRam(1, disk, adjoint_seconds=adjoint_seconds)
@@ -124,7 +127,7 @@ def variant(name, root, size, tn, disk, dim, out, adjoint_seconds=None):
 
     from examples.seismic.acoustic.acoustic_example import acoustic_setup
 
-    steps = {"forward": 0, "reverse": 0, "reverse_seconds": 0.0}
+    steps = {"forward": 0, "reverse": 0, "reverse_seconds": 0.0, "revolver_seconds": 0.0}
     apply = CheckpointOperator.apply
 
     def counted(self, t_start, t_end):
@@ -138,10 +141,24 @@ def variant(name, root, size, tn, disk, dim, out, adjoint_seconds=None):
         return result
 
     CheckpointOperator.apply = counted
+    # The Revolver's own run (apply_forward and apply_reverse), apart from
+    # the operators Devito builds inside jacobian_adjoint: what the plan
+    # predicts.
+    import pyrevolve
+
+    for method in ("apply_forward", "apply_reverse"):
+        def timed(self, _inner=getattr(pyrevolve.Revolver, method)):
+            start = time.perf_counter()
+            try:
+                return _inner(self)
+            finally:
+                steps["revolver_seconds"] += time.perf_counter() - start
+
+        setattr(pyrevolve.Revolver, method, timed)
     solver = acoustic_setup(shape=(size,) * dim, spacing=(10.0,) * dim, tn=tn, space_order=4, nbl=20)
     solver.forward(save=False)  # compiles
     rec, u, _ = solver.forward(save=False)
-    steps.update(forward=0, reverse=0, reverse_seconds=0.0)
+    steps.update(forward=0, reverse=0, reverse_seconds=0.0, revolver_seconds=0.0)
     start = time.perf_counter()
     grad, _ = solver.jacobian_adjoint(rec, u, checkpointing=True)
     seconds = time.perf_counter() - start
@@ -152,6 +169,7 @@ def variant(name, root, size, tn, disk, dim, out, adjoint_seconds=None):
             "seconds": seconds, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "disk_bytes": sum(s.stats["bytes_written"] for s in disk_storages),
             "adjoint_seconds": steps["reverse_seconds"] / max(steps["reverse"], 1),
+            "revolver_seconds": steps["revolver_seconds"],
             **picked,
         }, f)
 
@@ -193,15 +211,16 @@ def main():
         print(f"reverse operator: {reference['adjoint_seconds'] * 1e3:.2f} ms a step (pyrevolve's run; "
               "given to the planned variants)")
     print()
-    print("| variant | forward steps | gradient s | predicted s | peak RSS MiB | disk MB written | disk "
+    print("| variant | forward steps | gradient s | revolver s | predicted s | peak RSS MiB | disk MB written | disk "
           "| gradient = pyrevolve's |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | --- | --- |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |")
     for r in rows:
         same = "-" if reference is None else ("bitwise" if np.array_equal(r["grad"], reference["grad"]) else
                                                f"max rel. diff {np.max(np.abs(r['grad'] - reference['grad'])) / np.max(np.abs(reference['grad'])):.1e}")
         predicted = f"{r['predicted_seconds']:.2f}" if "predicted_seconds" in r else ""
         disk_used = f"{r['schedule']}, {r['disk_mode']}" if "schedule" in r else ""
-        print(f"| {r['variant']} | {r['forward_steps']} | {r['seconds']:.2f} | {predicted} | {r['peak_rss_mib']:.0f} "
+        print(f"| {r['variant']} | {r['forward_steps']} | {r['seconds']:.2f} | {r['revolver_seconds']:.2f} | {predicted} "
+              f"| {r['peak_rss_mib']:.0f} "
               f"| {r['disk_bytes'] / 1e6:.0f} | {disk_used} | {same} |")
 
 

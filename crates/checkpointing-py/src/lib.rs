@@ -52,6 +52,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // How many actions ahead the executor (and the pyrevolve driver)
     // announce reads.
     m.add("LOOK_AHEAD", checkpointing::executor::LOOK_AHEAD)?;
+    // And how much further, by predicted time: the executor's `Pace` rule.
+    m.add("READ_AHEAD_MOST", checkpointing::plan::READ_AHEAD_MOST)?;
+    m.add(
+        "READ_AHEAD_WAIT_FACTOR",
+        checkpointing::plan::READ_AHEAD_WAIT_FACTOR,
+    )?;
     m.add_function(wrap_pyfunction!(registry::_register, m)?)?;
     m.add_function(wrap_pyfunction!(constructors::optimal_steps_binomial, m)?)?;
     m.add_function(wrap_pyfunction!(spec::schedule_from_spec, m)?)?;

@@ -386,7 +386,8 @@ impl PlannedSchedule {
 /// `_plan(max_n, state_bytes, ram, disk, forward_seconds, adjoint_seconds,
 /// disk_write_seconds, disk_read_seconds, disk_bandwidth,
 /// disk_latency_seconds, compression_ratio, disk_background,
-/// disk_issue_seconds, disk_contention)`: the work of
+/// disk_issue_seconds, disk_contention, ram_write_seconds,
+/// ram_read_seconds)`: the work of
 /// `adjoint_checkpoints.plan` (see its docstring), every argument given.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
@@ -406,6 +407,8 @@ pub(crate) fn _plan(
     disk_background: bool,
     disk_issue_seconds: Option<f64>,
     disk_contention: Option<f64>,
+    ram_write_seconds: Option<f64>,
+    ram_read_seconds: Option<f64>,
 ) -> PyResult<Py<PlannedSchedule>> {
     let steps = match max_n {
         None => None,
@@ -449,6 +452,17 @@ pub(crate) fn _plan(
         ));
     }
     let mut input = PlanInput::new(steps, state_bytes, ram);
+    if ram_write_seconds.is_some() || ram_read_seconds.is_some() {
+        let seconds = |name, value: Option<f64>| match value {
+            Some(s) if !(s.is_finite() && s >= 0.0) => Err(plan_error(format!(
+                "{name} must be a non-negative number of seconds, not {s}"
+            ))),
+            s => Ok(s.unwrap_or(0.0)),
+        };
+        let write = seconds("ram_write_seconds", ram_write_seconds)?;
+        let read = seconds("ram_read_seconds", ram_read_seconds.or(ram_write_seconds))?;
+        input = input.with_level(StorageLevel::Ram, LevelBudget::new(ram, write, read));
+    }
     input.forward_seconds = forward_seconds;
     input.adjoint_seconds = adjoint_seconds.unwrap_or(plan::ADJOINT_PER_FORWARD * forward_seconds);
     match disk {

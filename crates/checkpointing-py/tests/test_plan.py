@@ -379,3 +379,19 @@ def test_bad_background_costs_are_plan_errors(kwargs, message):
     with pytest.raises(adjoint_checkpoints.PlanError, match=message):
         adjoint_checkpoints.plan(400, "8MB", "80MB", disk="8GB", forward_seconds=1e-3, disk_write_seconds=3e-3,
                                  **kwargs)
+
+
+def test_ram_copies_are_priced_when_given():
+    """``ram_write_seconds`` and ``ram_read_seconds`` reach the plan input and
+    cost each RAM snapshot's copies: the same schedule predicts more."""
+    import json
+
+    def planned(**kwargs):
+        return adjoint_checkpoints.plan(400, "8MB", "80MB", forward_seconds=1e-3, **kwargs).plan
+
+    free, copying = planned(), planned(ram_write_seconds=2e-3, ram_read_seconds=1e-3)
+    ram = json.loads(copying.to_json())["input"]["levels"]["ram"]
+    assert ram["write_seconds"] == 2e-3 and ram["read_seconds"] == 1e-3
+    assert copying.best.predicted_seconds > free.best.predicted_seconds
+    with pytest.raises(adjoint_checkpoints.PlanError, match="ram_write_seconds must be a non-negative"):
+        planned(ram_write_seconds=-1.0)

@@ -668,6 +668,11 @@ def test_planned_measures_the_step_and_the_disk_then_plans(disk, tmp_path):
     assert measured["forward_seconds"] > 0
     plan_input = json.loads(revolver.schedule.plan.to_json())["input"]
     assert plan_input["forward_seconds"] == measured["forward_seconds"]
+    # A RAM snapshot's copies, measured through a RAM storage like the
+    # Revolver's, priced by the plan.
+    assert measured["ram_write_seconds"] > 0 and measured["ram_read_seconds"] > 0
+    assert plan_input["levels"]["ram"]["write_seconds"] == measured["ram_write_seconds"]
+    assert plan_input["levels"]["ram"]["read_seconds"] == measured["ram_read_seconds"]
     if disk:
         assert measured["disk_write_seconds"] > 0 and measured["disk_read_seconds"] > 0
         assert plan_input["levels"]["disk"]["write_seconds"] == measured["disk_write_seconds"]

@@ -113,11 +113,19 @@ impl SnapshotStore<Snap> for Threaded {
         self.reads.entry(step).or_insert_with(Self::io);
     }
     fn load(&mut self, step: Step) -> Result<Snap, StorageError> {
-        self.reads.remove(&step).unwrap_or_else(Self::io).join().unwrap();
+        self.reads
+            .remove(&step)
+            .unwrap_or_else(Self::io)
+            .join()
+            .unwrap();
         self.inner.load(step)
     }
     fn take(&mut self, step: Step) -> Result<Snap, StorageError> {
-        self.reads.remove(&step).unwrap_or_else(Self::io).join().unwrap();
+        self.reads
+            .remove(&step)
+            .unwrap_or_else(Self::io)
+            .join()
+            .unwrap();
         self.inner.take(step)
     }
     held_in!(inner);

@@ -18,6 +18,8 @@ from ._plan import Verification
 __all__ = [
     "__version__",
     "LOOK_AHEAD",
+    "READ_AHEAD_MOST",
+    "READ_AHEAD_WAIT_FACTOR",
     "_register",
     "optimal_steps_binomial",
     "schedule_from_spec",
@@ -69,6 +71,8 @@ __all__ = [
 
 __version__: Final[str]
 LOOK_AHEAD: Final[int]
+READ_AHEAD_MOST: Final[int]
+READ_AHEAD_WAIT_FACTOR: Final[float]
 
 RECORD_DTYPE: Final[dict[str, Any]]
 RECORD_KINDS: Final[dict[str, int]]
@@ -346,6 +350,8 @@ def _plan(
     disk_background: bool,
     disk_issue_seconds: float | None,
     disk_contention: float | None,
+    ram_write_seconds: float | None,
+    ram_read_seconds: float | None,
 ) -> PlannedSchedule: ...
 def _parse_bytes(name: str, value: int | str) -> int: ...
 

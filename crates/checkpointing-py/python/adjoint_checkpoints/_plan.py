@@ -36,6 +36,8 @@ def plan(
     disk_background: bool = False,
     disk_issue_seconds: Optional[float] = None,
     disk_contention: Optional[float] = None,
+    ram_write_seconds: Optional[float] = None,
+    ram_read_seconds: Optional[float] = None,
 ) -> PlannedSchedule:
     """The recommended schedule for ``max_n`` steps of ``state_bytes``
     states within ``ram`` bytes of RAM (and ``disk`` bytes of disk): every
@@ -86,6 +88,11 @@ def plan(
       alone replaces the read time the bandwidth gives. No disk speed is
       assumed. Under Devito, :func:`adjoint_checkpoints.pyrevolve.planned`
       measures both the step and the disk before it plans.
+
+    - ``ram_write_seconds`` and ``ram_read_seconds`` (by default the
+      write's): the measured time of copying a state into a RAM snapshot
+      and back, where a copy costs against a step (a state of megabytes
+      copies in milliseconds); without them RAM snapshots cost nothing.
 
     - ``compression_ratio``: stored snapshots are this many times smaller
       than a state (a ratio you measured, e.g. with
@@ -185,6 +192,8 @@ def plan(
         disk_background,
         disk_issue_seconds,
         disk_contention,
+        ram_write_seconds,
+        ram_read_seconds,
     )
 
 

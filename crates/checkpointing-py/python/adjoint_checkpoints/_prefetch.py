@@ -1,6 +1,8 @@
 """The Python drivers' reads ahead: a schedule's actions read
 ``LOOK_AHEAD`` (the Rust executor's count, which the planner prices) ahead
-of the one carried out (:class:`ReadAhead`), which actions read a ``DISK``
+of the one carried out, and further by predicted time where a
+:class:`Pace` is given, as the Rust executor reads (:class:`ReadAhead`),
+which actions read a ``DISK``
 snapshot back or write one (:func:`reads_from_disk`,
 :func:`writes_to_disk`), and the switch: ``ADJOINT_CHECKPOINTS_PREFETCH=0``
 in the environment makes the PyTorch driver (``host_memory=``) and
@@ -15,8 +17,12 @@ import adjoint_checkpoints as _cp
 
 from . import _native
 
-#: Actions read ahead of the one carried out.
+#: Actions read ahead of the one carried out, at least.
 LOOK_AHEAD = _native.LOOK_AHEAD
+#: At most.
+READ_AHEAD_MOST = _native.READ_AHEAD_MOST
+#: Reads are announced within this many times the longest wait for one.
+READ_AHEAD_WAIT_FACTOR = _native.READ_AHEAD_WAIT_FACTOR
 
 #: The environment variable; ``"0"`` turns reads ahead off.
 PREFETCH_ENV = "ADJOINT_CHECKPOINTS_PREFETCH"
@@ -67,10 +73,59 @@ def writes_to_disk(action):
     return None
 
 
+class Pace:
+    """What a driver measured of its run so far, to predict how long the
+    actions ahead take: the Rust executor's ``Pace``. :meth:`record` each
+    action's seconds; the seconds per forward and per adjoint step are
+    running means, and a ``Copy`` or ``Move`` out of ``DISK`` counts as a
+    wait for a read. Reads are announced within :meth:`horizon` seconds,
+    :data:`READ_AHEAD_WAIT_FACTOR` times the longest wait so far.
+
+    >>> from adjoint_checkpoints import Forward, Move, StorageType
+    >>> pace = Pace()
+    >>> forward = Forward(0, 10, False, False, StorageType.WORK)
+    >>> pace.record(forward, 0.010)  # 1 ms a step
+    >>> pace.record(Move(0, StorageType.DISK, StorageType.WORK), 0.2)
+    >>> pace.horizon(), pace.predicted(forward)
+    (0.4, 0.01)
+    """
+
+    __slots__ = ("forward", "adjoint", "longest_wait")
+
+    def __init__(self):
+        self.forward, self.adjoint, self.longest_wait = [0, 0.0], [0, 0.0], 0.0
+
+    def record(self, action, seconds):
+        """Records that ``action`` took ``seconds``."""
+        if isinstance(action, _cp.Forward):
+            self.forward[0] += action.n1 - action.n0
+            self.forward[1] += seconds
+        elif isinstance(action, _cp.Reverse):
+            self.adjoint[0] += action.n1 - action.n0
+            self.adjoint[1] += seconds
+        elif reads_from_disk(action) is not None:
+            self.longest_wait = max(self.longest_wait, seconds)
+
+    def predicted(self, action):
+        """The predicted seconds of ``action`` from the means so far
+        (transfers and markers: none)."""
+        for kind, (steps, seconds) in ((_cp.Forward, self.forward), (_cp.Reverse, self.adjoint)):
+            if isinstance(action, kind):
+                return (action.n1 - action.n0) * seconds / steps if steps else 0.0
+        return 0.0
+
+    def horizon(self):
+        """The seconds ahead within which reads are announced."""
+        return READ_AHEAD_WAIT_FACTOR * self.longest_wait
+
+
 class ReadAhead:
     """A schedule's actions, read :data:`LOOK_AHEAD` ahead of the one
-    handed out. ``entered(action)`` is called as each action joins the
-    actions read ahead, ``window(actions)`` with them each time one is
+    handed out, and with a :class:`Pace` further while the actions read
+    ahead are predicted to take less than its horizon, at most
+    :data:`READ_AHEAD_MOST` (the Rust executor's rule, which the planner's
+    timeline prices). ``entered(action)`` is called as each action joins
+    the actions read ahead, ``window(actions)`` with them each time one is
     handed out (either may be ``None``). With ``through_end_forward=False``
     nothing past ``EndForward`` is read before ``EndForward`` is handed out.
 
@@ -81,9 +136,10 @@ class ReadAhead:
     True
     """
 
-    def __init__(self, schedule, entered=None, window=None, *, through_end_forward=True):
+    def __init__(self, schedule, entered=None, window=None, *, through_end_forward=True, pace=None):
         self.actions, self.ahead = iter(schedule), deque()
         self.entered, self.window, self.through_end_forward = entered, window, through_end_forward
+        self.pace = pace
 
     def __iter__(self):
         return self
@@ -92,12 +148,22 @@ class ReadAhead:
         return not self.through_end_forward and self.ahead and isinstance(self.ahead[-1], _cp.EndForward)
 
     def __next__(self):
-        ahead = self.ahead
-        while len(ahead) < LOOK_AHEAD and not self._blocked():
+        ahead, pace = self.ahead, self.pace
+        before = None  # the predicted seconds of the actions read ahead, once past LOOK_AHEAD
+        while not self._blocked():
+            if len(ahead) >= LOOK_AHEAD:
+                if pace is None or len(ahead) >= READ_AHEAD_MOST:
+                    break
+                if before is None:
+                    before = sum(map(pace.predicted, ahead))
+                if before >= pace.horizon():
+                    break
             a = next(self.actions, None)
             if a is None:
                 break
             ahead.append(a)
+            if before is not None:
+                before += pace.predicted(a)
             if self.entered is not None:
                 self.entered(a)
         if not ahead:

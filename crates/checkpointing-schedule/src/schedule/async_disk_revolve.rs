@@ -3,10 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::disk_revolve::{disk_variant_params, DiskFrame};
-use super::op_sequence::{
-    sequence_schedule, Machine, Op, Program, SequenceSchedule, TAPE_ONE, TWO_STEPS_RAM,
-};
+use super::disk_revolve::{disk_variant_params, revolve_part, DiskFrame};
+use super::op_sequence::{sequence_schedule, Machine, Op, Program, SequenceSchedule};
 use super::revolve::{checked, Splits};
 use super::{
     check_cost, check_table_cells, table_cells, CandidateBudget, Costs, Schedule, ScheduleError,
@@ -246,12 +244,8 @@ impl AsyncDiskRevolveProgram {
     }
 
     /// Revolve alone on `l` steps from `s`, as Disk-Revolve emits it.
-    fn revolve<F: From<super::revolve::RevolveFrame>>(&self, m: &mut Machine<F>, l: Step, s: Step) {
-        match l {
-            0 => m.emit_all(s, &TAPE_ONE),
-            1 => m.emit_all(s, &TWO_STEPS_RAM),
-            _ => self.splits.enter(m, l, self.cm, s, false),
-        }
+    fn revolve(&self, m: &mut Machine<DiskFrame>, l: Step, s: Step) {
+        revolve_part(&self.splits, m, l, self.cm, s);
     }
 
     /// The forward through the segments from `s`, the first of `j` steps,

@@ -113,12 +113,8 @@ impl DiskRevolveProgram {
 
     fn enter(&self, m: &mut Machine<DiskFrame>, l: Step, s: Step) {
         use Op::*;
-        if l == 0 {
-            m.emit_all(s, &TAPE_ONE);
-            return;
-        }
-        if l == 1 {
-            m.emit_all(s, &TWO_STEPS_RAM);
+        if l <= 1 {
+            revolve_part(&self.splits, m, l, self.cm, s);
             return;
         }
         let (mut best, mut jmin) = (f64::INFINITY, 1);
@@ -139,8 +135,25 @@ impl DiskRevolveProgram {
             m.frames.push(DiskFrame::Split { jmin, shift: s });
             self.enter(m, l - jmin, s + jmin);
         } else {
-            self.splits.enter(m, l, self.cm, s, false);
+            revolve_part(&self.splits, m, l, self.cm, s);
         }
+    }
+}
+
+/// A part of `l` steps from `s` reversed by Revolve alone with `cm` RAM
+/// snapshots, as the Disk-Revolve family emits it: one step taped, two
+/// with one RAM snapshot, more by `splits`.
+pub(super) fn revolve_part<F: From<RevolveFrame>>(
+    splits: &Splits,
+    m: &mut Machine<F>,
+    l: Step,
+    cm: u64,
+    s: Step,
+) {
+    match l {
+        0 => m.emit_all(s, &TAPE_ONE),
+        1 => m.emit_all(s, &TWO_STEPS_RAM),
+        _ => splits.enter(m, l, cm, s, false),
     }
 }
 

@@ -1,8 +1,10 @@
 """The run of a schedule: the loop that turns each action into calls of
 the user's operators and of the storages' slots (:class:`_Run`)."""
 
+import time
+
 from adjoint_checkpoints import Copy, EndForward, EndReverse, Forward, Move, Reverse, StorageType
-from adjoint_checkpoints._prefetch import ReadAhead, reads_from_disk
+from adjoint_checkpoints._prefetch import Pace, ReadAhead, reads_from_disk
 
 from ._errors import RevolverError
 from .storage import Storage, StorageError
@@ -66,6 +68,7 @@ class _Run:
         self.loads = 0
         self.peak = {StorageType.RAM: 0, StorageType.DISK: 0}
         self.reader = None  # the schedule read ahead (_ahead), once finalized
+        self.pace = Pace()  # the run's step times and reads' waits (_ahead)
 
     # storages and slots
     def storage(self, level):
@@ -237,15 +240,19 @@ class _Run:
             raise AssertionError(f"internal error: unexpected action {a!r}")
 
     def run_until(self, end):
+        pace = self.pace
         for a in self._ahead():
+            start = time.perf_counter()
             self.step(a)
+            pace.record(a, time.perf_counter() - start)
             if isinstance(a, end):
                 return
         raise AssertionError(f"internal error: the schedule ended before {end.__name__}")
 
     def _ahead(self):
-        """The schedule's actions, read ``LOOK_AHEAD`` ahead
-        (:class:`adjoint_checkpoints._prefetch.ReadAhead`): each one read
+        """The schedule's actions, read ``LOOK_AHEAD`` ahead and further
+        by the run's measured pace (:class:`adjoint_checkpoints._prefetch.ReadAhead`,
+        the Rust executor's rule): each one read
         that restores from the disk level announces its snapshot to the
         storage (a background disk store starts reading it). An online
         schedule is read one action at a time (its next actions depend on
@@ -254,7 +261,7 @@ class _Run:
         if not self.finalized:
             return iter(self.schedule)
         if self.reader is None:
-            self.reader = ReadAhead(self.schedule, entered=self._announce)
+            self.reader = ReadAhead(self.schedule, entered=self._announce, pace=self.pace)
         return self.reader
 
     def _announce(self, a):

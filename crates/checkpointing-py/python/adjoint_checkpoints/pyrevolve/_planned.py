@@ -10,6 +10,10 @@ A Revolver given it (``schedule=``, :func:`set_default_schedule` or
   (``get_data_location(0)``), exactly as a snapshot is restored; the first
   run (Devito compiles its operator there) is not counted, the median of
   the others is the step's time;
+- a save of the live state (``checkpoint.get_data(0)``) and its load
+  back (``get_data_location(0)``) through a RAM storage like the
+  Revolver's, as a RAM snapshot costs in the run (the copies, and the
+  solver's handing out of its fields), the median of ``repeats`` of each;
 - with ``disk``: a real write and read of that state through the disk
   level the Revolver will use (same store, codec and directory), the
   median of ``repeats`` of each, codec included; in the background, the
@@ -86,7 +90,8 @@ class Planned:
         prediction wins: ``revolver.disk_background`` says which, and the
         Revolver makes its disk storage so."""
         state = [np.array(a, copy=True) for a in revolver.checkpoint.get_data(0)]
-        measured: dict[str, Any] = {"forward_seconds": _forward_seconds(revolver, state, self.repeats)}
+        measured: dict[str, Any] = {"forward_seconds": _forward_seconds(revolver, state, self.repeats),
+                                    **_ram_seconds(revolver, self.repeats)}
         revolver.measured = measured
         if self.disk is None:
             return self._plan(revolver, measured)
@@ -120,6 +125,8 @@ class Planned:
             disk=self.disk,
             forward_seconds=measured["forward_seconds"],
             adjoint_seconds=self.adjoint_seconds,
+            ram_write_seconds=measured["ram_write_seconds"],
+            ram_read_seconds=measured["ram_read_seconds"],
             compression_ratio=self.compression_ratio,
             **disk,
         )
@@ -195,6 +202,44 @@ def _forward_seconds(revolver: BaseRevolver, state: list[np.ndarray], repeats: i
             seconds.append(time.perf_counter() - start)
         _restore(revolver, state)
     return statistics.median(seconds)
+
+
+def _timed_copies(revolver: BaseRevolver, storage: Any, repeats: int) -> tuple[list[float], list[float]]:
+    """``repeats`` saves of the live state to ``storage`` and loads back
+    into it, each timed as the run does them: with the checkpoint's
+    ``get_data(0)`` and ``get_data_location(0)`` (a solver's fields can
+    take time to hand out); the storage emptied after each."""
+    checkpoint = revolver.checkpoint
+    saves, loads = [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        storage.save(0, checkpoint.get_data(0))
+        saves.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        storage.load(0, checkpoint.get_data_location(0))
+        loads.append(time.perf_counter() - start)
+        storage.remove(0)
+    return saves, loads
+
+
+def _ram_seconds(revolver: BaseRevolver, repeats: int) -> dict[str, float]:
+    """The median times of saving the live state to, and loading it back
+    from, a RAM storage like the Revolver's (same store and codec; the
+    state is unchanged), after one round not counted (its buffer's first
+    touch), ``repeats`` of each, as
+    :func:`adjoint_checkpoints.plan`'s ``ram_write_seconds`` and
+    ``ram_read_seconds``."""
+    from ._revolvers import _memory_storage
+
+    storage = _memory_storage(revolver.checkpoint, 1, getattr(revolver, "compression_params", None), Profiler(),
+                              getattr(revolver, "_ram_spec", None))
+    try:
+        saves, loads = _timed_copies(revolver, storage, 1 + repeats)
+    finally:
+        close = getattr(storage, "close", None)
+        if close is not None:
+            close()
+    return {"ram_write_seconds": statistics.median(saves[1:]), "ram_read_seconds": statistics.median(loads[1:])}
 
 
 def _disk_seconds(revolver: BaseRevolver, state: list[np.ndarray], repeats: int,
