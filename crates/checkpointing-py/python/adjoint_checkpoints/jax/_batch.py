@@ -12,7 +12,6 @@ nothing is batched, so the unbatched program has neither a reduction nor a
 select; inside the loop an unbatched predicate is true.
 """
 
-import jax
 import jax.numpy as jnp
 from jax import lax
 from jax.extend.core import Primitive
