@@ -437,7 +437,7 @@ fn probe_store<S: Clone + Footprint>(
     })
 }
 
-/// Rounds of [`contention`]'s measurement.
+/// Rounds of the measurement of [`LevelMeasurement::contention`].
 pub const CONTENTION_ROUNDS: usize = 3;
 
 /// Most forward steps one round of [`contention`] runs beside a write or
