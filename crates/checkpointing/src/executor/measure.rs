@@ -412,14 +412,7 @@ fn probe_store<S: Clone + Footprint>(
         drop(taken);
         spare = read.ics;
     }
-    let after = store.stats();
-    let traffic = StoreStats {
-        writes: after.writes.saturating_sub(before.writes),
-        reads: after.reads.saturating_sub(before.reads),
-        bytes_written: after.bytes_written.saturating_sub(before.bytes_written),
-        bytes_read: after.bytes_read.saturating_sub(before.bytes_read),
-        ..StoreStats::default()
-    };
+    let traffic = traffic_between(&before, &store.stats());
     let snapshot_bytes = match traffic.writes {
         0 => 0,
         writes => traffic.bytes_written / writes,
@@ -435,6 +428,17 @@ fn probe_store<S: Clone + Footprint>(
         traffic,
         contention: 0.0,
     })
+}
+
+/// The writes, reads and bytes a store counted from `before` to `after`.
+fn traffic_between(before: &StoreStats, after: &StoreStats) -> StoreStats {
+    StoreStats {
+        writes: after.writes.saturating_sub(before.writes),
+        reads: after.reads.saturating_sub(before.reads),
+        bytes_written: after.bytes_written.saturating_sub(before.bytes_written),
+        bytes_read: after.bytes_read.saturating_sub(before.bytes_read),
+        ..StoreStats::default()
+    }
 }
 
 /// Rounds of the measurement of [`LevelMeasurement::contention`].
@@ -646,6 +650,7 @@ where
                 continue;
             }
             let store = self.level_store(level).expect("checked above");
+            let before = store.stats();
             let mut measured = probe_store(store, &state)
                 .map_err(|source| ExecutorError::Storage { level, source })?;
             if measured.background.is_some() {
@@ -658,6 +663,8 @@ where
                     forward_seconds,
                     (measured.lane_write_seconds(), measured.read_seconds()),
                 )?;
+                // The probe's traffic, the contention rounds' included.
+                measured.traffic = traffic_between(&before, &store.stats());
             }
             levels[level] = Some(LevelMeasurement {
                 snapshot_bytes: match measured.snapshot_bytes {
