@@ -292,7 +292,12 @@ impl Program for AsyncDiskRevolveProgram {
 ///
 /// ```
 /// use checkpointing_schedule::schedule::{AsyncDiskRevolveParams, ScheduleParams};
-/// let params = AsyncDiskRevolveParams { max_n: 50, snapshots_in_ram: 2, costs: Default::default() };
+/// let params = AsyncDiskRevolveParams {
+///     max_n: 50,
+///     snapshots_in_ram: 2,
+///     costs: Default::default(),
+///     overlap: Default::default(),
+/// };
 /// assert!(params.replay().run(params.build().unwrap()).is_ok());
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
