@@ -156,8 +156,10 @@ def planned(
     in the background, stages: up to 9 snapshots, reserved by the plan; its
     writes and reads are priced as overlapping the steps; or, where that
     keeps the plan off the disk, the disk blocking, if that is faster). ``adjoint_seconds`` (the reverse operator's step
-    cannot be timed before the forward has run) only shifts the predicted
-    time and never changes the pick; ``compression_ratio`` as for ``plan``
+    cannot be timed before the forward has run; without it, twice the
+    forward's) shifts the predicted time, and changes the pick only through
+    Async Disk-Revolve, whose disk reads hide behind reversals that the
+    adjoint steps lengthen; ``compression_ratio`` as for ``plan``
     (1: none assumed, which never overfills a budget); ``repeats`` timed
     runs of each measurement. The measurement runs the forward operator
     ``1 + repeats`` times on step 0 and restores the initial state after
