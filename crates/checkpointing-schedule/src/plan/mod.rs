@@ -158,7 +158,7 @@ pub use input::{PlanInput, READ_AHEAD_MOST, READ_AHEAD_WAIT_FACTOR};
 pub use level::{BackgroundIo, LevelBudget, LevelTimes};
 pub use outcome::{Candidate, Costing, NotCosted, NotCostedReason, Plan};
 pub use profile::StepProfile;
-pub use timeline::Timeline;
+pub use timeline::{TimedAction, Timeline};
 
 use crate::action::{Step, StorageLevel};
 use crate::schedule::ScheduleSpec;

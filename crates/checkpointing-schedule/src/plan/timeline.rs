@@ -77,6 +77,34 @@ pub struct Timeline<'a> {
     /// predicted seconds of the actions after the running one up to it.
     window_end: u64,
     window_seconds: f64,
+    /// Each action timed, when [traced](Self::traced).
+    trace: Option<Vec<TimedAction>>,
+}
+
+/// An action of a stream and when the computation started and finished it
+/// on the [`Timeline`]'s clock: `start` is when the action before it ended,
+/// `end` includes what the action waited for (its reads, its saves' queue)
+/// and its share of its I/O, as [`Timeline`] prices them.
+///
+/// ```
+/// use checkpointing_schedule::plan::{Bytes, PlanInput, Timeline};
+/// use checkpointing_schedule::{Action, Revolve};
+/// let mut input = PlanInput::new(Some(4), Bytes(8), Bytes(16));
+/// input.forward_seconds = 1.0;
+/// input.adjoint_seconds = 2.0;
+/// let (seconds, trace) = Timeline::traced(&input, Revolve::new(4, 2).unwrap());
+/// let last = trace.iter().rev().find(|t| matches!(t.action, Action::Reverse { .. })).unwrap();
+/// assert_eq!(last.end, seconds);
+/// assert!(trace.windows(2).all(|w| w[0].end == w[1].start));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TimedAction {
+    /// The action.
+    pub action: Action,
+    /// Seconds from the stream's start to the action's start.
+    pub start: f64,
+    /// Seconds from the stream's start to the action's end.
+    pub end: f64,
 }
 
 /// One background level's lanes.
@@ -107,12 +135,35 @@ impl<'a> Timeline<'a> {
             longest_wait: 0.0,
             window_end: 0,
             window_seconds: 0.0,
+            trace: None,
         }
     }
 
     /// The seconds of `actions` (up to the first `EndReverse`).
     pub fn seconds<I: IntoIterator<Item = Action>>(input: &PlanInput, actions: I) -> f64 {
-        let mut timeline = Timeline::new(input);
+        Timeline::replay(Timeline::new(input), actions).0
+    }
+
+    /// [`seconds`](Self::seconds), with each action's start and end on the
+    /// compute clock, in stream order (what a measured run's events are
+    /// compared with).
+    pub fn traced<I: IntoIterator<Item = Action>>(
+        input: &PlanInput,
+        actions: I,
+    ) -> (f64, Vec<TimedAction>) {
+        let timeline = Timeline {
+            trace: Some(Vec::new()),
+            ..Timeline::new(input)
+        };
+        Timeline::replay(timeline, actions)
+    }
+
+    /// Feeds `actions` to `timeline` up to the first `EndReverse`; returns
+    /// the seconds and the trace, if one was kept.
+    fn replay<I: IntoIterator<Item = Action>>(
+        mut timeline: Timeline<'_>,
+        actions: I,
+    ) -> (f64, Vec<TimedAction>) {
         for action in actions {
             let end = action == Action::EndReverse;
             timeline.observe(action);
@@ -120,7 +171,9 @@ impl<'a> Timeline<'a> {
                 break;
             }
         }
-        timeline.finish()
+        timeline.drain();
+        let trace = timeline.trace.take().unwrap_or_default();
+        (timeline.finish(), trace)
     }
 
     /// How many actions follow one before it is timed: the dead-output
@@ -205,9 +258,7 @@ impl<'a> Timeline<'a> {
     /// Times the rest and returns the stream's seconds: when the last
     /// write ends, or the computation, whichever is later.
     pub fn finish(mut self) -> f64 {
-        while !self.ahead.is_empty() {
-            self.time_front();
-        }
+        self.drain();
         self.lanes
             .iter()
             .map(|(_, lanes)| lanes.write_free)
@@ -242,6 +293,13 @@ impl<'a> Timeline<'a> {
         match per_step {
             Some(costs) => Accountant::seconds(costs, n0, n1),
             None => uniform * (n1 - n0) as f64,
+        }
+    }
+
+    /// Times every action received.
+    fn drain(&mut self) {
+        while !self.ahead.is_empty() {
+            self.time_front();
         }
     }
 
@@ -308,6 +366,13 @@ impl<'a> Timeline<'a> {
                 }
             }
             Action::EndForward | Action::EndReverse => {}
+        }
+        if let Some(trace) = &mut self.trace {
+            trace.push(TimedAction {
+                action,
+                start: started,
+                end: self.t,
+            });
         }
     }
 
