@@ -76,6 +76,24 @@ pub struct BackgroundIo {
     pub staged_snapshots: u64,
 }
 
+impl BackgroundIo {
+    /// Most reads announced ahead that are running or read and not yet
+    /// taken at once: the staged snapshots beyond the writes in flight, at
+    /// least one. Further announced reads wait, in order, until one is
+    /// taken (as `AsyncStore`'s reads ahead wait for its capacity).
+    ///
+    /// ```
+    /// use checkpointing_schedule::plan::BackgroundIo;
+    /// let lanes = BackgroundIo { writes_in_flight: 5, staged_snapshots: 9 };
+    /// assert_eq!(lanes.reads_ahead(), 4);
+    /// ```
+    pub fn reads_ahead(&self) -> u64 {
+        self.staged_snapshots
+            .saturating_sub(self.writes_in_flight)
+            .max(1)
+    }
+}
+
 fn is_zero(x: &f64) -> bool {
     *x == 0.0
 }

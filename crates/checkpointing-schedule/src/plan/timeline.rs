@@ -37,9 +37,13 @@ use crate::levels::PerLevel;
 ///   waited so far for a `Copy` or `Move` out of `DISK`, at most
 ///   [`READ_AHEAD_MOST`] (the executor's rule, on measured step times);
 ///   the read starts at `max(t_a, r_free, e_n)` (after the save of `n`)
-///   and ends `start + r` (`r_free ← end`); the action that needs it
-///   waits, `t ← max(t, end)`; a read not announced starts when it is
-///   needed;
+///   and ends `start + r` (`r_free ← end`), unless
+///   [`reads_ahead`](BackgroundIo::reads_ahead) announced reads are
+///   already started and not taken: it then waits, in the order announced,
+///   and starts at the end of the action that takes one (`t_a` is then
+///   that time); the action that needs it waits, `t ← max(t, end)`; a
+///   read not announced starts when it is needed; a save or a `Move` of a
+///   step drops the reads ahead of it;
 /// * the run ends when every write has: `t ← max(t, w_free)`.
 ///
 /// With no background level the time is the blocking sum
@@ -116,8 +120,11 @@ struct Lanes {
     in_flight: VecDeque<f64>,
     /// When the last save of each step held ends.
     saved: HashMap<Step, f64>,
-    /// End times of the reads announced for each step, in order.
+    /// End times of the reads announced and started for each step, in
+    /// order.
     read_ahead: HashMap<Step, VecDeque<f64>>,
+    /// Reads announced and not started yet (the reads ahead are full).
+    waiting: VecDeque<Step>,
     /// Index of the last action whose read was announced.
     announced: u64,
 }
@@ -358,7 +365,7 @@ impl<'a> Timeline<'a> {
                 if is_move {
                     if let Some(lanes) = self.lanes.get_mut(from) {
                         lanes.saved.remove(&n);
-                        lanes.read_ahead.remove(&n);
+                        lanes.drop_reads(n);
                     }
                 }
                 if to.is_stored() {
@@ -381,9 +388,9 @@ impl<'a> Timeline<'a> {
     /// announces them when it starts that action.
     fn announce(&mut self, index: u64, last: u64) {
         for level in StorageLevel::STORED {
-            if self.background(level).is_none() {
+            let Some(io) = self.background(level) else {
                 continue;
-            }
+            };
             let read = self.read_seconds(level);
             let t = self.t;
             let lanes = &mut self.lanes[level];
@@ -395,20 +402,13 @@ impl<'a> Timeline<'a> {
                 if let Action::Copy { n, from, to } | Action::Move { n, from, to } = next {
                     // A step not yet saved is not read ahead (the store
                     // ignores it); its read starts when it is needed.
-                    let saved = lanes.saved.get(&n).copied();
-                    if let Some(saved) = saved.filter(|_| from == level && to != StorageLevel::None)
-                    {
-                        let start = t.max(lanes.read_free).max(saved);
-                        lanes.read_free = start + read;
-                        lanes
-                            .read_ahead
-                            .entry(n)
-                            .or_default()
-                            .push_back(start + read);
+                    if from == level && to != StorageLevel::None && lanes.saved.contains_key(&n) {
+                        lanes.waiting.push_back(n);
                     }
                 }
             }
             lanes.announced = lanes.announced.max(last);
+            lanes.start_reads(t, read, io.reads_ahead());
         }
     }
 
@@ -422,7 +422,7 @@ impl<'a> Timeline<'a> {
         let t = self.t;
         let lanes = &mut self.lanes[level];
         // A new save replaces what was read ahead of the old one.
-        lanes.read_ahead.remove(&n);
+        lanes.drop_reads(n);
         lanes.in_flight.retain(|&end| end > t);
         let mut t = t;
         if lanes.in_flight.len() as u64 >= io.writes_in_flight.max(1) {
@@ -442,14 +442,14 @@ impl<'a> Timeline<'a> {
 
     fn read(&mut self, level: StorageLevel, n: Step) {
         let seconds = self.read_seconds(level);
-        if self.background(level).is_none() {
+        let Some(io) = self.background(level) else {
             self.t += seconds;
             return;
-        }
+        };
         let t = self.t;
         let slowed = t + self.contention(level) * seconds;
         let lanes = &mut self.lanes[level];
-        let ready = match lanes.read_ahead.get_mut(&n).and_then(VecDeque::pop_front) {
+        let ready = match lanes.take_read(n) {
             Some(end) => end,
             None => {
                 let saved = lanes.saved.get(&n).copied().unwrap_or(0.0);
@@ -459,6 +459,51 @@ impl<'a> Timeline<'a> {
             }
         };
         self.t = slowed.max(ready);
+        // A read taken leaves room for the next announced one.
+        lanes.start_reads(self.t, seconds, io.reads_ahead());
+    }
+}
+
+impl Lanes {
+    /// Reads started ahead and not taken.
+    fn outstanding(&self) -> u64 {
+        self.read_ahead.values().map(|q| q.len() as u64).sum()
+    }
+
+    /// Starts waiting reads at `t`, in order, while fewer than `most` are
+    /// outstanding; a step no longer held is passed over.
+    fn start_reads(&mut self, t: f64, seconds: f64, most: u64) {
+        let mut outstanding = self.outstanding();
+        while outstanding < most {
+            let Some(n) = self.waiting.pop_front() else {
+                return;
+            };
+            let Some(&saved) = self.saved.get(&n) else {
+                continue;
+            };
+            let start = t.max(self.read_free).max(saved);
+            self.read_free = start + seconds;
+            self.read_ahead
+                .entry(n)
+                .or_default()
+                .push_back(start + seconds);
+            outstanding += 1;
+        }
+    }
+
+    /// The end of the oldest read ahead of `n`, taken, if any.
+    fn take_read(&mut self, n: Step) -> Option<f64> {
+        let queue = self.read_ahead.get_mut(&n)?;
+        let end = queue.pop_front();
+        if queue.is_empty() {
+            self.read_ahead.remove(&n);
+        }
+        end
+    }
+
+    /// Drops the reads ahead of `n` (its snapshot replaced or taken).
+    fn drop_reads(&mut self, n: Step) {
+        self.read_ahead.remove(&n);
     }
 }
 
@@ -617,6 +662,47 @@ mod tests {
         assert_eq!(with(0), 14.0);
         // Blocking: every write and read exposed.
         assert_eq!(Timeline::seconds(&input(disk), stream.clone()), 14.5);
+    }
+
+    /// Announced reads beyond the level's reads ahead wait for one to be
+    /// taken: four reads of 2 s announced one every 2 s of forward steps
+    /// are all done before the first is needed when four may run ahead,
+    /// and run one after another, each started as the one before is taken,
+    /// when one may.
+    #[test]
+    fn reads_ahead_wait_for_room() {
+        let disk = LevelBudget::new(Bytes(1 << 20), 0.0, 2.0);
+        let mut stream: Vec<Action> = (0..4).map(|n| forward(n, true)).collect();
+        stream.extend((4..12).map(|n| forward(n, false)));
+        let reverse = Action::Reverse {
+            n1: 1,
+            n0: 0,
+            clear_adj_deps: true,
+        };
+        for n in (0..4).rev() {
+            stream.push(Action::Move {
+                n,
+                from: StorageLevel::Disk,
+                to: StorageLevel::Work,
+            });
+            stream.push(reverse);
+        }
+        let with = |staged_snapshots| {
+            let lanes = BackgroundIo {
+                writes_in_flight: 4,
+                staged_snapshots,
+            };
+            let mut input = input(disk.in_background(lanes)).with_read_look_ahead(8);
+            input.adjoint_seconds = 1.0;
+            Timeline::seconds(&input, stream.clone())
+        };
+        // Reads announced at 4, 6, 8 and 10 s end by 12 s: 12 s of forward
+        // steps and 4 of reversal.
+        assert_eq!(with(8), 16.0);
+        // One at a time: the read of 3 ends at 6 s; those of 2, 1, 0 start
+        // as the one before is taken (12, 14, 16 s) and each reversal waits
+        // 1 s for the next.
+        assert_eq!(with(4), 19.0);
     }
 
     /// A read that made the computation wait widens the window of the
