@@ -148,6 +148,7 @@ mod level;
 mod outcome;
 mod periodic;
 mod profile;
+mod read_ahead;
 #[cfg(test)]
 mod tests;
 mod timeline;
@@ -158,6 +159,7 @@ pub use input::{PlanInput, READ_AHEAD_MOST, READ_AHEAD_WAIT_FACTOR};
 pub use level::{BackgroundIo, LevelBudget, LevelTimes};
 pub use outcome::{Candidate, Costing, NotCosted, NotCostedReason, Plan};
 pub use profile::StepProfile;
+pub use read_ahead::ReadAnnouncer;
 pub use timeline::{TimedAction, Timeline};
 
 use crate::action::{Step, StorageLevel};

@@ -4,7 +4,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use super::profile::Accountant;
-use super::{BackgroundIo, PlanInput, READ_AHEAD_MOST, READ_AHEAD_WAIT_FACTOR};
+use super::{BackgroundIo, PlanInput, ReadAnnouncer, READ_AHEAD_MOST, READ_AHEAD_WAIT_FACTOR};
 use crate::action::{Action, ForwardOutput, Step, StorageLevel, DEAD_OUTPUT_SCAN};
 use crate::levels::PerLevel;
 
@@ -81,6 +81,11 @@ pub struct Timeline<'a> {
     /// predicted seconds of the actions after the running one up to it.
     window_end: u64,
     window_seconds: f64,
+    /// Whether reads are announced ahead ([`Self::announces`]).
+    announces: bool,
+    /// Index of the last action whose reads were announced.
+    announced: u64,
+    announcer: ReadAnnouncer,
     /// Each action timed, when [traced](Self::traced).
     trace: Option<Vec<TimedAction>>,
 }
@@ -125,8 +130,6 @@ struct Lanes {
     read_ahead: HashMap<Step, VecDeque<f64>>,
     /// Reads announced and not started yet (the reads ahead are full).
     waiting: VecDeque<Step>,
-    /// Index of the last action whose read was announced.
-    announced: u64,
 }
 
 impl<'a> Timeline<'a> {
@@ -142,6 +145,9 @@ impl<'a> Timeline<'a> {
             longest_wait: 0.0,
             window_end: 0,
             window_seconds: 0.0,
+            announces: Self::announces(input),
+            announced: 0,
+            announcer: ReadAnnouncer::default(),
             trace: None,
         }
     }
@@ -183,16 +189,20 @@ impl<'a> Timeline<'a> {
         (timeline.finish(), trace)
     }
 
+    /// Whether reads are announced ahead to a background level.
+    fn announces(input: &PlanInput) -> bool {
+        input.read_look_ahead > 0
+            && input
+                .levels
+                .iter()
+                .any(|(_, level)| level.is_some_and(|l| l.background.is_some()))
+    }
+
     /// How many actions follow one before it is timed: the dead-output
     /// scan's, and a whole read window's where reads are announced ahead on
     /// a background level.
     fn buffered(input: &PlanInput) -> usize {
-        let announced = input.read_look_ahead > 0
-            && input
-                .levels
-                .iter()
-                .any(|(_, level)| level.is_some_and(|l| l.background.is_some()));
-        let window = if announced {
+        let window = if Self::announces(input) {
             READ_AHEAD_MOST.max(input.read_look_ahead)
         } else {
             input.read_look_ahead
@@ -387,27 +397,28 @@ impl<'a> Timeline<'a> {
     /// (its read window) on each background level, as the executor
     /// announces them when it starts that action.
     fn announce(&mut self, index: u64, last: u64) {
+        let first = self.announced.max(index) + 1;
+        if first > last || !self.announces {
+            return;
+        }
+        let entering = self
+            .ahead
+            .range((first - index - 1) as usize..(last - index) as usize);
+        let reads = self.announcer.announce(index, first, entering);
+        self.announced = last;
+        let t = self.t;
         for level in StorageLevel::STORED {
             let Some(io) = self.background(level) else {
                 continue;
             };
             let read = self.read_seconds(level);
-            let t = self.t;
             let lanes = &mut self.lanes[level];
-            let first = lanes.announced.max(index) + 1;
-            for i in first..=last {
-                let Some(&next) = self.ahead.get((i - index - 1) as usize) else {
-                    break;
-                };
-                if let Action::Copy { n, from, to } | Action::Move { n, from, to } = next {
-                    // A step not yet saved is not read ahead (the store
-                    // ignores it); its read starts when it is needed.
-                    if from == level && to != StorageLevel::None && lanes.saved.contains_key(&n) {
-                        lanes.waiting.push_back(n);
-                    }
-                }
-            }
-            lanes.announced = lanes.announced.max(last);
+            // A step not held is not read ahead (the store ignores it); its
+            // read starts when it is needed.
+            let held = reads
+                .iter()
+                .filter(|&&(n, from)| from == level && lanes.saved.contains_key(&n));
+            lanes.waiting.extend(held.map(|&(n, _)| n));
             lanes.start_reads(t, read, io.reads_ahead());
         }
     }

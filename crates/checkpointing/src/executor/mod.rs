@@ -42,6 +42,7 @@ use window::Window;
 use std::collections::VecDeque;
 
 use crate::action::{Action, ForwardOutput, Step, DEAD_OUTPUT_SCAN};
+use crate::plan::ReadAnnouncer;
 use crate::schedule::Schedule;
 use crate::storage::{Checkpoint, Footprint, SnapshotStore};
 use crate::{PerLevel, StorageLevel};
@@ -110,6 +111,7 @@ const SPARE_STATES: usize = 4;
 struct Ahead {
     actions: VecDeque<Action>,
     announced: usize,
+    announcer: ReadAnnouncer,
 }
 
 impl Ahead {
@@ -384,7 +386,7 @@ where
             // finalized (its reverse sweep); before, they depend on when
             // the loop stops.
             if schedule.max_n().is_some() {
-                self.look_ahead(&mut schedule, &mut ahead, &pace);
+                self.look_ahead(&mut schedule, &mut ahead, &pace, index);
             }
             let started = std::time::Instant::now();
             let inconsistent = |reason: String| ExecutorError::Inconsistent {
@@ -480,9 +482,17 @@ where
     /// actions, more where reads have made the run wait and the actions
     /// ahead are predicted to be short), so that stores reading in the
     /// background start early.
-    fn look_ahead<Sc: Schedule>(&mut self, schedule: &mut Sc, ahead: &mut Ahead, pace: &Pace) {
+    fn look_ahead<Sc: Schedule>(
+        &mut self,
+        schedule: &mut Sc,
+        ahead: &mut Ahead,
+        pace: &Pace,
+        running: usize,
+    ) {
         let window = pace.window(ahead.upcoming(schedule));
-        let reads = pace::reads_to_announce(ahead.actions.iter().take(window), ahead.announced);
+        let first = (running + 1 + ahead.announced) as u64;
+        let entering = ahead.actions.iter().take(window).skip(ahead.announced);
+        let reads = ahead.announcer.announce(running as u64, first, entering);
         for (n, from) in reads {
             if let Some(store) = self.level_store(from) {
                 store.prefetch(n);

@@ -16,7 +16,6 @@
 //! A read that made the executor wait widens the window from then on; a
 //! run whose reads never wait keeps [`LOOK_AHEAD`].
 
-use std::collections::HashSet;
 use std::time::Duration;
 
 use crate::action::{Action, Step};
@@ -131,44 +130,6 @@ impl Pace {
     }
 }
 
-/// The reads to announce among the `window` of actions ahead, leaving out
-/// its first `announced` (announced already): each `Copy` or `Move` of a
-/// snapshot `(step, level)` to a level, unless an action before it in the
-/// window replaces or deletes that snapshot (a `Move` out of the level, a
-/// save to it): announced now, the store would read the snapshot held
-/// now, which the read will not see, and discard it unread.
-pub(super) fn reads_to_announce<'a>(
-    window: impl IntoIterator<Item = &'a Action>,
-    announced: usize,
-) -> Vec<(Step, StorageLevel)> {
-    let mut replaced = HashSet::new();
-    let mut reads = Vec::new();
-    for (k, action) in window.into_iter().enumerate() {
-        match *action {
-            Action::Copy { n, from, to } | Action::Move { n, from, to } => {
-                if to != StorageLevel::None && k >= announced && !replaced.contains(&(n, from)) {
-                    reads.push((n, from));
-                }
-                if matches!(action, Action::Move { .. }) {
-                    replaced.insert((n, from));
-                }
-                replaced.insert((n, to));
-            }
-            Action::Forward {
-                n0,
-                write_ics,
-                write_adj_deps,
-                storage,
-                ..
-            } if write_ics || write_adj_deps => {
-                replaced.insert((n0, storage));
-            }
-            _ => {}
-        }
-    }
-    reads
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,58 +190,6 @@ mod tests {
         assert_eq!(pace.window(mixed.into_iter().cycle()), LOOK_AHEAD);
         // Long actions: the least still holds.
         assert_eq!(pace.window(std::iter::repeat(forward(100))), LOOK_AHEAD);
-    }
-
-    #[test]
-    fn a_read_past_a_replacement_is_not_announced() {
-        let (disk, ram, work) = (StorageLevel::Disk, StorageLevel::Ram, StorageLevel::Work);
-        let window = [
-            Action::Copy {
-                n: 4,
-                from: disk,
-                to: work,
-            },
-            Action::Move {
-                n: 4,
-                from: disk,
-                to: work,
-            },
-            // Step 4 saved on DISK again: its next read is of another
-            // snapshot.
-            Action::Forward {
-                n0: 4,
-                n1: 5,
-                write_ics: true,
-                write_adj_deps: false,
-                storage: disk,
-            },
-            Action::Copy {
-                n: 4,
-                from: disk,
-                to: work,
-            },
-            Action::Copy {
-                n: 2,
-                from: disk,
-                to: ram,
-            },
-            Action::Copy {
-                n: 2,
-                from: ram,
-                to: work,
-            },
-            Action::Move {
-                n: 3,
-                from: disk,
-                to: StorageLevel::None,
-            },
-        ];
-        assert_eq!(
-            reads_to_announce(&window, 0),
-            [(4, disk), (4, disk), (2, disk)]
-        );
-        // Those announced already are left out, the rule still applies.
-        assert_eq!(reads_to_announce(&window, 2), [(2, disk)]);
     }
 
     #[test]
