@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 import numpy as np
 
@@ -206,22 +206,29 @@ def _forward_seconds(revolver: BaseRevolver, state: list[np.ndarray], repeats: i
     return statistics.median(seconds)
 
 
-def _timed_copies(revolver: BaseRevolver, storage: Any, repeats: int) -> tuple[list[float], list[float]]:
-    """``repeats`` saves of the live state to ``storage`` and loads back
-    into it, each timed as the run does them: with the checkpoint's
-    ``get_data(0)`` and ``get_data_location(0)`` (a solver's fields can
-    take time to hand out); the storage emptied after each."""
-    checkpoint = revolver.checkpoint
-    saves, loads = [], []
+def _timed_copies(storage: Any, data: Callable[[], Any], location: Callable[[], Any],
+                  repeats: int) -> tuple[list[float], list[float], list[float]]:
+    """``repeats`` saves of ``data()`` to ``storage`` and loads back into
+    ``location()``, each timed: the save's return, the save until the
+    storage has settled (its background write done: the same as the
+    return for a storage without one) and the load of the settled
+    snapshot; the storage emptied, and settled, after each. For a
+    Revolver's RAM level, ``data`` and ``location`` are the checkpoint's
+    ``get_data(0)`` and ``get_data_location(0)``, timed as the run does
+    them (a solver's fields can take time to hand out)."""
+    issues, settled, loads = [], [], []
     for _ in range(repeats):
         start = time.perf_counter()
-        storage.save(0, checkpoint.get_data(0))
-        saves.append(time.perf_counter() - start)
+        storage.save(0, data())
+        issues.append(time.perf_counter() - start)
+        storage.settle()
+        settled.append(time.perf_counter() - start)
         start = time.perf_counter()
-        storage.load(0, checkpoint.get_data_location(0))
+        storage.load(0, location())
         loads.append(time.perf_counter() - start)
         storage.remove(0)
-    return saves, loads
+        storage.settle()
+    return issues, settled, loads
 
 
 def _ram_seconds(revolver: BaseRevolver, repeats: int) -> dict[str, float]:
@@ -235,8 +242,10 @@ def _ram_seconds(revolver: BaseRevolver, repeats: int) -> dict[str, float]:
 
     storage = _memory_storage(revolver.checkpoint, 1, getattr(revolver, "compression_params", None), Profiler(),
                               getattr(revolver, "_ram_spec", None))
+    checkpoint = revolver.checkpoint
     try:
-        saves, loads = _timed_copies(revolver, storage, 1 + repeats)
+        _, saves, loads = _timed_copies(storage, lambda: checkpoint.get_data(0),
+                                        lambda: checkpoint.get_data_location(0), 1 + repeats)
     finally:
         close = getattr(storage, "close", None)
         if close is not None:
@@ -262,21 +271,10 @@ def _disk_seconds(revolver: BaseRevolver, state: list[np.ndarray], repeats: int,
     storage = _disk_storage(revolver.checkpoint, 1, getattr(revolver, "compression_params", None), Profiler(),
                             None if filedir == "./" else filedir, level, background=background)
     scratch = [np.empty_like(a) for a in state]
-    issues, writes, reads = [], [], []
     try:
-        for _ in range(repeats):
-            start = time.perf_counter()
-            storage.save(0, state)
-            issued = time.perf_counter()
-            storage.settle()
-            # In the background, the write lane's time runs from the hand-over.
-            issues.append(issued - start)
-            writes.append(time.perf_counter() - (issued if background else start))
-            start = time.perf_counter()
-            storage.load(0, scratch)
-            reads.append(time.perf_counter() - start)
-            storage.remove(0)
-            storage.settle()
+        issues, settled, reads = _timed_copies(storage, lambda: state, lambda: scratch, repeats)
+        # In the background, the write lane's time runs from the hand-over.
+        writes = [s - i for s, i in zip(settled, issues)] if background else settled
         write = statistics.median(writes)
         times = {"disk_write_seconds": write, "disk_read_seconds": statistics.median(reads)}
         if background:

@@ -377,7 +377,7 @@ class ArrayStorage(Storage):
         the files' sizes, once the background writes are done; in RAM, the
         buffers')."""
         if any(size is None for size in self._sizes.values()):
-            self._store.flush()
+            self.settle()  # a background write's file exists once settled
             for key, size in self._sizes.items():
                 if size is None:
                     self._sizes[key] = os.path.getsize(self._slot_file(key))

@@ -155,19 +155,22 @@ fn priced_for_the_disk(spec: ScheduleSpec, input: &PlanInput) -> ScheduleSpec {
     if ratio.is_finite() {
         params.costs.ub = ratio;
     }
-    params.overlap = match input.levels[StorageLevel::Disk] {
+    let blocking = OverlapCosts {
+        issue: 0.0,
+        contention: 1.0,
+    };
+    let measured = match input.levels[StorageLevel::Disk] {
         Some(disk) if disk.background.is_some() => OverlapCosts {
             issue: disk.issue_seconds / input.forward_seconds,
             contention: disk.contention,
         },
-        _ => OverlapCosts {
-            issue: 0.0,
-            contention: 1.0,
-        },
+        _ => blocking,
     };
-    if params.overlap.checked().is_err() {
-        params.overlap = OverlapCosts::default();
-    }
+    // A checked input (a positive forward time, contention in [0, 1])
+    // always gives valid costs; were it not, the segments are chosen as
+    // for a blocking disk (the timeline still prices the candidate as the
+    // level runs), never as if the I/O were free.
+    params.overlap = measured.checked().unwrap_or(blocking);
     ScheduleSpec::AsyncDiskRevolve(params)
 }
 
