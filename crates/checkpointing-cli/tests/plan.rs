@@ -375,6 +375,51 @@ fn a_ram_too_small_for_the_disks_staging_is_planned_off_the_disk() {
     assert!(text.contains(" 0 disk writes"), "{text}");
 }
 
+/// A background disk's measured issue and contention reach the plan: with
+/// every state but the last written (199 writes and reads of 0.5 s behind
+/// 1 s steps), the I/O is hidden (the 200 forward and 400 adjoint seconds
+/// alone) until the computation loses all of it and 0.1 s a save:
+/// 199 × (0.1 + 0.5) + 199 × 0.5 more.
+#[test]
+fn a_background_disks_issue_and_contention_are_priced() {
+    let plan = |extra: &[&'static str]| {
+        let mut args = vec![
+            "--steps",
+            "200",
+            "--state-bytes",
+            "1MB",
+            "--ram",
+            "12MB",
+            "--disk",
+            "1GB",
+            "--disk-write-seconds",
+            "0.5",
+            "--disk-background",
+        ];
+        args.extend(extra);
+        json_plan(&args)
+    };
+    let free = plan(&[]);
+    let contended = plan(&["--disk-contention", "1", "--disk-issue-seconds", "0.1"]);
+    let disk = &contended["input"]["levels"]["disk"];
+    assert_eq!(
+        (disk["contention"].as_f64(), disk["issue_seconds"].as_f64()),
+        (Some(1.0), Some(0.1))
+    );
+    let seconds = |report: &Value| {
+        report["plan"]["best"]["predicted_seconds"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!((seconds(&free) - 600.0).abs() < 1e-6, "{}", seconds(&free));
+    let want = 600.0 + 199.0 * (0.1 + 0.5 + 0.5);
+    assert!(
+        (seconds(&contended) - want).abs() < 1e-6,
+        "{}",
+        seconds(&contended)
+    );
+}
+
 #[test]
 fn bad_input_is_a_one_line_error() {
     // (the command line, split at spaces; what its one-line error says)
@@ -388,6 +433,10 @@ fn bad_input_is_a_one_line_error() {
         ("plan --steps 100 --state-bytes 1MB --ram 10MB --disk 1GB --disk-bandwidth 1GB/s --disk-latency-seconds=-1 --forward-seconds 1", "DISK times: the latency must be a finite number of seconds"),
         ("plan --steps 100 --state-bytes 1MB --ram 10MB --disk-write-seconds 1 --forward-seconds 1", "without --disk"),
         ("plan --steps 100 --state-bytes 1MB --ram 10MB --disk-background --forward-seconds 1", "--disk-background given without --disk"),
+        ("plan --steps 100 --state-bytes 1MB --ram 10MB --disk 1GB --disk-write-seconds 1 --disk-contention 0.5 --forward-seconds 1", "--disk-background"),
+        ("plan --steps 100 --state-bytes 1MB --ram 10MB --disk 1GB --disk-write-seconds 1 --disk-issue-seconds 0.5 --forward-seconds 1", "--disk-background"),
+        ("plan --steps 100 --state-bytes 1MB --ram 10MB --disk 1GB --disk-write-seconds 1 --disk-background --disk-contention 35 --forward-seconds 1", "contention must be a fraction from 0 to 1, not 35"),
+        ("plan --steps 100 --state-bytes 1MB --ram 10MB --disk 1GB --disk-write-seconds 1 --disk-background --disk-issue-seconds=-1 --forward-seconds 1", "issue seconds must be a finite number of seconds"),
         ("plan --steps 100 --state-bytes 1MB --ram 10MB --disk 1GB --disk-write-seconds 1 --disk-bandwidth 1GB/s --forward-seconds 1", "cannot be used with"),
         ("plan --steps 100 --state-bytes 1MB --ram 10MB --disk 1GB --disk-bandwidth 0/s --forward-seconds 1", "positive"),
         ("plan --steps 0 --state-bytes 1MB --ram 1GB --forward-seconds 1", "positive"),

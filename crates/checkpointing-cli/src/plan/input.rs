@@ -237,6 +237,12 @@ impl PlanArgs {
                 return Err(Failure("--disk-background given without --disk".into(), 2));
             };
             disk.background = Some(background_lanes(ASYNC_DEFAULT_CAPACITY, None, mean_state.0));
+            if let Some(seconds) = self.disk_issue_seconds {
+                *disk = disk.with_issue_seconds(seconds);
+            }
+            if let Some(fraction) = self.disk_contention {
+                *disk = disk.with_contention(fraction);
+            }
             input = input.with_read_look_ahead(LOOK_AHEAD);
         }
         Ok(input.with_compression_ratio(ratio))

@@ -103,6 +103,17 @@ pub(crate) struct PlanArgs {
     /// staged snapshots (up to 9) are reserved in RAM.
     #[arg(long)]
     disk_background: bool,
+    /// Seconds a save to the background disk costs the computation itself
+    /// (its copy into the store's queue: `LevelMeasurement::issue_seconds`
+    /// of the executor's probe) [default: 0]. With --disk-background.
+    #[arg(long, value_name = "SECONDS", requires = "disk_background")]
+    disk_issue_seconds: Option<f64>,
+    /// Fraction, 0 to 1, of a background write's or read's seconds that
+    /// the computation loses while it runs (cores and memory bandwidth
+    /// shared: `LevelMeasurement::contention` of the executor's probe)
+    /// [default: 0]. With --disk-background.
+    #[arg(long, value_name = "FRACTION", requires = "disk_background")]
+    disk_contention: Option<f64>,
     /// Device (GPU) memory budget for snapshots, e.g. 20GB (no device if
     /// left out); hierarchical-revolve is then planned over DEVICE, RAM and
     /// DISK.

@@ -38,6 +38,10 @@ pub enum PlanError {
         /// The value given.
         value: f64,
     },
+    /// A level's [`contention`](super::LevelBudget::contention) outside
+    /// `0..=1` (or not a number).
+    #[error("a level's contention must be a fraction from 0 to 1, not {0}")]
+    InvalidContention(f64),
     /// A per-step list whose length is not the step count.
     #[error("{name} lists {len} values for {steps} steps")]
     ProfileLength {

@@ -378,6 +378,10 @@ impl PlanInput {
                 time("write seconds", b.write_seconds)?;
                 time("read seconds", b.read_seconds)?;
                 time("write seconds' standard deviation", b.write_sd_seconds)?;
+                time("issue seconds", b.issue_seconds)?;
+                if !(0.0..=1.0).contains(&b.contention) {
+                    return Err(PlanError::InvalidContention(b.contention));
+                }
             }
         }
         if self.levels[StorageLevel::Ram].is_none() {

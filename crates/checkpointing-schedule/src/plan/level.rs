@@ -114,8 +114,9 @@ impl LevelBudget {
     }
 
     /// This budget with `fraction` of its background I/O's seconds lost by
-    /// the computation (see [`LevelBudget::contention`]; clamped to
-    /// `0..=1`, a NaN taken as 0).
+    /// the computation (see [`LevelBudget::contention`]; a fraction outside
+    /// `0..=1` is [`PlanError::InvalidContention`](super::PlanError::InvalidContention)
+    /// when planned).
     ///
     /// ```
     /// use checkpointing_schedule::plan::{BackgroundIo, Bytes, LevelBudget, PlanInput, Timeline};
@@ -131,11 +132,7 @@ impl LevelBudget {
     /// assert!(seconds(disk.with_contention(1.0)) > seconds(disk));
     /// ```
     pub fn with_contention(mut self, fraction: f64) -> Self {
-        self.contention = if fraction.is_nan() {
-            0.0
-        } else {
-            fraction.clamp(0.0, 1.0)
-        };
+        self.contention = fraction;
         self
     }
 

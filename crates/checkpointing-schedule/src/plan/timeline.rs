@@ -397,15 +397,15 @@ impl<'a> Timeline<'a> {
     /// (its read window) on each background level, as the executor
     /// announces them when it starts that action.
     fn announce(&mut self, index: u64, last: u64) {
-        let first = self.announced.max(index) + 1;
-        if first > last || !self.announces {
+        if !self.announces {
             return;
         }
-        let entering = self
-            .ahead
-            .range((first - index - 1) as usize..(last - index) as usize);
-        let reads = self.announcer.announce(index, first, entering);
-        self.announced = last;
+        // The actions new to the window (none where it did not grow); the
+        // reads held back are released all the same.
+        let first = self.announced.max(index) + 1;
+        let new = (first - index - 1) as usize..(last.max(first - 1) - index) as usize;
+        let reads = self.announcer.announce(index, first, self.ahead.range(new));
+        self.announced = self.announced.max(last);
         let t = self.t;
         for level in StorageLevel::STORED {
             let Some(io) = self.background(level) else {
