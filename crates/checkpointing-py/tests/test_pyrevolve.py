@@ -761,6 +761,43 @@ def test_planned_refuses_what_it_cannot_plan():
         pr.MultiLevelRevolver(heat.cp, heat.fwd, heat.rev, N, [storage], schedule=pr.planned(ram="1MiB"))
 
 
+def test_a_restore_of_a_snapshot_saved_within_the_window_is_announced_after_its_save(tmp_path):
+    """Every state on disk (``Mixed`` with a snapshot a step): the first reads
+    of the reverse sweep are of snapshots saved less than ``LOOK_AHEAD``
+    actions before them, and are announced once saved, as every later
+    read is: each load follows a prefetch of its slot made after the
+    slot's last save."""
+    events = []
+
+    class Recording(pr.DiskStorage):
+        def save(self, key, data_pointers):
+            events.append(("save", key))
+            super().save(key, data_pointers)
+
+        def prefetch(self, key):
+            events.append(("prefetch", key))
+            super().prefetch(key)
+
+        def load(self, key, locations):
+            events.append(("load", key))
+            super().load(key, locations)
+
+    heat = Heat()
+    disk = Recording(heat.cp.size, N, heat.cp.dtype, filedir=str(tmp_path), wd=2, rd=2)
+    revolver = pr.MultiLevelRevolver(heat.cp, heat.fwd, heat.rev, N, [pr.NumpyStorage(heat.cp.size, 1, heat.cp.dtype), disk],
+                                     schedule=adjoint_checkpoints.Mixed(N, N))
+    revolver.apply_forward()
+    heat.mu = 2.0 * heat.u
+    revolver.apply_reverse()
+    assert np.array_equal(heat.mu, store_all(N))
+    loads = [i for i, (kind, _) in enumerate(events) if kind == "load"]
+    assert len(loads) >= N - 1, events
+    for i in loads:
+        key = events[i][1]
+        saved = max(j for j in range(i) if events[j] == ("save", key))
+        assert ("prefetch", key) in events[saved:i], (i, events)
+
+
 def test_restores_from_disk_are_announced_ahead_and_the_gradient_is_unchanged(tmp_path):
     """The run reads the schedule ahead and announces each disk restore to
     the storage (a background disk store starts reading it then)."""

@@ -115,6 +115,14 @@ fn every_disk_read_is_announced_first_offline_and_online() {
             steps: 30,
             move_data: false,
         }),
+        // Offline: every state on disk, the first reads of the reverse
+        // sweep of snapshots saved within their window (announced once
+        // saved).
+        ScheduleSpec::Mixed(checkpointing::schedule::MixedParams {
+            max_n: 30,
+            snapshots: 30,
+            storage: StorageLevel::Disk,
+        }),
         // Offline.
         ScheduleSpec::DiskRevolve(checkpointing::schedule::DiskRevolveParams {
             max_n: 40,

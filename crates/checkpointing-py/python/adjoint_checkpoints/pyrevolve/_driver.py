@@ -2,6 +2,7 @@
 the user's operators and of the storages' slots (:class:`_Run`)."""
 
 import time
+from collections import deque
 
 from adjoint_checkpoints import Copy, EndForward, EndReverse, Forward, Move, Reverse, StorageType
 from adjoint_checkpoints._prefetch import Pace, ReadAhead, reads_from_disk
@@ -69,6 +70,7 @@ class _Run:
         self.peak = {StorageType.RAM: 0, StorageType.DISK: 0}
         self.reader = None  # the schedule read ahead (_ahead), once finalized
         self.pace = Pace()  # the run's step times and reads' waits (_ahead)
+        self.unsaved_reads = deque()  # DISK reads read ahead before their save (_announce)
 
     # storages and slots
     def storage(self, level):
@@ -245,6 +247,8 @@ class _Run:
             start = time.perf_counter()
             self.step(a)
             pace.record(a, time.perf_counter() - start)
+            if self.unsaved_reads:
+                self._announce_saved(a)
             if isinstance(a, end):
                 return
         raise AssertionError(f"internal error: the schedule ended before {end.__name__}")
@@ -265,12 +269,38 @@ class _Run:
         return self.reader
 
     def _announce(self, a):
+        """Announces the disk read of ``a`` (an action joining those read
+        ahead) to its storage; one whose snapshot is not saved yet waits
+        for the save (:meth:`_announce_saved`), as the Rust executor's
+        reads behind a save in their window do."""
         n = reads_from_disk(a)
-        record = None if n is None else self.held[StorageType.DISK].get(n)
-        if record is not None:
-            for entry in [record["ics"], *record["deps"].values()]:
-                if entry is not None:
-                    entry.storage.prefetch(entry.slot)
+        if n is not None and not self._prefetch(n):
+            self.unsaved_reads.append(n)
+
+    def _prefetch(self, n):
+        """Asks the storage of the disk snapshot of step ``n`` to read it
+        ahead; whether one is held."""
+        record = self.held[StorageType.DISK].get(n)
+        if record is None:
+            return False
+        for entry in [record["ics"], *record["deps"].values()]:
+            if entry is not None:
+                entry.storage.prefetch(entry.slot)
+        return True
+
+    def _announce_saved(self, done):
+        """After action ``done``: the reads waiting for their save are
+        announced, in order, once it is held (the first reads of a reverse
+        sweep, of what the last forward steps saved); a read that ``done``
+        made without being announced leaves."""
+        made = reads_from_disk(done)
+        waiting = deque()
+        for n in self.unsaved_reads:
+            if n == made:
+                made = None  # the earliest read of n was the one made
+            elif not self._prefetch(n):
+                waiting.append(n)
+        self.unsaved_reads = waiting
 
     def release(self, settle=True):
         """Frees every snapshot held; with ``settle``, then waits for the
