@@ -1,7 +1,9 @@
 //! Which reads the executor announces to its stores ahead of the actions
 //! that make them (the rule [`Timeline`](super::Timeline) models).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
 
 use crate::action::{Action, Step, StorageLevel};
 
@@ -42,7 +44,7 @@ pub struct ReadAnnouncer {
     /// Index of the first action not looked at yet.
     next: u64,
     /// The last action that replaced or deleted each snapshot.
-    replaced: HashMap<(Step, StorageLevel), u64>,
+    replaced: FxHashMap<(Step, StorageLevel), u64>,
     /// Reads held back, by the action that must run before them: the
     /// read's index and snapshot.
     held_back: BTreeMap<u64, Vec<(u64, Step, StorageLevel)>>,
@@ -60,16 +62,20 @@ impl ReadAnnouncer {
         first: u64,
         actions: impl IntoIterator<Item = &'a Action>,
     ) -> Vec<(Step, StorageLevel)> {
-        let still = self.held_back.split_off(&running);
-        let mut released: Vec<_> = std::mem::replace(&mut self.held_back, still)
-            .into_values()
-            .flatten()
-            .collect();
-        released.sort_unstable_by_key(|&(index, ..)| index);
-        let mut reads: Vec<_> = released
-            .into_iter()
-            .map(|(_, n, level)| (n, level))
-            .collect();
+        let mut reads = Vec::new();
+        if self
+            .held_back
+            .first_key_value()
+            .is_some_and(|(&r, _)| r < running)
+        {
+            let still = self.held_back.split_off(&running);
+            let mut released: Vec<_> = std::mem::replace(&mut self.held_back, still)
+                .into_values()
+                .flatten()
+                .collect();
+            released.sort_unstable_by_key(|&(index, ..)| index);
+            reads.extend(released.into_iter().map(|(_, n, level)| (n, level)));
+        }
         for (i, action) in (first..).zip(actions) {
             if i < self.next {
                 continue;

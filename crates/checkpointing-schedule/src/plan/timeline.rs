@@ -1,7 +1,9 @@
 //! [`Timeline`]: an action stream's time when storage runs beside the
 //! computation.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap;
 
 use super::profile::Accountant;
 use super::{BackgroundIo, PlanInput, ReadAnnouncer, READ_AHEAD_MOST, READ_AHEAD_WAIT_FACTOR};
@@ -124,12 +126,14 @@ struct Lanes {
     /// End times of the writes not known to be finished, oldest first.
     in_flight: VecDeque<f64>,
     /// When the last save of each step held ends.
-    saved: HashMap<Step, f64>,
+    saved: FxHashMap<Step, f64>,
     /// End times of the reads announced and started for each step, in
     /// order.
-    read_ahead: HashMap<Step, VecDeque<f64>>,
+    read_ahead: FxHashMap<Step, VecDeque<f64>>,
     /// Reads announced and not started yet (the reads ahead are full).
     waiting: VecDeque<Step>,
+    /// Reads started ahead and not taken (the lengths in `read_ahead`).
+    outstanding: u64,
 }
 
 impl<'a> Timeline<'a> {
@@ -476,16 +480,10 @@ impl<'a> Timeline<'a> {
 }
 
 impl Lanes {
-    /// Reads started ahead and not taken.
-    fn outstanding(&self) -> u64 {
-        self.read_ahead.values().map(|q| q.len() as u64).sum()
-    }
-
     /// Starts waiting reads at `t`, in order, while fewer than `most` are
     /// outstanding; a step no longer held is passed over.
     fn start_reads(&mut self, t: f64, seconds: f64, most: u64) {
-        let mut outstanding = self.outstanding();
-        while outstanding < most {
+        while self.outstanding < most {
             let Some(n) = self.waiting.pop_front() else {
                 return;
             };
@@ -498,7 +496,7 @@ impl Lanes {
                 .entry(n)
                 .or_default()
                 .push_back(start + seconds);
-            outstanding += 1;
+            self.outstanding += 1;
         }
     }
 
@@ -509,12 +507,15 @@ impl Lanes {
         if queue.is_empty() {
             self.read_ahead.remove(&n);
         }
+        self.outstanding -= u64::from(end.is_some());
         end
     }
 
     /// Drops the reads ahead of `n` (its snapshot replaced or taken).
     fn drop_reads(&mut self, n: Step) {
-        self.read_ahead.remove(&n);
+        if let Some(queue) = self.read_ahead.remove(&n) {
+            self.outstanding -= queue.len() as u64;
+        }
     }
 }
 
