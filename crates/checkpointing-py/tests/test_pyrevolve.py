@@ -761,12 +761,10 @@ def test_planned_refuses_what_it_cannot_plan():
         pr.MultiLevelRevolver(heat.cp, heat.fwd, heat.rev, N, [storage], schedule=pr.planned(ram="1MiB"))
 
 
-def test_a_restore_of_a_snapshot_saved_within_the_window_is_announced_after_its_save(tmp_path):
-    """Every state on disk (``Mixed`` with a snapshot a step): the first reads
-    of the reverse sweep are of snapshots saved less than ``LOOK_AHEAD``
-    actions before them, and are announced once saved, as every later
-    read is: each load follows a prefetch of its slot made after the
-    slot's last save."""
+def _disk_events(tmp_path, ram_slots, disk_slots, schedule=None):
+    """The heat gradient through a MultiLevelRevolver whose disk storage
+    records its saves, prefetches and loads (checked against store-all);
+    returns what the disk storage saw, in order."""
     events = []
 
     class Recording(pr.DiskStorage):
@@ -783,43 +781,38 @@ def test_a_restore_of_a_snapshot_saved_within_the_window_is_announced_after_its_
             super().load(key, locations)
 
     heat = Heat()
-    disk = Recording(heat.cp.size, N, heat.cp.dtype, filedir=str(tmp_path), wd=2, rd=2)
-    revolver = pr.MultiLevelRevolver(heat.cp, heat.fwd, heat.rev, N, [pr.NumpyStorage(heat.cp.size, 1, heat.cp.dtype), disk],
-                                     schedule=adjoint_checkpoints.Mixed(N, N))
+    disk = Recording(heat.cp.size, disk_slots, heat.cp.dtype, filedir=str(tmp_path), wd=2, rd=2)
+    storages = [pr.NumpyStorage(heat.cp.size, ram_slots, heat.cp.dtype), disk]
+    revolver = pr.MultiLevelRevolver(heat.cp, heat.fwd, heat.rev, N, storages, schedule=schedule)
     revolver.apply_forward()
     heat.mu = 2.0 * heat.u
     revolver.apply_reverse()
     assert np.array_equal(heat.mu, store_all(N))
+    return events
+
+
+def _loads_announced_after_their_saves(events):
+    """The number of loads, each checked to follow a prefetch of its slot
+    made after the slot's last save."""
     loads = [i for i, (kind, _) in enumerate(events) if kind == "load"]
-    assert len(loads) >= N - 1, events
     for i in loads:
         key = events[i][1]
         saved = max(j for j in range(i) if events[j] == ("save", key))
         assert ("prefetch", key) in events[saved:i], (i, events)
+    return len(loads)
+
+
+def test_a_restore_of_a_snapshot_saved_within_the_window_is_announced_after_its_save(tmp_path):
+    """Every state on disk (``Mixed`` with a snapshot a step): the first reads
+    of the reverse sweep are of snapshots saved less than ``LOOK_AHEAD``
+    actions before them, and are announced once saved, as every later
+    read is."""
+    events = _disk_events(tmp_path, 1, N, schedule=adjoint_checkpoints.Mixed(N, N))
+    assert _loads_announced_after_their_saves(events) >= N - 1, events
 
 
 def test_restores_from_disk_are_announced_ahead_and_the_gradient_is_unchanged(tmp_path):
     """The run reads the schedule ahead and announces each disk restore to
     the storage (a background disk store starts reading it then)."""
-    events = []
-
-    class Recording(pr.DiskStorage):
-        def prefetch(self, key):
-            events.append(("prefetch", key))
-            super().prefetch(key)
-
-        def load(self, key, locations):
-            events.append(("load", key))
-            super().load(key, locations)
-
-    heat = Heat()
-    disk = Recording(heat.cp.size, 6, heat.cp.dtype, filedir=str(tmp_path), wd=2, rd=2)
-    revolver = pr.MultiLevelRevolver(heat.cp, heat.fwd, heat.rev, N, [pr.NumpyStorage(heat.cp.size, 2, heat.cp.dtype), disk])
-    revolver.apply_forward()
-    heat.mu = 2.0 * heat.u
-    revolver.apply_reverse()
-    assert np.array_equal(heat.mu, store_all(N))
-    loads = [i for i, (kind, _) in enumerate(events) if kind == "load"]
-    assert loads, "the schedule never restored from disk"
-    announced = [i for i in loads if ("prefetch", events[i][1]) in events[:i]]
-    assert len(announced) == len(loads), events
+    events = _disk_events(tmp_path, 2, 6)
+    assert _loads_announced_after_their_saves(events) > 0, "the schedule never restored from disk"

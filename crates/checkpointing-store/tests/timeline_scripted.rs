@@ -27,7 +27,7 @@ use checkpointing::schedule::Costs;
 use checkpointing::{
     Action, AsyncDiskRevolve, Checkpoint, DetachedRead, DetachedWrite, DiskRevolve, DiskStore,
     Executor, HRevolve, MemoryStore, Problem, Schedule, SnapshotStore, SplitIo, Step, StorageError,
-    StorageLevel, StoreStats, UserError, Written,
+    StorageLevel, UserError, Written,
 };
 use checkpointing_store::AsyncStore;
 use proptest::prelude::*;
@@ -100,18 +100,10 @@ impl SnapshotStore<Snap> for Scripted {
         wait(self.read);
         self.inner.load(step)
     }
-    fn remove(&mut self, step: Step) -> Result<(), StorageError> {
-        self.inner.remove(step)
-    }
-    fn held_steps(&self) -> Vec<Step> {
-        self.inner.held_steps()
-    }
-    fn stats(&self) -> StoreStats {
-        self.inner.stats()
-    }
     fn split_io(&mut self) -> Option<&mut dyn SplitIo<Snap>> {
         Some(self)
     }
+    checkpointing::forward_to_inner_store!(inner: remove, held_steps, stats);
 }
 
 /// A step call the problem saw: whether it was an adjoint step, its step
