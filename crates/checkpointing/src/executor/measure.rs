@@ -430,8 +430,9 @@ fn probe_store<S: Clone + Footprint>(
     })
 }
 
-/// The writes, reads and bytes a store counted from `before` to `after`.
-fn traffic_between(before: &StoreStats, after: &StoreStats) -> StoreStats {
+/// The writes, reads and bytes a store counted from `before` to `after`
+/// (no peaks).
+pub(super) fn traffic_between(before: &StoreStats, after: &StoreStats) -> StoreStats {
     StoreStats {
         writes: after.writes.saturating_sub(before.writes),
         reads: after.reads.saturating_sub(before.reads),

@@ -16,7 +16,7 @@
 use std::fmt;
 use std::time::Instant;
 
-use super::measure::Measurements;
+use super::measure::{traffic_between, Measurements};
 use super::planned::PlanBudget;
 use super::{ExecutionStats, Executor, ExecutorError, Problem, UserError};
 use crate::plan::{plan, Candidate, Plan};
@@ -192,10 +192,11 @@ impl<A> fmt::Display for Verification<A> {
 pub(super) fn subtract_traffic(stats: &mut ExecutionStats, before: &PerLevel<StoreStats>) {
     for (level, b) in before.iter() {
         let s = &mut stats.levels[level];
-        s.writes = s.writes.saturating_sub(b.writes);
-        s.reads = s.reads.saturating_sub(b.reads);
-        s.bytes_written = s.bytes_written.saturating_sub(b.bytes_written);
-        s.bytes_read = s.bytes_read.saturating_sub(b.bytes_read);
+        *s = StoreStats {
+            peak_snapshots: s.peak_snapshots,
+            peak_bytes: s.peak_bytes,
+            ..traffic_between(b, s)
+        };
     }
 }
 
