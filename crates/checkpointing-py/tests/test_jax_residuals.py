@@ -144,6 +144,51 @@ def test_compiled_memory_within_the_budget_over_random_lengths_and_budgets(seed)
     assert full <= 1.01 * scan + 6 * carry, (full, scan)
 
 
+@pytest.mark.parametrize("memory", [1.0, 0.5, 0.2])
+@pytest.mark.parametrize("entry", ["scan", "while"])
+def test_the_tapes_read_ahead_are_within_the_budget(entry, memory):
+    """The backward reads each tape ahead of its pullback, which holds two
+    tapes beside the tape buffer (``_compiled.pull_back_tapes``): the plan
+    counts them, so XLA's temporaries stay within the budget plus one
+    step's workspace (a few carries) on a step whose tape is four carries
+    (uncounted, the two tapes are eight); at ``memory=1.0`` nothing is
+    recomputed."""
+    from adjoint_checkpoints.jax import checkpointed_while_loop
+
+    d, steps = 128, 40
+    w = jnp.asarray(np.random.RandomState(3).normal(size=(d, d)) / np.sqrt(d))
+    y0 = jnp.linspace(-1.0, 1.0, d)
+
+    def step(y, w):
+        return jnp.tanh(w @ jnp.tanh(w @ y)) + 0.1 * y
+
+    def loss(y0, w):
+        if entry == "scan":
+            out = checkpointed_scan(lambda c, _: (step(c, w), None), y0, steps, memory=memory)[0]
+        else:
+            body = lambda c: (c[0] + 1, step(c[1], w))  # noqa: E731
+            out = checkpointed_while_loop(lambda c: c[0] < steps, body, (0, y0), max_steps=steps, memory=memory)[1]
+        return jnp.sum(out**2)
+
+    # The temporaries of the gradient in y0, w a constant (a cotangent of w
+    # would add its size).
+    temp = jax.jit(jax.grad(lambda y0: loss(y0, w))).lower(y0).compile().memory_analysis().temp_size_in_bytes
+    stats = dict(last_stats)
+    carry = d * 8
+    assert stats["tape_bytes"] >= 4 * carry
+    assert stats["peak_bytes"] <= stats["memory"]
+    assert temp <= stats["memory"] + 6 * carry, (temp, stats)
+    ours = jax.jit(jax.grad(loss, argnums=(0, 1)))(y0, w)
+
+    def scanned(y0, w):
+        return jnp.sum(jax.lax.scan(lambda c, _: (step(c, w), None), y0, None, length=steps)[0] ** 2)
+
+    for a, b in zip(ours, jax.grad(scanned, argnums=(0, 1))(y0, w)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-14)
+    if memory == 1.0 and entry == "scan":
+        assert stats["taped_steps"] + stats["forward_steps"] == steps, stats
+
+
 def last_least(steps, step, u0):
     residuals = Residuals(step, u0, None, ())
     carry = u0.size * 8

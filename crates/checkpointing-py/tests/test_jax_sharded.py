@@ -320,8 +320,10 @@ if CHILD:
 
     def assert_divided(loop_of, label, snapshots=8):
         """Per device, the sharded program (mesh 4 x 2) needs the unsharded
-        one's temporaries / 8 (to 1/16 of a carry); the unsharded one holds
-        the snapshots (a carry each, or more): no snapshot is gathered (a
+        one's temporaries / 8 (to 1/4 of a carry: XLA may assign a buffer
+        more per device in one than in the other, a tape read ahead of its
+        pullback here, 1/8 of a carry); the unsharded one holds the
+        snapshots (a carry each, or more): no snapshot is gathered (a
         replicated one would cost a whole carry on every device)."""
         m = mesh(2, False)
         x = jnp.sin(jnp.arange(np.prod(BIG), dtype=jnp.float32).reshape(BIG))
@@ -329,7 +331,7 @@ if CHILD:
         whole = temp_bytes(loop_of(snapshots), x)
         sharded = temp_bytes(loop_of(snapshots), jax.device_put(x, NamedSharding(m, spec(m))))
         assert whole >= snapshots * carry, (label, whole / carry)
-        assert sharded <= whole / 8 + carry / 16, (label, sharded / carry, whole / carry)
+        assert sharded <= whole / 8 + carry / 4, (label, sharded / carry, whole / carry)
         return round(whole / carry, 3), round(sharded / carry, 3)
 
     def elementwise(u, _):

@@ -327,15 +327,16 @@ def _tape_plan(length, carry_bytes, tape_bytes, budget):
     excess = plan.buffer_bytes(carry_bytes, tape_bytes) - budget
     if excess <= 0:
         return plan
-    fits_not, tries = budget, budget - excess
+    least = _least_schedule_bytes(length, carry_bytes, tape_bytes)
+    fits_not, tries = budget, max(least, budget - excess)
     for _ in range(_BUFFER_FIT_ROUNDS):
         plan = build(tries)
         excess = plan.buffer_bytes(carry_bytes, tape_bytes) - budget
-        if excess <= 0:
+        if excess <= 0 or tries == least:
             break
-        fits_not, tries = tries, tries - excess
+        fits_not, tries = tries, max(least, tries - excess)
     else:
-        tries = _least_schedule_bytes(length, carry_bytes, tape_bytes)
+        tries = least
         plan = build(tries)
     fits = tries
     for _ in range(_BUFFER_FIT_ROUNDS):

@@ -6,7 +6,9 @@ A byte budget ``M`` is shared between ``s`` stored carries (``c`` bytes
 each: the carry less its write-only buffers) and ``K`` *tapes*, the VJP
 residuals of one step (``t`` bytes each, read from the step's jaxpr, see
 :class:`._residuals.StepResiduals`), beside the live carry and its
-cotangent: ``s c + K t + 2 c <= M``.
+cotangent: ``s c + K' t + 2 c <= M``, where ``K' = K`` for ``K <= 1``
+and ``K + 2`` otherwise (the backward then reads each tape ahead of its
+pullback, which takes two tapes more: :func:`._compiled.pull_back_tapes`).
 
 - **Forward.** The ``s`` carries are placed online with ``OnlineR2``'s rule,
   as without ``memory=`` (:class:`._online.OnlineLoop`). Every step runs
@@ -44,7 +46,8 @@ from jax import lax
 
 import adjoint_checkpoints as _cp
 
-from ._compiled import _index, _set, zeros
+from ._compiled import _set, pull_back_tapes, zeros
+from ._program import READ_AHEAD_TAPES, reads_ahead
 from ._online import OnlineLoop, Segments, _instantiate, _int, _Static
 from ._residuals import StepResiduals, budget_bytes, tree_nbytes
 
@@ -70,6 +73,12 @@ def binomial_evaluations(n, s):
     return n + r * n - math.comb(s + r, r - 1)
 
 
+def held_tapes(tapes):
+    """The tapes' bytes a plan of ``tapes`` ring slots holds, in tapes: the
+    ring and, where the backward reads them ahead, the tapes read ahead."""
+    return tapes + (READ_AHEAD_TAPES if reads_ahead(tapes) else 0)
+
+
 def split_budget(max_steps, budget, carry_bytes, tape_bytes):
     """``(s, K)``: the carries and tapes of a budget of ``budget`` bytes
     (the live carry and its cotangent included) that minimize ``E(s, K)``
@@ -79,8 +88,10 @@ def split_budget(max_steps, budget, carry_bytes, tape_bytes):
     >>> split_budget(100, 10 * 8 + 2 * 8, 8, 16)  # room for 10 carries: no tape pays
     (10, 0)
     >>> split_budget(100, 40 * 8 + 2 * 8, 8, 16)  # room for 40 carries
-    (4, 18)
+    (6, 15)
     >>> split_budget(100, 100 * 16 + 2 * 8, 8, 16)  # every step's residuals
+    (2, 97)
+    >>> split_budget(100, 102 * 16 + 2 * 8, 8, 16)  # and the two read ahead
     (2, 99)
     >>> split_budget(100, 5 * 8 + 2 * 8, 8, 16)  # no room for a tape
     (5, 0)
@@ -88,7 +99,7 @@ def split_budget(max_steps, budget, carry_bytes, tape_bytes):
     spare = budget - 2 * carry_bytes
     best = None
     for tapes in range(max_steps + 1):
-        carries = min(max_steps, (spare - tapes * tape_bytes) // carry_bytes)
+        carries = min(max_steps, (spare - held_tapes(tapes) * tape_bytes) // carry_bytes)
         if carries < 1:
             break
         rest = max_steps - tapes
@@ -191,7 +202,7 @@ class TapedOnlineLoop(OnlineLoop):
                 tapes=tapes,
                 carry_bytes=carry_bytes,
                 tape_bytes=tape_bytes,
-                peak_bytes=(carries + 2) * carry_bytes + tapes * tape_bytes,
+                peak_bytes=(carries + 2) * carry_bytes + held_tapes(tapes) * tape_bytes,
             )
         return carries, tapes
 
@@ -240,18 +251,19 @@ class TapedOnlineLoop(OnlineLoop):
         reused = self._args(order, PC, like, None, bconsts, cconsts)
         reused = [a if r else None for a, r in zip(reused, _REUSED)]
 
-        def pull(tape, ct, ct_consts):
+        def pull(tape, _, state):
+            ct, ct_consts = state
             d_xs, d_xb, d_cs = layout.pullback(tape, *reused, outputs=buffers)(ct)
             return list(d_xs) + list(d_xb), [a + b for a, b in zip(ct_consts, d_cs)]
 
-        def pull_back(ring, last):
-            """The loop body pulling back, at its ``j``-th iteration, the step
-            taped in slot ``(last - j) mod K``."""
-            return lambda j, state: pull(_index(ring, (last - j) % K), *state)
+        def pull_back(ring, last, count, state):
+            """Pulls back ``count`` steps, the ``j``-th taped in slot
+            ``(last - j) mod K``."""
+            return pull_back_tapes(ring, lambda j: (last - j) % K, count, pull, state, reads_ahead(K))
 
         # The window: the last min(n, K) steps, taped in the forward.
         low = jnp.maximum(n - K, 0)
-        ct, ct_consts = lax.fori_loop(0, n - low, pull_back(ring, n - 1), (ct, ct_consts))
+        ct, ct_consts = pull_back(ring, n - 1, n - low, (ct, ct_consts))
         where = jnp.where(where >= low, -1, where)
         stack = jnp.argsort(jnp.where(where < 0, jnp.iinfo(it).max, where)).astype(it)
         depth = jnp.sum(where >= 0).astype(it)
@@ -279,7 +291,7 @@ class TapedOnlineLoop(OnlineLoop):
             live_at, live = segments.restore(slot, c, live_at, live, store)
             live = lax.fori_loop(live_at, start, segments.advance, live)
             live, ring = lax.fori_loop(0, top - start, record, (live, ring))
-            ct, ct_consts = lax.fori_loop(0, top - start, pull_back(ring, top - start - 1), (ct, ct_consts))
+            ct, ct_consts = pull_back(ring, top - start - 1, top - start, (ct, ct_consts))
             whole = start == c
             where = jnp.where(whole, where.at[slot].set(-1), where)
             depth = jnp.where(whole, depth - 1, depth)

@@ -56,6 +56,25 @@ OP_NAMES = ("advance", "save", "load", "vjp_live", "vjp_slot", "transfer", "tape
 RAM, DISK, WORK, NONE = 0, 1, -1, -2
 """Storage codes of the native records (``_arrays.STORAGE_CODES``)."""
 
+READ_AHEAD_TAPES = 2
+"""Tapes a backward that reads its tapes ahead holds besides its tape
+buffer (:func:`._compiled.pull_back_tapes`: the tape being pulled back and
+the next one, each in the loop's carry), as XLA's CPU backend allocates
+them (measured with ``memory_analysis``)."""
+
+
+def reads_ahead(tapes):
+    """Whether a backward whose buffer holds ``tapes`` tapes (a scratch slot
+    for a step reversed from a carry not counted) reads them ahead of their
+    pullbacks, at :data:`READ_AHEAD_TAPES` more tapes' bytes: where it holds
+    two or more, so that the least budgets (one tape) stay what they are.
+
+    >>> reads_ahead(1), reads_ahead(2)
+    (False, True)
+    """
+    return tapes >= 2
+
+
 DEVICE_BUFFER, DISK_BUFFER, TAPE_BUFFER = 0, 1, 2
 """Buffer 0 holds ``RAM`` snapshots and spilled ``WORK`` dependencies;
 buffer 1 the ``DISK`` level's snapshots; buffer 2 the tapes (steps' VJP
@@ -108,6 +127,8 @@ class Plan:
     ``peak_stored`` (most carries stored at once, both buffers),
     ``tape_slots`` (tapes in the tape buffer, the last one for the
     residuals of a step reversed from a carry; 0 unless the plan tapes),
+    ``read_ahead`` (whether the backward reads its tapes ahead,
+    :func:`reads_ahead`),
     ``taped_steps`` (steps run under ``jax.vjp`` to record their tape),
     ``handoff`` (the step whose carry the forward hands to the backward as
     its live carry: the last step's adjoint dependency, or ``None``) and
@@ -194,12 +215,15 @@ class Plan:
         # reversed from a carry are recorded there before its pullback
         # (the programme counts that tape in its budget too).
         self.tape_slots = tapes + 1 if tapes else 0
+        self.read_ahead = reads_ahead(tapes)
         del self.out, self.store, self.deps
 
     def buffer_bytes(self, carry_bytes, tape_bytes):
         """The bytes of the plan's buffers (allocated once, for the whole
-        gradient): every slot of carries and of tapes."""
-        return sum(self.slots) * carry_bytes + self.tape_slots * tape_bytes
+        gradient): every slot of carries and of tapes, and the tapes read
+        ahead (:func:`reads_ahead`)."""
+        ahead = READ_AHEAD_TAPES if self.read_ahead else 0
+        return sum(self.slots) * carry_bytes + (self.tape_slots + ahead) * tape_bytes
 
     # -- emitted records ------------------------------------------------
 

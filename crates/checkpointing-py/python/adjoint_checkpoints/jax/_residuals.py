@@ -39,6 +39,7 @@ import numpy as np
 from jax.extend.core import Literal
 
 from ._compiled import float0_zeros
+from ._program import READ_AHEAD_TAPES, reads_ahead
 
 _STORED, _INPUT, _FLOAT0, _CONSTANT, _OUTPUT = range(5)
 
@@ -52,15 +53,18 @@ def budget_bytes(memory, steps, carry_bytes, tape_bytes):
     """``memory=`` (already checked) in bytes: an ``int`` as given, a ``float`` that
     fraction of what ``lax.scan``'s gradient keeps for ``steps`` steps
     (every step's residuals, ``tape_bytes`` each, and the live carry and
-    its cotangent).
+    its cotangent) and of the tapes read ahead of their pullbacks
+    (:func:`._program.reads_ahead`), so that ``memory=1.0`` keeps every
+    tape.
 
     >>> budget_bytes(0.5, 10, carry_bytes=8, tape_bytes=100)
-    508
+    608
     >>> budget_bytes(4096, 10, carry_bytes=8, tape_bytes=100)
     4096
     """
     if isinstance(memory, float):
-        return int(memory * (steps * tape_bytes + 2 * carry_bytes))
+        ahead = READ_AHEAD_TAPES if reads_ahead(steps) else 0
+        return int(memory * ((steps + ahead) * tape_bytes + 2 * carry_bytes))
     return memory
 
 
