@@ -165,6 +165,8 @@ class _Run:
 
     def __init__(self, step, spec, n_state, params, schedule, n, disk, stats, publish, compress=None):
         self.step_fn, self.spec, self.n_state, self.params = step, spec, n_state, params
+        #: The state is one tensor: the steps skip the pytree round trip.
+        self.one_tensor = spec.is_leaf()
         self.schedule, self.actions = schedule, enumerate(schedule)
         self.total = n if isinstance(n, int) else None
         if schedule.max_n is not None:
@@ -226,7 +228,7 @@ class _Run:
     # --- steps -----------------------------------------------------------
 
     def _call(self, i, leaves):
-        state = pytree.tree_unflatten(list(leaves), self.spec)
+        state = leaves[0] if self.one_tensor else pytree.tree_unflatten(list(leaves), self.spec)
         if not self.autocast:
             out = self.step_fn(i, state)
         else:
@@ -243,6 +245,8 @@ class _Run:
                 for device, dtype in self.autocast:
                     modes.enter_context(torch.autocast(device, dtype=dtype, cache_enabled=False))
                 out = self.step_fn(i, state)
+        if self.one_tensor and isinstance(out, torch.Tensor):
+            return [out]
         out_leaves, spec = pytree.tree_flatten(out)
         if spec != self.spec:
             raise ValueError(f"step({i}, x) returned a state of another structure than x: {spec} != {self.spec}")
