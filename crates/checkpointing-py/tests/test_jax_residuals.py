@@ -189,6 +189,41 @@ def test_the_tapes_read_ahead_are_within_the_budget(entry, memory):
         assert stats["taped_steps"] + stats["forward_steps"] == steps, stats
 
 
+@pytest.mark.parametrize("memory", [1.0, 0.3])
+def test_a_closed_over_array_not_differentiated_gets_no_cotangent_nor_tape_room(memory):
+    """Under jit a closed-over array is a tracer whether or not the
+    gradient needs it (data beside parameters): one it does not perturb
+    gets no cotangent accumulator, and the tapes keep nothing for one, so
+    the program is as small as with the array a constant; gradients stay
+    lax.scan's bitwise, with the array differentiated or not."""
+    d, steps = 64, 30
+    w = jnp.asarray(np.random.RandomState(5).normal(size=(d, d)) / np.sqrt(d))
+    y0 = jnp.linspace(-1.0, 1.0, d)
+
+    def loss(scan):
+        def f(y0, w):
+            return jnp.sum(scan(lambda c, _: (jnp.tanh(w @ c), None), y0, steps)[0] ** 2)
+
+        return f
+
+    ours = loss(lambda step, y0, n: checkpointed_scan(step, y0, n, memory=memory))
+    theirs = loss(lambda step, y0, n: jax.lax.scan(step, y0, None, length=n))
+
+    def temp(f, *args):
+        return f.lower(*args).compile().memory_analysis().temp_size_in_bytes
+
+    traced = temp(jax.jit(jax.grad(ours)), y0, w)
+    tape_not_perturbed = last_stats["tape_bytes"]
+    constant = temp(jax.jit(jax.grad(lambda y0: ours(y0, w))), y0)
+    assert traced <= constant + d * 8, (traced, constant)
+    jax.jit(jax.grad(ours, argnums=(0, 1))).lower(y0, w)
+    assert last_stats["tape_bytes"] > tape_not_perturbed
+    for argnums in (0, (0, 1)):
+        assert_bitwise(
+            jax.jit(jax.grad(ours, argnums=argnums))(y0, w), jax.jit(jax.grad(theirs, argnums=argnums))(y0, w)
+        )
+
+
 def last_least(steps, step, u0):
     residuals = Residuals(step, u0, None, ())
     carry = u0.size * 8

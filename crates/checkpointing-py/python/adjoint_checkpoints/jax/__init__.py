@@ -234,22 +234,30 @@ def _publish_records(plan, kind, **extra):
 
 def _memory_scan(fn, init, xs, x0, consts, length, memory, disk_memory_kind):
     """``checkpointed_scan`` with ``memory=``: the step's residual layout
-    read from its jaxpr, the tape-aware plan for the budget, compiled."""
-    residuals = _residuals.Residuals(fn, init, x0, consts)
-    carry_bytes = _residuals.tree_nbytes(init)
-    tape_bytes = residuals.nbytes
-    budget = _memory_budget(memory, length, carry_bytes, tape_bytes)
-    plan = _tape_plan(length, carry_bytes, tape_bytes, budget - 2 * carry_bytes)
-    kind = _disk_kind(disk_memory_kind, plan)
-    _publish_records(
-        plan,
-        kind,
-        memory=budget,
-        carry_bytes=carry_bytes,
-        tape_bytes=tape_bytes,
-        peak_bytes=plan.buffer_bytes(carry_bytes, tape_bytes) + 2 * carry_bytes,
-    )
-    return _compiled.Compiled(fn, plan, kind, residuals)(init, xs, consts)
+    read from its jaxpr, the tape-aware plan for the budget, compiled; for
+    a gradient, the layout and plan of the constants it perturbs
+    (:class:`._compiled.PerturbedCompiled`), published in ``last_stats``
+    when the gradient is traced."""
+
+    def compiled_for(perturbed, init, x0, consts):
+        residuals = _residuals.Residuals(fn, init, x0, consts, perturbed)
+        carry_bytes = _residuals.tree_nbytes(init)
+        tape_bytes = residuals.nbytes
+        budget = _memory_budget(memory, length, carry_bytes, tape_bytes)
+        plan = _tape_plan(length, carry_bytes, tape_bytes, budget - 2 * carry_bytes)
+        kind = _disk_kind(disk_memory_kind, plan)
+        _publish_records(
+            plan,
+            kind,
+            memory=budget,
+            carry_bytes=carry_bytes,
+            tape_bytes=tape_bytes,
+            peak_bytes=plan.buffer_bytes(carry_bytes, tape_bytes) + 2 * carry_bytes,
+        )
+        return _compiled.Compiled(fn, plan, kind, residuals, perturbed)
+
+    primal = compiled_for(None, init, x0, consts)
+    return _compiled.PerturbedCompiled(primal, compiled_for)(init, xs, consts)
 
 
 def _memory_request(memory):

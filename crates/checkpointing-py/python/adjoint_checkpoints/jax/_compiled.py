@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.custom_derivatives import CustomVJPPrimal, SymbolicZero
 
 from ._program import (
     A_FROM,
@@ -91,15 +92,26 @@ def _set(tree, i, value):
     return jax.tree_util.tree_map(lambda a, v: lax.dynamic_update_index_in_dim(a, v.astype(a.dtype), i, 0), tree, value)
 
 
-def adjoint_step(fn, xs, ct_ys, consts):
+def adjoint_step(fn, xs, ct_ys, consts, perturbed=None):
     """The adjoint of one step of ``fn(carry, x, *consts) -> (carry, y)``:
     ``differentiate(carry, i, ct, ct_xs, ct_consts)`` runs the VJP of step
     ``i`` from its input ``carry`` with the carry's cotangent ``ct`` (and
     ``ct_ys[i]``), and returns the input carry's cotangent, ``ct_xs`` with
-    row ``i`` set and ``ct_consts`` accumulated."""
+    row ``i`` set and ``ct_consts`` accumulated: the cotangents of the
+    constants marked in ``perturbed`` (all by default; the others are
+    closed over)."""
 
     def differentiate(carry, i, ct, ct_xs, ct_consts):
-        _, pullback = jax.vjp(fn, carry, _index_or_none(xs, i), *consts)
+        x = _index_or_none(xs, i)
+        if perturbed is None:
+            _, pullback = jax.vjp(fn, carry, x, *consts)
+        else:
+
+            def at(carry, x, *chosen):
+                chosen = iter(chosen)
+                return fn(carry, x, *[next(chosen) if p else c for c, p in zip(consts, perturbed)])
+
+            _, pullback = jax.vjp(at, carry, x, *[c for c, p in zip(consts, perturbed) if p])
         return _apply(pullback, xs, ct_ys, i, ct, ct_xs, ct_consts)
 
     return differentiate
@@ -107,8 +119,9 @@ def adjoint_step(fn, xs, ct_ys, consts):
 
 def taped_adjoint_step(residuals, xs, ct_ys, consts):
     """As :func:`adjoint_step`, from a step's tape (its stored residuals,
-    :class:`._residuals.Residuals`) instead of its input carry: nothing of
-    the step runs forward. ``differentiate(tape, i, ct, ct_xs, ct_consts)``."""
+    :class:`._residuals.Residuals`, whose perturbed constants get
+    cotangents) instead of its input carry: nothing of the step runs
+    forward. ``differentiate(tape, i, ct, ct_xs, ct_consts)``."""
 
     def differentiate(tape, i, ct, ct_xs, ct_consts):
         return _apply(residuals.pullback(tape, _index_or_none(xs, i), consts), xs, ct_ys, i, ct, ct_xs, ct_consts)
@@ -199,12 +212,15 @@ class Compiled:
     (a ``lax.switch`` over whole states would make XLA copy the snapshot
     buffers at every iteration), so buffers are updated in place."""
 
-    def __init__(self, fn, plan, disk_memory_kind=None, residuals=None):
+    def __init__(self, fn, plan, disk_memory_kind=None, residuals=None, perturbed=None):
         """``residuals``: the step's :class:`._residuals.Residuals`, needed
-        when the plan has tapes."""
+        when the plan has tapes. ``perturbed``: the constants whose
+        cotangents the backward computes (all by default), as the
+        residuals were made for; the others' are ``None``."""
         if plan.tape_slots and residuals is None:
             raise ValueError("a plan with tapes needs the step's residual layout")
         self.fn, self.plan, self.disk_kind, self.residuals = fn, plan, disk_memory_kind, residuals
+        self.perturbed = perturbed
         self.forward_table, self.backward_table = plan.fused
         run = jax.custom_vjp(self._primal)
         run.defvjp(self._fwd, self._bwd)
@@ -352,9 +368,10 @@ class Compiled:
         # forward, or any array of the carry's shape (never read).
         live = start if start is not None else jax.tree_util.tree_map(jnp.zeros_like, ct_carry)
         ct_xs = xs_cotangents(xs)
-        ct_consts = jax.tree_util.tree_map(jnp.zeros_like, consts)
+        perturbed = (True,) * len(consts) if self.perturbed is None else self.perturbed
+        ct_consts = tuple(jnp.zeros_like(c) for c, p in zip(consts, perturbed) if p)
 
-        differentiate = adjoint_step(self.fn, xs, ct_ys, consts)
+        differentiate = adjoint_step(self.fn, xs, ct_ys, consts, self.perturbed)
         from_tape = taped_adjoint_step(self.residuals, xs, ct_ys, consts)
 
         def adjoint(live, buffers, rec, adjoints):
@@ -430,4 +447,79 @@ class Compiled:
 
         state = (live, buffers, (ct_carry, ct_xs, ct_consts))
         _, _, (ct_init, ct_xs, ct_consts) = self._interpret(self.backward_table, body, state)
-        return ct_init, xs_cotangent_tree(xs, ct_xs), ct_consts
+        ct_consts = iter(ct_consts)
+        return ct_init, xs_cotangent_tree(xs, ct_xs), tuple(next(ct_consts) if p else None for p in perturbed)
+
+
+class Static:
+    """Static data carried through a ``custom_vjp`` residual (no leaves)."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+jax.tree_util.register_pytree_node(Static, lambda s: ((), s.value), lambda value, _: Static(value))
+
+
+class PerturbedCompiled:
+    """The ``custom_vjp`` function ``(init, xs, consts) -> (carry, ys)`` of
+    ``checkpointed_scan(..., memory=)``, whose plan and tape layout are made
+    when a gradient is traced, for the constants it perturbs (a
+    ``custom_vjp`` with symbolic zeros): a closed-over array that is not
+    differentiated (data, under ``jit``, where it is a tracer like the
+    parameters) gets no cotangent, and the tapes keep nothing for one.
+    Without it the backward accumulated every constant's cotangent, and the
+    tapes kept what those need: the memory of a loop whose weights were
+    closed over but not differentiated rose 4.4-fold (measured with
+    ``memory_analysis``).
+
+    ``primal``: the :class:`Compiled` for every constant perturbed, which
+    runs the loop where nothing is differentiated; ``compiled_for(perturbed,
+    init, x0, consts)``: the :class:`Compiled` for the constants marked in
+    ``perturbed``, at the shapes of the given values (``x0``: one row of
+    ``xs``, or ``None``)."""
+
+    def __init__(self, primal, compiled_for):
+        self.compiled_for = compiled_for
+        run = jax.custom_vjp(primal._primal)
+        run.defvjp(self._fwd, self._bwd, symbolic_zeros=True)
+        self.run = run
+
+    def __call__(self, init, xs, consts):
+        return self.run(init, xs, tuple(consts))
+
+    def _fwd(self, init, xs, consts):
+        def values(tree):
+            return jax.tree_util.tree_map(lambda p: p.value, tree, is_leaf=_is_primal)
+
+        init, xs, consts, perturbed = (
+            values(init),
+            values(xs),
+            tuple(c.value for c in consts),
+            tuple(bool(c.perturbed) and jnp.issubdtype(jnp.result_type(c.value), jnp.inexact) for c in consts),
+        )
+        x0 = None if xs is None else jax.tree_util.tree_map(lambda a: a[0], xs)
+        compiled = self.compiled_for(perturbed, init, x0, consts)
+        out, residuals = compiled._fwd(init, xs, consts)
+        return out, (Static(compiled), residuals)
+
+    def _bwd(self, residuals, cotangents):
+        compiled, residuals = residuals[0].value, residuals[1]
+        return compiled._bwd(residuals, jax.tree_util.tree_map(_instantiate, cotangents, is_leaf=_is_zero))
+
+
+def _is_primal(x):
+    return isinstance(x, CustomVJPPrimal)
+
+
+def _is_zero(x):
+    return isinstance(x, SymbolicZero)
+
+
+def _instantiate(ct):
+    """A cotangent, zeros for a symbolic zero."""
+    if not isinstance(ct, SymbolicZero):
+        return ct
+    if ct.aval.dtype == jax.dtypes.float0:
+        return float0_zeros(ct.aval.shape)
+    return jnp.zeros(ct.aval.shape, ct.aval.dtype)

@@ -48,6 +48,7 @@ from jax.custom_derivatives import SymbolicZero
 from jax.extend.core import Literal
 
 from ._batch import any_across_batch, select_if_batched
+from ._compiled import Static as _Static
 from ._compiled import _index, _set, zeros
 
 
@@ -132,16 +133,6 @@ def default_checkpoints(max_steps):
     if max_steps <= 1:
         return 1
     return math.floor(-1.5 + math.sqrt(2 * max_steps + 0.25)) + 1
-
-
-class _Static:
-    """Static data carried through a ``custom_vjp`` residual (no leaves)."""
-
-    def __init__(self, value):
-        self.value = value
-
-
-jax.tree_util.register_pytree_node(_Static, lambda s: ((), s.value), lambda value, _: _Static(value))
 
 
 class _Marker:

@@ -217,12 +217,16 @@ class StepResiduals:
 class Residuals(StepResiduals):
     """The residual layout of ``fn(carry, x, *consts) -> (carry, y)`` at the
     shapes and dtypes of ``carry``, ``x`` and ``consts`` (arrays, tracers or
-    ``ShapeDtypeStruct``\\ s), differentiated with respect to all of them;
-    ``x`` and ``consts`` are reused (see :class:`StepResiduals`)."""
+    ``ShapeDtypeStruct``\\ s), differentiated with respect to ``carry``,
+    ``x`` and the constants marked in ``perturbed`` (all by default: the
+    others are closed over, and their cotangents neither computed nor
+    taped for); ``x`` and ``consts`` are reused (see
+    :class:`StepResiduals`)."""
 
-    def __init__(self, fn, carry, x, consts):
-        n = 2 + len(consts)
-        super().__init__(fn, (carry, x, *consts), (False,) + (True,) * (n - 1), range(n))
+    def __init__(self, fn, carry, x, consts, perturbed=None):
+        perturbed = (True,) * len(consts) if perturbed is None else tuple(perturbed)
+        differentiated = [0, 1] + [2 + j for j, p in enumerate(perturbed) if p]
+        super().__init__(fn, (carry, x, *consts), (False,) + (True,) * (1 + len(consts)), differentiated)
 
     def record(self, carry, x, consts):
         """Runs the step from ``carry``: ``((carry, y), tape)``."""
@@ -231,5 +235,5 @@ class Residuals(StepResiduals):
     def pullback(self, tape, x, consts):
         """The pullback of the step recorded as ``tape`` with input ``x``:
         a function of ``(ct_carry, ct_y)`` returning the cotangents of
-        ``(carry, x, *consts)``, as ``jax.vjp``'s."""
+        ``carry``, ``x`` and the perturbed constants, as ``jax.vjp``'s."""
         return super().pullback(tape, None, x, *consts)
