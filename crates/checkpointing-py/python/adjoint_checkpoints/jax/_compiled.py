@@ -496,7 +496,7 @@ class PerturbedCompiled:
             values(init),
             values(xs),
             tuple(c.value for c in consts),
-            tuple(bool(c.perturbed) and jnp.issubdtype(jnp.result_type(c.value), jnp.inexact) for c in consts),
+            tuple(is_perturbed(c) for c in consts),
         )
         x0 = None if xs is None else jax.tree_util.tree_map(lambda a: a[0], xs)
         compiled = self.compiled_for(perturbed, init, x0, consts)
@@ -506,6 +506,12 @@ class PerturbedCompiled:
     def _bwd(self, residuals, cotangents):
         compiled, residuals = residuals[0].value, residuals[1]
         return compiled._bwd(residuals, jax.tree_util.tree_map(_instantiate, cotangents, is_leaf=_is_zero))
+
+
+def is_perturbed(primal):
+    """Whether a ``custom_vjp`` primal (``CustomVJPPrimal``, with symbolic
+    zeros) carries a tangent: perturbed and of a floating-point type."""
+    return bool(primal.perturbed) and jnp.issubdtype(jnp.result_type(primal.value), jnp.inexact)
 
 
 def _is_primal(x):

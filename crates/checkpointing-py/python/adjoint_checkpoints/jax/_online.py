@@ -49,7 +49,7 @@ from jax.extend.core import Literal
 
 from ._batch import any_across_batch, select_if_batched
 from ._compiled import Static as _Static
-from ._compiled import _index, _set, zeros
+from ._compiled import _index, _set, is_perturbed, zeros
 
 
 def _int():
@@ -447,7 +447,7 @@ class OnlineLoop:
         ``(perturbed, perturbed_consts, leaves, bconsts, cconsts)``: which
         carry leaves and closed-over constants carry a tangent, and the
         values."""
-        perturbed_consts = [c.perturbed and jnp.issubdtype(jnp.result_type(c.value), jnp.inexact) for c in bconsts]
+        perturbed_consts = [is_perturbed(c) for c in bconsts]
         perturbed = self._perturbed_carry([x.perturbed for x in leaves], perturbed_consts)
         values = lambda xs: [x.value for x in xs]  # noqa: E731
         return perturbed, perturbed_consts, values(leaves), values(bconsts), values(cconsts)
