@@ -17,7 +17,8 @@ import jax.numpy as jnp  # noqa: E402
 import adjoint_checkpoints  # noqa: E402
 from adjoint_checkpoints.jax import checkpointed_while_loop, last_stats  # noqa: E402
 from adjoint_checkpoints.jax._online import binomial_forward_steps  # noqa: E402
-from adjoint_checkpoints.jax._online_taped import binomial_evaluations, held_tapes, split_budget  # noqa: E402
+from adjoint_checkpoints.jax._online_taped import binomial_evaluations, split_budget  # noqa: E402
+from adjoint_checkpoints.jax._program import held_tapes  # noqa: E402
 from test_jax_online import below_two, grow  # noqa: E402 (a loop whose length depends on its state)
 
 W = jnp.asarray(np.random.RandomState(1).normal(size=(4, 4)) * 0.5)

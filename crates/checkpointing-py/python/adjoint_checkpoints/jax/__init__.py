@@ -182,7 +182,7 @@ def checkpointed_scan(
         length = int(leaves[0].shape[0])
     if length < 1:
         raise ValueError("checkpointed_scan needs at least one step")
-    x0 = None if xs is None else jax.tree_util.tree_map(lambda a: a[0], xs)
+    x0 = _compiled.first_row(xs)
     fn, consts = jax.closure_convert(step, init, x0)
     if compress is not None and mode != "host":
         raise ValueError("compress= applies to mode='host' (the DISK level in host memory)")
@@ -193,7 +193,7 @@ def checkpointed_scan(
             factory = _Compressing(factory, compress)
         return _scan(fn, factory, length, init, xs, *consts)
     if memory is not None:
-        return _memory_scan(fn, init, xs, x0, tuple(consts), length, memory, disk_memory_kind)
+        return _memory_scan(fn, init, xs, tuple(consts), length, memory, disk_memory_kind)
     plan = _plan(schedule, length)
     if isinstance(plan, _Generated):
         last_stats.clear()
@@ -232,7 +232,7 @@ def _publish_records(plan, kind, **extra):
     )
 
 
-def _memory_scan(fn, init, xs, x0, consts, length, memory, disk_memory_kind):
+def _memory_scan(fn, init, xs, consts, length, memory, disk_memory_kind):
     """``checkpointed_scan`` with ``memory=``: the step's residual layout
     read from its jaxpr, the tape-aware plan for the budget, compiled; for
     a gradient, the layout and plan of the constants it perturbs
@@ -256,8 +256,7 @@ def _memory_scan(fn, init, xs, x0, consts, length, memory, disk_memory_kind):
         )
         return _compiled.Compiled(fn, plan, kind, residuals, perturbed)
 
-    primal = compiled_for(None, init, x0, consts)
-    return _compiled.PerturbedCompiled(primal, compiled_for)(init, xs, consts)
+    return _compiled.PerturbedCompiled(compiled_for)(init, xs, consts)
 
 
 def _memory_request(memory):

@@ -47,7 +47,7 @@ from jax import lax
 import adjoint_checkpoints as _cp
 
 from ._compiled import _set, pull_back_tapes, zeros
-from ._program import READ_AHEAD_TAPES, reads_ahead
+from ._program import held_tapes, reads_ahead
 from ._online import OnlineLoop, Segments, _instantiate, _int, _Static
 from ._residuals import StepResiduals, budget_bytes, tree_nbytes
 
@@ -71,12 +71,6 @@ def binomial_evaluations(n, s):
     while math.comb(s + r, r) < n:
         r += 1
     return n + r * n - math.comb(s + r, r - 1)
-
-
-def held_tapes(tapes):
-    """The tapes' bytes a plan of ``tapes`` ring slots holds, in tapes: the
-    ring and, where the backward reads them ahead, the tapes read ahead."""
-    return tapes + (READ_AHEAD_TAPES if reads_ahead(tapes) else 0)
 
 
 def split_budget(max_steps, budget, carry_bytes, tape_bytes):

@@ -75,6 +75,17 @@ def reads_ahead(tapes):
     return tapes >= 2
 
 
+def held_tapes(tapes):
+    """The tapes' bytes, in tapes, that a backward holding ``tapes`` tapes
+    takes: those and, where it reads them ahead (:func:`reads_ahead`), the
+    tapes read ahead.
+
+    >>> held_tapes(0), held_tapes(1), held_tapes(2)
+    (0, 1, 4)
+    """
+    return tapes + (READ_AHEAD_TAPES if reads_ahead(tapes) else 0)
+
+
 DEVICE_BUFFER, DISK_BUFFER, TAPE_BUFFER = 0, 1, 2
 """Buffer 0 holds ``RAM`` snapshots and spilled ``WORK`` dependencies;
 buffer 1 the ``DISK`` level's snapshots; buffer 2 the tapes (steps' VJP
@@ -222,8 +233,8 @@ class Plan:
         """The bytes of the plan's buffers (allocated once, for the whole
         gradient): every slot of carries and of tapes, and the tapes read
         ahead (:func:`reads_ahead`)."""
-        ahead = READ_AHEAD_TAPES if self.read_ahead else 0
-        return sum(self.slots) * carry_bytes + (self.tape_slots + ahead) * tape_bytes
+        tapes = max(self.tape_slots - 1, 0)  # the scratch slot not counted
+        return sum(self.slots) * carry_bytes + (self.tape_slots - tapes + held_tapes(tapes)) * tape_bytes
 
     # -- emitted records ------------------------------------------------
 

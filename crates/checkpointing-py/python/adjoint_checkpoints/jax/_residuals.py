@@ -39,7 +39,7 @@ import numpy as np
 from jax.extend.core import Literal
 
 from ._compiled import float0_zeros
-from ._program import READ_AHEAD_TAPES, reads_ahead
+from ._program import held_tapes
 
 _STORED, _INPUT, _FLOAT0, _CONSTANT, _OUTPUT = range(5)
 
@@ -63,8 +63,7 @@ def budget_bytes(memory, steps, carry_bytes, tape_bytes):
     4096
     """
     if isinstance(memory, float):
-        ahead = READ_AHEAD_TAPES if reads_ahead(steps) else 0
-        return int(memory * ((steps + ahead) * tape_bytes + 2 * carry_bytes))
+        return int(memory * (held_tapes(steps) * tape_bytes + 2 * carry_bytes))
     return memory
 
 
