@@ -235,12 +235,12 @@ def _publish_records(plan, kind, **extra):
 def _memory_scan(fn, init, xs, consts, length, memory, disk_memory_kind):
     """``checkpointed_scan`` with ``memory=``: the step's residual layout
     read from its jaxpr, the tape-aware plan for the budget, compiled; for
-    a gradient, the layout and plan of the constants it perturbs
-    (:class:`._compiled.PerturbedCompiled`), published in ``last_stats``
+    a gradient, the layout and plan of the constants and scanned inputs it
+    perturbs (:class:`._compiled.PerturbedCompiled`), published in ``last_stats``
     when the gradient is traced."""
 
-    def compiled_for(perturbed, init, x0, consts):
-        residuals = _residuals.Residuals(fn, init, x0, consts, perturbed)
+    def compiled_for(perturbed, x_perturbed, init, x0, consts):
+        residuals = _residuals.Residuals(fn, init, x0, consts, perturbed, x_perturbed)
         carry_bytes = _residuals.tree_nbytes(init)
         tape_bytes = residuals.nbytes
         budget = _memory_budget(memory, length, carry_bytes, tape_bytes)
@@ -254,7 +254,7 @@ def _memory_scan(fn, init, xs, consts, length, memory, disk_memory_kind):
             tape_bytes=tape_bytes,
             peak_bytes=plan.buffer_bytes(carry_bytes, tape_bytes) + 2 * carry_bytes,
         )
-        return _compiled.Compiled(fn, plan, kind, residuals, perturbed)
+        return _compiled.Compiled(fn, plan, kind, residuals, perturbed, x_perturbed)
 
     return _compiled.PerturbedCompiled(compiled_for)(init, xs, consts)
 

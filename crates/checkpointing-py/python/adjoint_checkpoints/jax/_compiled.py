@@ -98,51 +98,72 @@ def _set(tree, i, value):
     return jax.tree_util.tree_map(lambda a, v: lax.dynamic_update_index_in_dim(a, v.astype(a.dtype), i, 0), tree, value)
 
 
-def adjoint_step(fn, xs, ct_ys, consts, perturbed=None):
+def x_marks(x, x_perturbed=None):
+    """Per leaf of ``x`` (a step's input, or the stacked ``xs``: the same
+    leaves): whether a backward differentiates it, as marked in
+    ``x_perturbed`` (``None``: every floating-point leaf; an integer
+    leaf's cotangent is ``float0``, never computed)."""
+    leaves = jax.tree_util.tree_leaves(x)
+    if x_perturbed is None:
+        return [jnp.issubdtype(leaf.dtype, jnp.inexact) for leaf in leaves]
+    return list(x_perturbed)
+
+
+def x_parts(x, x_perturbed=None):
+    """``x``'s leaves apart: ``(differentiated, fixed, join)``, the leaves
+    :func:`x_marks` marks, the others, and ``join(differentiated, fixed)``
+    putting two such lists back into ``x``'s tree."""
+    leaves, treedef = jax.tree_util.tree_flatten(x)
+    marks = x_marks(x, x_perturbed)
+
+    def join(differentiated, fixed):
+        differentiated, fixed = iter(differentiated), iter(fixed)
+        return jax.tree_util.tree_unflatten(treedef, [next(differentiated) if m else next(fixed) for m in marks])
+
+    return [a for a, m in zip(leaves, marks) if m], [a for a, m in zip(leaves, marks) if not m], join
+
+
+def adjoint_step(fn, xs, ct_ys, consts, perturbed=None, x_perturbed=None):
     """The adjoint of one step of ``fn(carry, x, *consts) -> (carry, y)``:
     ``differentiate(carry, i, ct, ct_xs, ct_consts)`` runs the VJP of step
     ``i`` from its input ``carry`` with the carry's cotangent ``ct`` (and
     ``ct_ys[i]``), and returns the input carry's cotangent, ``ct_xs`` with
     row ``i`` set and ``ct_consts`` accumulated: the cotangents of the
-    constants marked in ``perturbed`` (all by default; the others are
-    closed over)."""
+    leaves of ``x`` marked in ``x_perturbed`` (:func:`x_marks`) and of the
+    constants marked in ``perturbed`` (all by default); the others are
+    held fixed, not differentiated."""
+    perturbed = (True,) * len(consts) if perturbed is None else perturbed
 
     def differentiate(carry, i, ct, ct_xs, ct_consts):
-        x = _index_or_none(xs, i)
-        if perturbed is None:
-            _, pullback = jax.vjp(fn, carry, x, *consts)
-        else:
+        dx, fixed, join = x_parts(_index_or_none(xs, i), x_perturbed)
 
-            def at(carry, x, *chosen):
-                chosen = iter(chosen)
-                return fn(carry, x, *[next(chosen) if p else c for c, p in zip(consts, perturbed)])
+        def at(carry, dx, *chosen):
+            chosen = iter(chosen)
+            return fn(carry, join(dx, fixed), *[next(chosen) if p else c for c, p in zip(consts, perturbed)])
 
-            _, pullback = jax.vjp(at, carry, x, *[c for c, p in zip(consts, perturbed) if p])
-        return _apply(pullback, xs, ct_ys, i, ct, ct_xs, ct_consts)
+        _, pullback = jax.vjp(at, carry, dx, *[c for c, p in zip(consts, perturbed) if p])
+        return _apply(pullback, ct_ys, i, ct, ct_xs, ct_consts)
 
     return differentiate
 
 
 def taped_adjoint_step(residuals, xs, ct_ys, consts):
     """As :func:`adjoint_step`, from a step's tape (its stored residuals,
-    :class:`._residuals.Residuals`, whose perturbed constants get
-    cotangents) instead of its input carry: nothing of the step runs
-    forward. ``differentiate(tape, i, ct, ct_xs, ct_consts)``."""
+    :class:`._residuals.Residuals`, whose perturbed leaves of ``x`` and
+    constants get cotangents) instead of its input carry: nothing of the
+    step runs forward. ``differentiate(tape, i, ct, ct_xs, ct_consts)``."""
 
     def differentiate(tape, i, ct, ct_xs, ct_consts):
-        return _apply(residuals.pullback(tape, _index_or_none(xs, i), consts), xs, ct_ys, i, ct, ct_xs, ct_consts)
+        return _apply(residuals.pullback(tape, _index_or_none(xs, i), consts), ct_ys, i, ct, ct_xs, ct_consts)
 
     return differentiate
 
 
-def _apply(pullback, xs, ct_ys, i, ct, ct_xs, ct_consts):
+def _apply(pullback, ct_ys, i, ct, ct_xs, ct_consts):
     ct_y = None if ct_ys is None else _index(ct_ys, i)
-    ct, ct_x, *ct_c = pullback((ct, ct_y))
-    if xs is not None:
-        ct_xs = [
-            c if c is None else lax.dynamic_update_index_in_dim(c, v.astype(c.dtype), i, 0)
-            for c, v in zip(ct_xs, jax.tree_util.tree_leaves(ct_x))
-        ]
+    ct, ct_dx, *ct_c = pullback((ct, ct_y))
+    if ct_xs is not None:
+        ct_xs = [lax.dynamic_update_index_in_dim(c, v.astype(c.dtype), i, 0) for c, v in zip(ct_xs, ct_dx)]
     return ct, ct_xs, _add(ct_consts, tuple(ct_c))
 
 
@@ -151,24 +172,30 @@ def float0_zeros(shape):
     return np.zeros(shape, jax.dtypes.float0)
 
 
-def xs_cotangents(xs):
+def xs_cotangents(xs, x_perturbed=None):
     """The cotangents of ``xs`` that the backward loop accumulates, row by
-    row: zeros for each floating-point leaf, ``None`` for the others (an
-    integer input's cotangent is ``float0``, which a loop cannot carry;
-    :func:`xs_cotangent_tree` adds it at the end)."""
+    row: zeros for each leaf :func:`x_marks` marks (``None`` without
+    ``xs``; an integer input's cotangent is ``float0``, which a loop cannot
+    carry: :func:`xs_cotangent_tree` adds it at the end)."""
     if xs is None:
         return None
-    return [jnp.zeros_like(a) if jnp.issubdtype(a.dtype, jnp.inexact) else None for a in jax.tree_util.tree_leaves(xs)]
+    return [jnp.zeros_like(a) for a in x_parts(xs, x_perturbed)[0]]
 
 
-def xs_cotangent_tree(xs, ct_xs):
+def xs_cotangent_tree(xs, ct_xs, x_perturbed=None):
     """``ct_xs`` (:func:`xs_cotangents`'s list) as the cotangent of ``xs``:
-    its tree, ``float0`` zeros for the leaves that are not floating point."""
+    its tree, ``float0`` zeros for the leaves that are not floating point,
+    ``None`` (a zero) for the floating-point leaves not perturbed."""
     if xs is None:
         return None
     leaves, treedef = jax.tree_util.tree_flatten(xs)
+    ct_xs = iter(ct_xs)
     return jax.tree_util.tree_unflatten(
-        treedef, [float0_zeros(a.shape) if c is None else c for a, c in zip(leaves, ct_xs)]
+        treedef,
+        [
+            next(ct_xs) if m else None if jnp.issubdtype(a.dtype, jnp.inexact) else float0_zeros(a.shape)
+            for a, m in zip(leaves, x_marks(xs, x_perturbed))
+        ],
     )
 
 
@@ -218,15 +245,16 @@ class Compiled:
     (a ``lax.switch`` over whole states would make XLA copy the snapshot
     buffers at every iteration), so buffers are updated in place."""
 
-    def __init__(self, fn, plan, disk_memory_kind=None, residuals=None, perturbed=None):
+    def __init__(self, fn, plan, disk_memory_kind=None, residuals=None, perturbed=None, x_perturbed=None):
         """``residuals``: the step's :class:`._residuals.Residuals`, needed
         when the plan has tapes. ``perturbed``: the constants whose
-        cotangents the backward computes (all by default), as the
-        residuals were made for; the others' are ``None``."""
+        cotangents the backward computes (all by default), and
+        ``x_perturbed`` the leaves of ``xs`` (:func:`x_marks`), as the
+        residuals were made for; the others' cotangents are ``None``."""
         if plan.tape_slots and residuals is None:
             raise ValueError("a plan with tapes needs the step's residual layout")
         self.fn, self.plan, self.disk_kind, self.residuals = fn, plan, disk_memory_kind, residuals
-        self.perturbed = perturbed
+        self.perturbed, self.x_perturbed = perturbed, x_perturbed
         self.forward_table, self.backward_table = plan.fused
         run = jax.custom_vjp(self._primal)
         run.defvjp(self._fwd, self._bwd)
@@ -373,11 +401,11 @@ class Compiled:
         # The live carry before the first load: the carry handed over by the
         # forward, or any array of the carry's shape (never read).
         live = start if start is not None else jax.tree_util.tree_map(jnp.zeros_like, ct_carry)
-        ct_xs = xs_cotangents(xs)
+        ct_xs = xs_cotangents(xs, self.x_perturbed)
         perturbed = (True,) * len(consts) if self.perturbed is None else self.perturbed
         ct_consts = tuple(jnp.zeros_like(c) for c, p in zip(consts, perturbed) if p)
 
-        differentiate = adjoint_step(self.fn, xs, ct_ys, consts, self.perturbed)
+        differentiate = adjoint_step(self.fn, xs, ct_ys, consts, self.perturbed, self.x_perturbed)
         from_tape = taped_adjoint_step(self.residuals, xs, ct_ys, consts)
 
         def adjoint(live, buffers, rec, adjoints):
@@ -454,7 +482,8 @@ class Compiled:
         state = (live, buffers, (ct_carry, ct_xs, ct_consts))
         _, _, (ct_init, ct_xs, ct_consts) = self._interpret(self.backward_table, body, state)
         ct_consts = iter(ct_consts)
-        return ct_init, xs_cotangent_tree(xs, ct_xs), tuple(next(ct_consts) if p else None for p in perturbed)
+        ct_xs = xs_cotangent_tree(xs, ct_xs, self.x_perturbed)
+        return ct_init, ct_xs, tuple(next(ct_consts) if p else None for p in perturbed)
 
 
 class Static:
@@ -470,20 +499,24 @@ jax.tree_util.register_pytree_node(Static, lambda s: ((), s.value), lambda value
 class PerturbedCompiled:
     """The ``custom_vjp`` function ``(init, xs, consts) -> (carry, ys)`` of
     ``checkpointed_scan(..., memory=)``, whose plan and tape layout are made
-    when a gradient is traced, for the constants it perturbs (a
-    ``custom_vjp`` with symbolic zeros): a closed-over array that is not
-    differentiated (data, under ``jit``, where it is a tracer like the
-    parameters) gets no cotangent, and the tapes keep nothing for one.
-    Without it the backward accumulated every constant's cotangent, and the
-    tapes kept what those need: the memory of a loop whose weights were
-    closed over but not differentiated rose 4.4-fold (measured with
-    ``memory_analysis``).
+    when a gradient is traced, for the constants and leaves of ``xs`` it
+    perturbs (a ``custom_vjp`` with symbolic zeros): a closed-over array or
+    a scanned input that is not differentiated (data, under ``jit``, where
+    it is a tracer like the parameters) gets no cotangent, and the tapes
+    keep nothing for one. Without it the backward accumulated every
+    cotangent, and the tapes kept what those need: the memory of a loop
+    whose weights were closed over but not differentiated rose 4.4-fold,
+    and a loop over scanned data not differentiated held a cotangent of
+    all of it (measured with ``memory_analysis``; XLA removes neither
+    accumulator through the tape loops, where it does in the plans
+    without tapes).
 
-    ``compiled_for(perturbed, init, x0, consts)``: the :class:`Compiled`
-    for the constants marked in ``perturbed`` (``None``: all, for the loop
-    where nothing is differentiated), at the shapes of the given values
-    (``x0``: :func:`first_row` of ``xs``). Each is made when its function
-    is traced: a gradient makes only its own."""
+    ``compiled_for(perturbed, x_perturbed, init, x0, consts)``: the
+    :class:`Compiled` for the constants marked in ``perturbed`` and the
+    leaves of ``xs`` marked in ``x_perturbed`` (``None``: all, for the
+    loop where nothing is differentiated), at the shapes of the given
+    values (``x0``: :func:`first_row` of ``xs``). Each is made when its
+    function is traced: a gradient makes only its own."""
 
     def __init__(self, compiled_for):
         self.compiled_for = compiled_for
@@ -495,19 +528,16 @@ class PerturbedCompiled:
         return self.run(init, xs, tuple(consts))
 
     def _primal(self, init, xs, consts):
-        return self.compiled_for(None, init, first_row(xs), consts)._primal(init, xs, consts)
+        return self.compiled_for(None, None, init, first_row(xs), consts)._primal(init, xs, consts)
 
     def _fwd(self, init, xs, consts):
         def values(tree):
             return jax.tree_util.tree_map(lambda p: p.value, tree, is_leaf=_is_primal)
 
-        init, xs, consts, perturbed = (
-            values(init),
-            values(xs),
-            tuple(c.value for c in consts),
-            tuple(is_perturbed(c) for c in consts),
-        )
-        compiled = self.compiled_for(perturbed, init, first_row(xs), consts)
+        perturbed = tuple(is_perturbed(c) for c in consts)
+        x_perturbed = tuple(is_perturbed(x) for x in jax.tree_util.tree_leaves(xs, is_leaf=_is_primal))
+        init, xs, consts = values(init), values(xs), tuple(c.value for c in consts)
+        compiled = self.compiled_for(perturbed, x_perturbed, init, first_row(xs), consts)
         out, residuals = compiled._fwd(init, xs, consts)
         return out, (Static(compiled), residuals)
 

@@ -26,7 +26,7 @@ whatever their size) are kept once, by reference; ``float0`` leaves
 (36, 3)
 >>> (c, y), tape = r.record(c0, x, (W,))
 >>> ct = (jnp.ones(3, jnp.float32), jnp.float32(1.0))
->>> ct_c, ct_x, ct_W = r.pullback(tape, x, (W,))(ct)
+>>> ct_c, [ct_x], ct_W = r.pullback(tape, x, (W,))(ct)  # x's leaves
 >>> ref = jax.vjp(fn, c0, x, W)[1](ct)
 >>> all(bool((a == b).all()) for a, b in zip((ct_c, ct_x, ct_W), ref))
 True
@@ -38,7 +38,7 @@ import jax
 import numpy as np
 from jax.extend.core import Literal
 
-from ._compiled import float0_zeros
+from ._compiled import float0_zeros, x_parts
 from ._program import held_tapes
 
 _STORED, _INPUT, _FLOAT0, _CONSTANT, _OUTPUT = range(5)
@@ -216,23 +216,33 @@ class StepResiduals:
 class Residuals(StepResiduals):
     """The residual layout of ``fn(carry, x, *consts) -> (carry, y)`` at the
     shapes and dtypes of ``carry``, ``x`` and ``consts`` (arrays, tracers or
-    ``ShapeDtypeStruct``\\ s), differentiated with respect to ``carry``,
-    ``x`` and the constants marked in ``perturbed`` (all by default: the
-    others are closed over, and their cotangents neither computed nor
-    taped for); ``x`` and ``consts`` are reused (see
-    :class:`StepResiduals`)."""
+    ``ShapeDtypeStruct``\\ s), differentiated with respect to ``carry``, the
+    leaves of ``x`` marked in ``x_perturbed`` (every floating-point one by
+    default, :func:`._compiled.x_marks`) and the constants marked in
+    ``perturbed`` (all by default): the others are held fixed, and their
+    cotangents neither computed nor taped for; ``x`` and ``consts`` are
+    reused (see :class:`StepResiduals`)."""
 
-    def __init__(self, fn, carry, x, consts, perturbed=None):
+    def __init__(self, fn, carry, x, consts, perturbed=None, x_perturbed=None):
         perturbed = (True,) * len(consts) if perturbed is None else tuple(perturbed)
-        differentiated = [0, 1] + [2 + j for j, p in enumerate(perturbed) if p]
-        super().__init__(fn, (carry, x, *consts), (False,) + (True,) * (1 + len(consts)), differentiated)
+        self.x_perturbed = x_perturbed
+        dx, fixed, join = x_parts(x, x_perturbed)
+
+        def at(carry, dx, fixed, *consts):
+            return fn(carry, join(dx, fixed), *consts)
+
+        differentiated = [0, 1] + [3 + j for j, p in enumerate(perturbed) if p]
+        super().__init__(at, (carry, dx, fixed, *consts), (False,) + (True,) * (2 + len(consts)), differentiated)
 
     def record(self, carry, x, consts):
         """Runs the step from ``carry``: ``((carry, y), tape)``."""
-        return super().record(carry, x, *consts)
+        dx, fixed, _ = x_parts(x, self.x_perturbed)
+        return super().record(carry, dx, fixed, *consts)
 
     def pullback(self, tape, x, consts):
         """The pullback of the step recorded as ``tape`` with input ``x``:
         a function of ``(ct_carry, ct_y)`` returning the cotangents of
-        ``carry``, ``x`` and the perturbed constants, as ``jax.vjp``'s."""
-        return super().pullback(tape, None, x, *consts)
+        ``carry``, of the differentiated leaves of ``x`` (a list) and of
+        the perturbed constants, as ``jax.vjp``'s."""
+        dx, fixed, _ = x_parts(x, self.x_perturbed)
+        return super().pullback(tape, None, dx, fixed, *consts)
