@@ -543,7 +543,7 @@ class PerturbedCompiled:
 
     def _bwd(self, residuals, cotangents):
         compiled, residuals = residuals[0].value, residuals[1]
-        return compiled._bwd(residuals, jax.tree_util.tree_map(_instantiate, cotangents, is_leaf=_is_zero))
+        return compiled._bwd(residuals, jax.tree_util.tree_map(instantiate, cotangents, is_leaf=_is_zero))
 
 
 def is_perturbed(primal):
@@ -560,10 +560,14 @@ def _is_zero(x):
     return isinstance(x, SymbolicZero)
 
 
-def _instantiate(ct):
-    """A cotangent, zeros for a symbolic zero."""
+def instantiate(ct, like=None):
+    """A cotangent, zeros for a symbolic zero: of ``like``'s type where
+    given (a carry leaf: its sharding and batching kept), else of the
+    zero's shape and dtype."""
     if not isinstance(ct, SymbolicZero):
         return ct
     if ct.aval.dtype == jax.dtypes.float0:
         return float0_zeros(ct.aval.shape)
+    if like is not None:
+        return jnp.zeros_like(like, dtype=ct.aval.dtype)
     return jnp.zeros(ct.aval.shape, ct.aval.dtype)

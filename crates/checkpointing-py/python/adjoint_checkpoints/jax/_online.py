@@ -49,7 +49,7 @@ from jax.extend.core import Literal
 
 from ._batch import any_across_batch, select_if_batched
 from ._compiled import Static as _Static
-from ._compiled import _index, _set, is_perturbed, zeros
+from ._compiled import _index, _set, instantiate, is_perturbed, zeros
 
 
 def _int():
@@ -478,7 +478,7 @@ class OnlineLoop:
         depth = jnp.sum(where >= 0).astype(it)
         live = [jnp.zeros_like(b[0]) for b in store]
         like = self._unsnap(live, buffers)  # the carry's types (sharding, shard_map's varying axes)
-        ct = [_instantiate(ct_out[i], like[i]) for i in P]
+        ct = [instantiate(ct_out[i], like[i]) for i in P]
 
         segments = Segments(self, buffers, bconsts, cconsts)
 
@@ -579,10 +579,3 @@ class Segments:
         where = where.at[new].set(c + k)
         stack = stack.at[jnp.minimum(depth, where.shape[0] - 1)].set(new)
         return top, stack, depth + 1, where, c + k, live, store
-
-
-def _instantiate(ct, like):
-    """A cotangent, zeros of ``like``'s type for a symbolic zero."""
-    if isinstance(ct, SymbolicZero):
-        return jnp.zeros_like(like, dtype=ct.aval.dtype)
-    return ct

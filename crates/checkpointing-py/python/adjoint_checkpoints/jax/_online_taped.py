@@ -46,9 +46,9 @@ from jax import lax
 
 import adjoint_checkpoints as _cp
 
-from ._compiled import _set, pull_back_tapes, zeros
+from ._compiled import _set, instantiate, pull_back_tapes, zeros
 from ._program import held_tapes, reads_ahead
-from ._online import OnlineLoop, Segments, _instantiate, _int, _Static
+from ._online import OnlineLoop, Segments, _int, _Static
 from ._residuals import StepResiduals, budget_bytes, tree_nbytes
 
 #: Positions of the recorded step's arguments (see ``TapedOnlineLoop._args``).
@@ -240,7 +240,7 @@ class TapedOnlineLoop(OnlineLoop):
         it = _int()
         live = [jnp.zeros_like(b[0]) for b in store]
         like = self._unsnap(live, buffers)
-        ct = [_instantiate(ct_out[i], like[i]) for i in order]
+        ct = [instantiate(ct_out[i], like[i]) for i in order]
         ct_consts = [jnp.zeros_like(bconsts[j]) for j in PC]
         reused = self._args(order, PC, like, None, bconsts, cconsts)
         reused = [a if r else None for a, r in zip(reused, _REUSED)]
