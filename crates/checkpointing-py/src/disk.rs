@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize, Serializer};
 
 use std::collections::BTreeMap;
 
-use checkpointing::{DiskStore, SnapshotStore, StorageError, StoreStats};
+use checkpointing::{DiskStore, SnapshotStore, SplitIo, StorageError, StoreStats};
 
 pyo3::create_exception!(
     adjoint_checkpoints,
@@ -119,25 +119,46 @@ impl ByteDiskStore {
     }
 
     /// Writes the concatenation of `parts` as the snapshot of `step`
-    /// (atomically, fsynced). A step already stored is a `SnapshotError`.
-    fn save(&mut self, py: Python<'_>, step: u64, parts: Vec<Bound<'_, PyBytes>>) -> PyResult<()> {
+    /// (atomically; synced as the store's durability says). A step already
+    /// stored is a `SnapshotError`.
+    ///
+    /// The store is borrowed only to begin and to commit the write (the
+    /// core store's split I/O, with the GIL held), not while the file is
+    /// written with the GIL released: another thread may load other
+    /// snapshots of the same store meanwhile (a read lane beside the write
+    /// lane) without colliding on the borrow.
+    fn save(slf: &Bound<'_, Self>, step: u64, parts: Vec<Bound<'_, PyBytes>>) -> PyResult<()> {
+        let py = slf.py();
         let len = parts.iter().map(|p| p.as_bytes().len()).sum();
         let mut payload = Vec::with_capacity(len);
         for part in &parts {
             payload.extend_from_slice(part.as_bytes());
         }
-        let store = &mut self.store;
-        py.detach(move || store.save(step, Bytes(payload)))
+        let write = slf
+            .borrow_mut()
+            .store
+            .begin_save(step)
+            .map_err(|e| snapshot_error(py, e))?;
+        let written = py
+            .detach(move || write(Bytes(payload)))
+            .map_err(|e| snapshot_error(py, e))?;
+        slf.borrow_mut()
+            .store
+            .commit_save(written)
             .map_err(|e| snapshot_error(py, e))
     }
 
     /// The snapshot of `step` as a `bytearray`, after checking its file's
-    /// checksum; the snapshot stays stored.
-    fn load<'py>(&mut self, py: Python<'py>, step: u64) -> PyResult<Bound<'py, PyByteArray>> {
-        let store = &mut self.store;
-        let Bytes(payload) = py
-            .detach(move || store.load(step))
+    /// checksum; the snapshot stays stored. The store is held only to begin
+    /// the read (see `save`).
+    fn load<'py>(slf: &Bound<'py, Self>, step: u64) -> PyResult<Bound<'py, PyByteArray>> {
+        let py = slf.py();
+        let read = slf
+            .borrow_mut()
+            .store
+            .begin_load(step)
             .map_err(|e| snapshot_error(py, e))?;
+        let Bytes(payload) = py.detach(read).map_err(|e| snapshot_error(py, e))?;
         Ok(PyByteArray::new(py, &payload))
     }
 

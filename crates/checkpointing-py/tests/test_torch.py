@@ -12,6 +12,7 @@ same computation as in plain autograd; only where states are kept differs).
 
 import math
 import os
+import threading
 
 import pytest
 
@@ -210,6 +211,87 @@ def test_disk_levels(disk, tmp_path):
         assert stats.disk_bytes_written > 0
     if disk == "dir":
         assert not [f for f in os.listdir(tmp_path) if f.endswith(".ckpt")], "snapshot files left behind"
+
+
+FILE_SCHEDULES = [
+    ("HRevolve", lambda n: cp.HRevolve(n, 1, 4)),
+    ("DiskRevolve", lambda n: cp.DiskRevolve(n, 2)),
+    ("Mixed", lambda n: cp.Mixed(n, 3)),
+]
+
+
+@pytest.mark.parametrize("name,factory", FILE_SCHEDULES, ids=[s[0] for s in FILE_SCHEDULES])
+@pytest.mark.parametrize("compress", [None, "zfp:abs=1e-300"], ids=["raw", "zfp"])
+def test_files_read_ahead_of_the_backward(name, factory, compress, monkeypatch, tmp_path):
+    """disk="files": the backward starts reading each DISK snapshot on the
+    read lane while the actions before its read run. Gradients are those of
+    the blocking path (ADJOINT_CHECKPOINTS_PREFETCH=0) bitwise, and plain
+    autograd's; the states read ahead are counted in the bytes held (the
+    ledger is recounted at every step, see the fixture); no reader thread
+    outlives the loop."""
+    from adjoint_checkpoints import codecs
+
+    if compress is not None and "zfp" not in codecs.available():
+        pytest.skip("zfp not in this build")
+    problem = NeuralODE()
+    _, ref = reference(problem, N)
+    runs = {}
+    for prefetch in ("1", "0"):
+        monkeypatch.setenv("ADJOINT_CHECKPOINTS_PREFETCH", prefetch)
+        _, got, stats = ours(problem, N, factory, disk=str(tmp_path), compress=compress)
+        runs[prefetch] = ([g.clone() for g in got], stats)
+    (ahead, on), (blocking, off) = runs["1"], runs["0"]
+    for a, b in zip(ahead, blocking):
+        assert torch.equal(a, b)
+    assert_grads_equal(ahead, ref, rtol=RTOL if compress is None else 1e-9)
+    assert on.disk_reads == off.disk_reads > 0 and on.step_evaluations == off.step_evaluations
+    assert 0 < on.prefetched_reads <= on.disk_reads and off.prefetched_reads == 0
+    assert on.peak_bytes >= off.peak_bytes
+    assert not [t for t in threading.enumerate() if t.name.startswith("checkpointing-disk")]
+    assert not [f for f in os.listdir(tmp_path) if f.endswith(".ckpt")], "snapshot files left behind"
+
+
+def test_a_snapshot_corrupted_before_its_read_ahead_raises_at_its_read(tmp_path):
+    """A file damaged after its write and before the backward reads it
+    ahead: the read lane's error is the same typed error naming the step,
+    raised at the action that needs the state, and the lanes stop."""
+    loss, files = _forward_with_snapshot_files(tmp_path)
+    victim = files[-1]  # the last saved: read ahead from the backward's first actions
+    path = tmp_path / victim
+    data = bytearray(path.read_bytes())
+    data[-3] ^= 0x40
+    path.write_bytes(bytes(data))
+    with pytest.raises(SnapshotCorruptedError, match=rf"step {_step_of(victim)}\b"):
+        loss.backward()
+    assert not [t for t in threading.enumerate() if t.name.startswith("checkpointing-disk")]
+
+
+def test_a_byte_disk_store_reads_while_another_thread_writes(tmp_path):
+    """The store is borrowed only to begin and commit a file's I/O, not
+    while the file is written or read: a read lane and a write lane share
+    it without colliding (a borrow held through the I/O raised "Already
+    borrowed" here)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from adjoint_checkpoints._native import ByteDiskStore
+
+    store = ByteDiskStore(str(tmp_path), prefix="lanes-")
+    payload = bytes(range(256)) * 4096  # 1 MiB: long enough to overlap
+    store.save(0, [payload])
+
+    def write(step):
+        store.save(step, [payload])
+
+    def read(_):
+        return bytes(store.load(0)) == payload
+
+    with ThreadPoolExecutor(1) as writes, ThreadPoolExecutor(1) as reads:
+        written = [writes.submit(write, step) for step in range(1, 41)]
+        read_ok = [reads.submit(read, k) for k in range(40)]
+        for f in written:
+            f.result()
+        assert all(f.result() for f in read_ok)
+    assert len(store) == 41
 
 
 @pytest.mark.parametrize("codec", ["zfp", "sz3"])

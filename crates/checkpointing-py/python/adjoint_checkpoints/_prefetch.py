@@ -95,13 +95,16 @@ class Pace:
     def __init__(self):
         self.forward, self.adjoint, self.longest_wait = [0, 0.0], [0, 0.0], 0.0
 
-    def record(self, action, seconds):
-        """Records that ``action`` took ``seconds``."""
+    def record(self, action, seconds, steps=None):
+        """Records that ``action`` took ``seconds``; ``steps``: the steps
+        they cover, where a driver carried out several actions at once
+        (``action``'s own by default)."""
+        steps = action.n1 - action.n0 if steps is None and isinstance(action, (_cp.Forward, _cp.Reverse)) else steps
         if isinstance(action, _cp.Forward):
-            self.forward[0] += action.n1 - action.n0
+            self.forward[0] += steps
             self.forward[1] += seconds
         elif isinstance(action, _cp.Reverse):
-            self.adjoint[0] += action.n1 - action.n0
+            self.adjoint[0] += steps
             self.adjoint[1] += seconds
         elif reads_from_disk(action) is not None:
             self.longest_wait = max(self.longest_wait, seconds)

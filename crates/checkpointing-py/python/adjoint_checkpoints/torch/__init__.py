@@ -28,8 +28,10 @@ Where snapshots go:
   default: page-locked (pinned) memory for CUDA tensors, copied on a side
   CUDA stream so that the copy overlaps the next steps) or to files
   (``disk="files"`` in a temporary directory, or ``disk=<directory>``),
-  written by the package's Rust disk store on a background thread: one
-  checksummed file per snapshot, written atomically. A corrupted file is
+  written by the package's Rust disk store on a background thread and
+  read on another, ahead of the backward's action that needs them (the
+  actions read ahead as the Rust executor does): one checksummed file per
+  snapshot, written atomically. A corrupted file is
   raised as :class:`SnapshotCorruptedError` naming the step (its ``step``
   attribute), never turned into a wrong gradient.
 
@@ -131,10 +133,12 @@ class LoopStats:
     ``disk_reads``, ``disk_bytes_written``: traffic to the ``DISK`` level;
     ``disk_bytes_stored``: what its files hold (less than
     ``disk_bytes_written`` with ``compress=``). ``prefetched_reads``: the
-    ``disk_reads`` whose copy back to the device was started ahead of the
-    read, on a side stream, within the device budget (``memory=`` with
-    ``host_memory=`` on a GPU; ``ADJOINT_CHECKPOINTS_PREFETCH=0`` in the
-    environment turns it off).
+    ``disk_reads`` started ahead of the action that needs them: copies back
+    to the device on a side stream, within the device budget (``memory=``
+    with ``host_memory=`` on a GPU), or files read on the read lane
+    (``disk="files"``), counted in ``peak_bytes`` from the start of the
+    read; ``ADJOINT_CHECKPOINTS_PREFETCH=0`` in the environment turns both
+    off.
     ``forward_seconds``, ``backward_seconds``: wall time of each phase.
     """
 

@@ -25,19 +25,29 @@ cannot raise the bytes held) where the copy fits the budget, counted in
 the bytes held from then on, and the compute stream waits for it at the
 read. ``ADJOINT_CHECKPOINTS_PREFETCH=0`` in the environment turns this
 off (the copy is then made on the compute stream at the read).
+
+With the ``DISK`` level in files (``disk="files"`` or a directory), the
+backward reads its actions ahead as the Rust executor does
+(:class:`adjoint_checkpoints._prefetch.ReadAhead`, paced by the run's
+measured step and read times), and each read from ``DISK`` among them
+starts on the files' read lane (after its own write, not behind others),
+so that the file is read while the steps before it run. A state read
+ahead is memory: it is counted in the bytes held from its start (the
+same switch turns this off).
 """
 
 import contextlib
 import os
 import time
 import warnings
+from collections import deque
 
 import torch
 from torch.utils import _pytree as pytree
 
 import adjoint_checkpoints as _cp
 from adjoint_checkpoints._native import SnapshotError
-from adjoint_checkpoints._prefetch import prefetch_on
+from adjoint_checkpoints._prefetch import Pace, ReadAhead, prefetch_on, reads_from_disk
 
 from ._cache import autocast_state
 from ._plan import RESIDENT, ReplayedSchedule, SavedTensorsRouter, _key, add_storages
@@ -222,6 +232,11 @@ class _Run:
         self.memory, self.state_bytes = memory, schedule.state_bytes if memory is not None else 0
         self.windows, self.window = (schedule.prefetch_windows() if on else ()), 0
         self.fetched, self.fetch_streams = {}, {}
+        #: Reading the files of the DISK level ahead in the backward
+        #: (:meth:`_read_ahead_from`): the run's pace, and the reads
+        #: announced before their snapshot was saved.
+        self.read_files_ahead = self.files is not None and prefetch_on()
+        self.pace, self.unsaved_reads = Pace(), deque()
         stats.__init__()
         stats.schedule = repr(schedule)
 
@@ -362,13 +377,56 @@ class _Run:
         return self.deps.pop(i)
 
     def _restore(self, level, held):
-        if level == _S.DISK and self.files is None:
-            self.stats.disk_reads += 1
+        if level == _S.DISK:
+            if self.files is None:
+                self.stats.disk_reads += 1  # (a file's restore counts its read)
             if held in self.fetched:
                 # Counted from here on by its new holder (the caller's).
                 self.ledger.remove(self.fetched.pop(held))
                 self.stats.prefetched_reads += 1
         return held.restore()
+
+    def _read_ahead_from(self, start):
+        """From action ``start`` (the first after ``EndForward``) on, the
+        actions come through a :class:`ReadAhead` whose actions announce
+        their reads from the ``DISK`` level's files (:meth:`_announce_read`)."""
+        rest = (a for _, a in self.actions)
+        self.actions = enumerate(ReadAhead(rest, entered=self._announce_read, pace=self.pace), start)
+
+    def _announce_read(self, a):
+        """Starts the read of ``a``'s ``DISK`` snapshot, if ``a`` reads one;
+        one not saved yet waits for its save (:meth:`_announce_saved`)."""
+        n = reads_from_disk(a)
+        if n is not None and not self._read_file_ahead(n):
+            self.unsaved_reads.append(n)
+
+    def _read_file_ahead(self, n):
+        """Starts reading the files of the ``DISK`` snapshot of step ``n``
+        on the read lane, counting its bytes as held from now on; whether
+        one is held."""
+        entry = self.storage[_S.DISK].get(n)
+        if entry is None:
+            return False
+        for held in [entry["ics"], *entry["deps"].values()]:
+            if held is not None and held not in self.fetched:
+                held.prefetch()
+                staged = {("read ahead", id(held)): held.nbytes()}
+                self.ledger.add(staged)
+                self.fetched[held] = staged
+        return True
+
+    def _announce_saved(self, done):
+        """After action ``done``: the reads waiting for their save are
+        started, in order, once it is held; a read that ``done`` made
+        without one leaves."""
+        made = reads_from_disk(done)
+        waiting = deque()
+        for n in self.unsaved_reads:
+            if n == made:
+                made = None  # the earliest read of n was the one made
+            elif not self._read_file_ahead(n):
+                waiting.append(n)
+        self.unsaved_reads = waiting
 
     def _prefetch(self, position):
         """Starts the copy back to the device of the ``DISK``-level state
@@ -535,7 +593,7 @@ class _Run:
 
     def _forward_actions(self):
         """The actions up to ``EndForward``; returns the live state."""
-        for _, a in self.actions:
+        for index, a in self.actions:
             if self._forward_or_transfer(a, forward_phase=True):
                 continue
             if not isinstance(a, _cp.EndForward):
@@ -544,6 +602,8 @@ class _Run:
             self.stats.steps = self.n
             if self.files is not None:
                 self.files.check()
+            if self.read_files_ahead:
+                self._read_ahead_from(index + 1)
             return self.live
         raise RuntimeError("the schedule ended before EndForward")
 
@@ -691,16 +751,23 @@ class _Run:
                 raise RuntimeError("the schedule ended before EndReverse")
             if self.windows:
                 self._prefetch(index)
+            start, steps = time.perf_counter(), self.stats.adjoint_steps
             if self._forward_or_transfer(a, forward_phase=False):
-                continue
-            if isinstance(a, _cp.Reverse):
+                pass
+            elif isinstance(a, _cp.Reverse):
                 self._check_reverse(a)
                 lam = self._reverse(a, index, lam, gparams)
+                self._account()
             elif isinstance(a, _cp.EndReverse):
                 return lam
             else:
                 raise RuntimeError(f"unexpected action after EndForward: {a!r}")
-            self._account()
+            if self.read_files_ahead:
+                # A Reverse carries out the ones it joins too: their steps.
+                reversed_steps = self.stats.adjoint_steps - steps if isinstance(a, _cp.Reverse) else None
+                self.pace.record(a, time.perf_counter() - start, reversed_steps)
+                if self.unsaved_reads:
+                    self._announce_saved(a)
 
     def _close(self):
         """Drops every snapshot still held (e.g. a TwoLevel schedule's, kept

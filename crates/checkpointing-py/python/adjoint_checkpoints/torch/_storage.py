@@ -9,12 +9,13 @@ holder per stored state, made when the schedule stores it, with
   pinned copies of CUDA tensors made on a side stream, and copied back to
   the device on another one when the run prefetches them.
 * :class:`_FileCopy`: the ``DISK`` level in files (``disk="files"`` or a
-  directory), written and read by :class:`_Files` through the package's
-  Rust disk store on a background thread.
+  directory), written by :class:`_Files` through the package's Rust disk
+  store on a background thread (the write lane) and read on another (the
+  read lane), ahead of the read where the run announces it.
 """
 
 import ctypes
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 
 import torch
 
@@ -163,8 +164,12 @@ _ALIGN = 64
 
 class _Files:
     """The ``DISK`` level in files: two Rust byte stores (restart states and
-    adjoint inputs, each keyed by the loop step), used from one background
-    thread so that writes overlap compute."""
+    adjoint inputs, each keyed by the loop step), written (and files
+    removed) on one background thread, the write lane, so that writes
+    overlap compute, and read on another, the read lane, so that a read
+    never waits behind writes of other snapshots (a read waits for its own
+    snapshot's write; the stores are held only to begin and commit each
+    file's I/O, so both lanes work at once)."""
 
     def __init__(self, directory, stats, compress=None):
         self.compress = compress
@@ -173,6 +178,7 @@ class _Files:
             "deps": ByteDiskStore(directory, prefix="deps-"),
         }
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checkpointing-disk")
+        self.reads = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checkpointing-disk-read")
         self.pending = []
         self.stats = stats
         self.streams = {}
@@ -210,22 +216,28 @@ class _Files:
         stats.disk_bytes_stored += sum(len(p) for p in parts)
         store.save(step, parts)
 
-    def load(self, kind, step, meta, future):
+    def read(self, kind, step, meta, future):
+        """Starts reading the snapshot of ``step`` on the read lane, once
+        its write (``future``) is done: a future of its tensors in host
+        memory (decoded there too), raising the write's or the read's
+        error."""
+        return self.reads.submit(self._load, self.stores[kind], step, meta, future, self.compress)
+
+    @staticmethod
+    def _load(store, step, meta, future, compress):
         future.result()  # raises the write's error, if any
-        payload = self.pool.submit(self.stores[kind].load, step).result()
-        self.stats.disk_reads += 1
-        if self.compress is not None:
-            return self._decode_compressed(step, payload, meta)
+        payload = store.load(step)
+        if compress is not None:
+            return _Files._decode_compressed(step, payload, meta)
         buf = torch.frombuffer(payload, dtype=torch.uint8) if len(payload) else torch.empty(0, dtype=torch.uint8)
         out, offset = [], 0
-        for dtype, shape, device in meta:
+        for dtype, shape, _ in meta:
             nbytes = _numel(shape) * _itemsize(dtype)
             if offset + nbytes > buf.numel():
                 err = SnapshotCorruptedError(f"snapshot of step {step} is shorter than the state it should hold")
                 err.step = step
                 raise err
-            t = buf[offset : offset + nbytes].view(dtype).reshape(shape)
-            out.append(t.to(device, non_blocking=True) if device.type != "cpu" else t)
+            out.append(buf[offset : offset + nbytes].view(dtype).reshape(shape))
             offset += nbytes + (-nbytes % _ALIGN)
         return out
 
@@ -238,7 +250,7 @@ class _Files:
 
         view = memoryview(payload)
         out, offset = [], 0
-        for dtype, shape, device in meta:
+        for dtype, shape, _ in meta:
             if offset + 8 > len(view):
                 raise corrupted("shorter than the state it should hold")
             length = int.from_bytes(view[offset : offset + 8], "little")
@@ -260,12 +272,18 @@ class _Files:
                 if length != nbytes:
                     raise corrupted(f"holds {length} bytes where {nbytes} were saved")
                 t = torch.frombuffer(bytearray(data), dtype=torch.uint8).view(dtype).reshape(shape) if nbytes else torch.empty(shape, dtype=dtype)
-            out.append(t.to(device, non_blocking=True) if device.type != "cpu" else t)
+            out.append(t)
         return out
 
-    def remove(self, kind, step, future):
+    def remove(self, kind, step, future, read=None):
+        """Removes the file of ``step`` on the write lane, after its write
+        and after ``read``, its read in flight if any (whose error, if
+        any, is its restore's to raise)."""
+
         def remove():
             future.result()
+            if read is not None:
+                wait([read])
             self.stores[kind].remove(step)
 
         self.pending.append(self.pool.submit(remove))
@@ -277,6 +295,7 @@ class _Files:
             f.result()
 
     def close(self):
+        self.reads.shutdown(wait=True)
         self.pool.shutdown(wait=True)
 
 
@@ -297,16 +316,36 @@ def _itemsize(dtype):
 
 class _FileCopy:
     """A state in a file of :class:`_Files`, read back once its write
-    (``future``) is done; released, the file is removed after the write."""
+    (``future``) is done: started ahead by :meth:`prefetch`, or at
+    :meth:`restore`; released, the file is removed after the write and the
+    read in flight."""
 
     def __init__(self, files, kind, step, meta, future):
         self.files, self.kind, self.step, self.meta, self.future = files, kind, step, meta, future
+        #: The read started ahead of :meth:`restore`, if any.
+        self.read = None
+
+    def nbytes(self):
+        """The bytes of the state's tensors: what a read brings into memory."""
+        return sum(_numel(shape) * _itemsize(dtype) for dtype, shape, _ in self.meta)
+
+    def prefetch(self):
+        """Starts the read on the read lane (once)."""
+        if self.read is None:
+            self.read = self.files.read(self.kind, self.step, self.meta, self.future)
 
     def restore(self):
-        return self.files.load(self.kind, self.step, self.meta, self.future)
+        read, self.read = self.read, None
+        if read is None:
+            read = self.files.read(self.kind, self.step, self.meta, self.future)
+        self.files.stats.disk_reads += 1
+        # Copied to their devices here, on the caller's stream, as before
+        # the read lane.
+        return [t.to(device, non_blocking=True) if device.type != "cpu" else t
+                for t, (_, _, device) in zip(read.result(), self.meta)]
 
     def release(self):
         if self.files is not None:
-            self.files.remove(self.kind, self.step, self.future)
-            self.files = None
+            self.files.remove(self.kind, self.step, self.future, self.read)
+            self.files, self.read = None, None
 
