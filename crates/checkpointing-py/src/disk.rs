@@ -135,14 +135,14 @@ impl ByteDiskStore {
             payload.extend_from_slice(part.as_bytes());
         }
         let write = slf
-            .borrow_mut()
+            .try_borrow_mut()?
             .store
             .begin_save(step)
             .map_err(|e| snapshot_error(py, e))?;
         let written = py
             .detach(move || write(Bytes(payload)))
             .map_err(|e| snapshot_error(py, e))?;
-        slf.borrow_mut()
+        slf.try_borrow_mut()?
             .store
             .commit_save(written)
             .map_err(|e| snapshot_error(py, e))
@@ -154,7 +154,7 @@ impl ByteDiskStore {
     fn load<'py>(slf: &Bound<'py, Self>, step: u64) -> PyResult<Bound<'py, PyByteArray>> {
         let py = slf.py();
         let read = slf
-            .borrow_mut()
+            .try_borrow_mut()?
             .store
             .begin_load(step)
             .map_err(|e| snapshot_error(py, e))?;
@@ -162,11 +162,11 @@ impl ByteDiskStore {
         Ok(PyByteArray::new(py, &payload))
     }
 
-    /// Deletes the snapshot of `step` (nothing if none is stored).
+    /// Deletes the snapshot of `step` (nothing if none is stored). The
+    /// GIL stays held through the unlink (brief): a thread that released
+    /// it while holding the store would collide with another's load.
     fn remove(&mut self, py: Python<'_>, step: u64) -> PyResult<()> {
-        let store = &mut self.store;
-        py.detach(move || store.remove(step))
-            .map_err(|e| snapshot_error(py, e))
+        self.store.remove(step).map_err(|e| snapshot_error(py, e))
     }
 
     /// The file that holds (or would hold) the snapshot of `step`.

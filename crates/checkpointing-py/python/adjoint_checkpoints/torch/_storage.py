@@ -219,9 +219,15 @@ class _Files:
     def read(self, kind, step, meta, future):
         """Starts reading the snapshot of ``step`` on the read lane, once
         its write (``future``) is done: a future of its tensors in host
-        memory (decoded there too), raising the write's or the read's
-        error."""
-        return self.reads.submit(self._load, self.stores[kind], step, meta, future, self.compress)
+        memory (decoded there too; those of CUDA tensors staged in pinned
+        memory, so that their copy to the device at the restore is
+        asynchronous), raising the write's or the read's error."""
+        return self.reads.submit(self._staged, self.stores[kind], step, meta, future, self.compress)
+
+    @staticmethod
+    def _staged(store, step, meta, future, compress):
+        tensors = _Files._load(store, step, meta, future, compress)
+        return [t.pin_memory() if device.type == "cuda" else t for t, (_, _, device) in zip(tensors, meta)]
 
     @staticmethod
     def _load(store, step, meta, future, compress):
