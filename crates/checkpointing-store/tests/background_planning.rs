@@ -90,6 +90,9 @@ fn a_background_disk_is_priced_on_the_timeline() {
     };
     assert_eq!(disk.background, Some(lanes));
     assert_eq!(measured.levels[StorageLevel::Ram].unwrap().background, None);
+    // Its cold reads too: the queued writes flushed, then the inner disk
+    // store's cache dropped.
+    assert_eq!(disk.cold_read_seconds.is_some(), cfg!(target_os = "linux"));
 
     let input = measured.plan_input(&budget());
     let lanes = input.levels[StorageLevel::Disk].unwrap().background;

@@ -90,6 +90,15 @@ fn a_disk_budget_uses_the_disk_store() {
     assert_eq!(problem.grad_a.to_bits(), grad_a.to_bits());
     let disk = out.measurements.levels[StorageLevel::Disk].unwrap();
     assert!(disk.write_seconds > 0.0 && disk.copy_read_seconds > 0.0);
+    // Cold reads timed where the disk store can drop its cache; a level
+    // this small is read from the page cache.
+    assert_eq!(disk.cold_read_seconds.is_some(), cfg!(target_os = "linux"));
+    assert!(!disk.reads_cold, "{disk:?}");
+    let ram = out.measurements.levels[StorageLevel::Ram].unwrap();
+    assert!(
+        ram.cold_read_seconds.is_none() && !ram.reads_cold,
+        "{ram:?}"
+    );
     // Serialized: 8 bytes a value and a few lengths and tags.
     assert!(disk.snapshot_bytes >= 8 * CELLS as u64, "{disk:?}");
     let stats = &out.outcome.stats;
@@ -236,4 +245,90 @@ fn modes_and_missing_stores_are_typed_errors() {
     assert!(m.levels[StorageLevel::Device].is_some());
     assert!(executor.store(StorageLevel::Device).unwrap().is_empty());
     assert_eq!(problem.grad_a, 0.0);
+}
+
+/// A disk level that may hold more than the page cache has room for is
+/// priced at the cold read's time (read from the device); one that fits is
+/// priced at the warm reads' time.
+#[cfg(target_os = "linux")]
+#[test]
+fn reads_are_priced_cold_where_the_disk_level_outgrows_the_page_cache() {
+    let probe = |steps: u64| {
+        let budget =
+            PlanBudget::new(steps, Bytes(4 * state_bytes())).with_disk(Bytes(u64::MAX / 4));
+        let mut executor = Executor::new(MemoryStore::new(), DiskStore::temporary().unwrap());
+        executor
+            .measure(&Swing::new(), &budget, &initial(), terminal)
+            .unwrap()
+            .levels[StorageLevel::Disk]
+            .unwrap()
+    };
+    let warm = (|m: &checkpointing::executor::LevelMeasurement| {
+        (m.copy_read_seconds + m.move_read_seconds) / 2.0
+    }) as fn(&_) -> f64;
+    // Every snapshot of 10^13 steps: more than any machine's memory.
+    let huge = probe(10_u64.pow(13));
+    let cold = huge
+        .cold_read_seconds
+        .expect("a disk store drops its cache");
+    assert!(huge.reads_cold, "{huge:?}");
+    assert_eq!(huge.read_seconds(), cold);
+    let small = probe(60);
+    assert!(!small.reads_cold, "{small:?}");
+    assert_eq!(small.read_seconds(), warm(&small));
+}
+
+/// `DiskStore::drop_cached` leaves no page of the snapshot's file in the
+/// page cache (`mincore` over a mapping of the file), where the file
+/// system has a device behind it (not tmpfs, whose pages are the files).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_disk_store_drops_a_snapshots_pages_from_the_cache() {
+    use checkpointing::SnapshotStore;
+    use std::os::fd::AsRawFd;
+
+    let dir = tempfile::tempdir().unwrap();
+    // SAFETY: statfs writes the struct it is given; the path is a valid C string.
+    let on_tmpfs = unsafe {
+        let path = std::ffi::CString::new(dir.path().as_os_str().as_encoded_bytes()).unwrap();
+        let mut fs: libc::statfs = std::mem::zeroed();
+        libc::statfs(path.as_ptr(), &mut fs) == 0 && fs.f_type == libc::TMPFS_MAGIC
+    };
+    let mut store = DiskStore::<Vec<f64>>::in_dir(dir.path()).unwrap();
+    store.save(7, vec![0.5; 1 << 20]).unwrap(); // 8 MiB
+    let path = store.path_of(7);
+    let resident = || {
+        let file = std::fs::File::open(&path).unwrap();
+        let len = file.metadata().unwrap().len() as usize;
+        // SAFETY: a read-only shared mapping of an open file of `len`
+        // bytes, unmapped before return; mincore writes one byte per page
+        // into a vector of that many.
+        unsafe {
+            let page = libc::sysconf(libc::_SC_PAGESIZE) as usize;
+            let map = libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            );
+            assert_ne!(map, libc::MAP_FAILED);
+            let mut pages = vec![0u8; len.div_ceil(page)];
+            assert_eq!(libc::mincore(map, len, pages.as_mut_ptr()), 0);
+            libc::munmap(map, len);
+            pages.iter().filter(|&&p| p & 1 == 1).count()
+        }
+    };
+    assert!(resident() > 0, "a file just written is in the page cache");
+    assert!(store.drop_cached(7).unwrap());
+    if !on_tmpfs {
+        assert_eq!(resident(), 0);
+    }
+    assert_eq!(store.load(7).unwrap(), vec![0.5; 1 << 20]);
+    assert!(resident() > 0, "read back through the cache");
+    assert!(matches!(
+        store.drop_cached(8),
+        Err(checkpointing::StorageError::Missing { step: 8, .. })
+    ));
 }

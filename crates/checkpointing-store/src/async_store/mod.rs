@@ -489,6 +489,18 @@ where
             None
         }
     }
+
+    /// Waits for the queued saves and removals
+    /// ([`flush`](SnapshotStore::flush)), then drops the inner store's
+    /// cache of `step`. A read of `step` already announced
+    /// ([`prefetch`](SnapshotStore::prefetch)) may have been made before.
+    fn drop_cached(&mut self, step: Step) -> Result<bool, StorageError> {
+        if !self.held.contains(&step) {
+            return Err(StorageError::Missing { step, path: None });
+        }
+        self.flush()?;
+        self.lanes.inner().drop_cached(step)
+    }
 }
 
 impl<T: Footprint, St> Drop for AsyncStore<T, St> {

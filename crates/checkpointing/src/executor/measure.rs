@@ -108,6 +108,17 @@ pub struct LevelMeasurement {
     /// steps' core (I/O the scheduler runs only once the steps wait counts
     /// in full, as in a run). 0 for a blocking store.
     pub contention: f64,
+    /// Seconds of a read from the device: the snapshot saved, written back
+    /// and its cached pages dropped first ([`SnapshotStore::drop_cached`]),
+    /// then read (mean of [`COLD_READ_ROUNDS`]). `None` for a store that
+    /// has no cache to drop (memory). The other reads are timed right
+    /// after their write, from the page cache.
+    pub cold_read_seconds: Option<f64>,
+    /// Whether a run's reads are priced cold
+    /// ([`read_seconds`](Self::read_seconds)): the level may hold more
+    /// bytes than the page cache had room for when measured
+    /// ([`reads_cold`]).
+    pub reads_cold: bool,
 }
 
 impl LevelMeasurement {
@@ -137,9 +148,13 @@ impl LevelMeasurement {
     }
 
     /// The read time given to the planner, which does not tell copies from
-    /// moves: their mean.
+    /// moves: their mean; where reads are priced cold
+    /// ([`reads_cold`](Self::reads_cold)), the cold read's.
     pub fn read_seconds(&self) -> f64 {
-        (self.copy_read_seconds + self.move_read_seconds) / 2.0
+        match self.cold_read_seconds {
+            Some(cold) if self.reads_cold => cold,
+            _ => (self.copy_read_seconds + self.move_read_seconds) / 2.0,
+        }
     }
 }
 
@@ -355,13 +370,17 @@ fn timed<T>(times: &mut Vec<Duration>, f: impl FnOnce() -> T) -> T {
 
 /// Times [`STORE_ROUNDS`] writes, copying reads and taking reads of
 /// `state` under [`PROBE_STEP`], as the executor performs them, and more
-/// rounds while the writes vary ([`more_rounds`]).
+/// rounds while the writes vary ([`more_rounds`]); and
+/// [`COLD_READ_ROUNDS`] cold reads where the store can drop its cache.
 fn probe_store<S: Clone + Footprint>(
     store: &mut dyn SnapshotStore<Checkpoint<S>>,
     state: &S,
 ) -> Result<LevelMeasurement, StorageError> {
     let before = store.stats();
     let (mut writes, mut copies, mut moves) = (Vec::new(), Vec::new(), Vec::new());
+    // Cold reads, and whether the store may drop its cache (until it says
+    // it did not).
+    let (mut colds, mut can_drop) = (Vec::new(), true);
     let mut spare: Option<S> = None;
     // What the caller waits for in a save (the copy, the hand-over), apart
     // from the write itself, which the flush waits for.
@@ -391,13 +410,35 @@ fn probe_store<S: Clone + Footprint>(
             issues.push(issued.elapsed());
             store.flush()
         })?;
-        let read = timed(&mut copies, || {
-            let mut copy = Checkpoint {
-                ics: spare.take(),
-                deps: Vec::new(),
-            };
-            store.load_into(PROBE_STEP, &mut copy).map(|()| copy)
-        });
+        // In the first rounds, a cold read first where the store can drop
+        // its cache of the snapshot (after which the copy read is warm
+        // again, as every read the probe times right after its write).
+        let mut dropped = Ok(false);
+        if colds.len() < COLD_READ_ROUNDS && can_drop {
+            dropped = store.drop_cached(PROBE_STEP);
+            can_drop = matches!(dropped, Ok(true));
+        }
+        let read = dropped
+            .and_then(|cold| {
+                if cold {
+                    let mut copy = Checkpoint {
+                        ics: spare.take(),
+                        deps: Vec::new(),
+                    };
+                    timed(&mut colds, || store.load_into(PROBE_STEP, &mut copy))?;
+                    spare = copy.ics;
+                }
+                Ok(())
+            })
+            .and_then(|()| {
+                timed(&mut copies, || {
+                    let mut copy = Checkpoint {
+                        ics: spare.take(),
+                        deps: Vec::new(),
+                    };
+                    store.load_into(PROBE_STEP, &mut copy).map(|()| copy)
+                })
+            });
         let read = match read {
             Ok(copy) => copy,
             Err(error) => {
@@ -427,7 +468,40 @@ fn probe_store<S: Clone + Footprint>(
         snapshot_bytes,
         traffic,
         contention: 0.0,
+        cold_read_seconds: (!colds.is_empty()).then(|| mean(&colds)),
+        reads_cold: false,
     })
+}
+
+/// Cold reads timed per store that can drop its cache
+/// ([`SnapshotStore::drop_cached`]), one in each of the first rounds of
+/// the probe, before that round's warm read.
+pub const COLD_READ_ROUNDS: usize = 3;
+
+/// Whether a level holding up to `level_bytes` reads from the device: more
+/// than `cache_room` (the page cache's room, `None` where it could not be
+/// read: priced cold, the device's speed being the one a run can count
+/// on).
+///
+/// ```
+/// use checkpointing::executor::reads_cold;
+/// assert!(!reads_cold(1 << 30, Some(8 << 30)));
+/// assert!(reads_cold(9 << 30, Some(8 << 30)));
+/// assert!(reads_cold(1 << 20, None));
+/// ```
+pub fn reads_cold(level_bytes: u64, cache_room: Option<u64>) -> bool {
+    cache_room.is_none_or(|room| level_bytes > room)
+}
+
+/// The memory the page cache may take for a run's files now:
+/// `MemAvailable` of `/proc/meminfo` (free memory and what the kernel can
+/// reclaim) less `ram_bytes`, the RAM the run's snapshots will take;
+/// `None` where it cannot be read.
+fn page_cache_room(ram_bytes: u64) -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib.saturating_mul(1024).saturating_sub(ram_bytes))
 }
 
 /// The writes, reads and bytes a store counted from `before` to `after`
@@ -553,7 +627,14 @@ where
     ///   creation; [`Executor::run_planned`] subtracts the probe's writes,
     ///   reads and bytes from them (the probe's own are in
     ///   [`LevelMeasurement::traffic`]), but a store's peaks may include the
-    ///   probe's one snapshot.
+    ///   probe's one snapshot. Those reads follow their write, from the page
+    ///   cache; in the first [`COLD_READ_ROUNDS`] rounds, a store that can
+    ///   drop its cache of the snapshot ([`SnapshotStore::drop_cached`]: a
+    ///   disk store) is read once more before, from the device
+    ///   ([`LevelMeasurement::cold_read_seconds`]). Reads are priced cold
+    ///   where the level may hold more than the page cache has room for
+    ///   (its budget, or every step's snapshot where that is less, against
+    ///   `MemAvailable` less the RAM budget: [`reads_cold`]).
     /// * For a store that works in the background, it then times forward
     ///   steps on clones of the problem, from the probe's last state,
     ///   while a save of that state and then a read announced ahead are in
@@ -667,11 +748,21 @@ where
                 // The probe's traffic, the contention rounds' included.
                 measured.traffic = traffic_between(&before, &store.stats());
             }
+            let snapshot_bytes = match measured.snapshot_bytes {
+                0 => (std::mem::size_of::<Checkpoint<S>>() + footprint) as u64,
+                bytes => bytes,
+            };
+            // The bytes the level may hold: its budget, or every step's
+            // snapshot where that is less.
+            let level_bytes = budget.bytes(level).map_or(0, |b| b.0);
+            let level_bytes = budget.steps.map_or(level_bytes, |n| {
+                level_bytes.min((n + 1).saturating_mul(snapshot_bytes))
+            });
+            let ram_bytes = budget.bytes(StorageLevel::Ram).map_or(0, |b| b.0);
             levels[level] = Some(LevelMeasurement {
-                snapshot_bytes: match measured.snapshot_bytes {
-                    0 => (std::mem::size_of::<Checkpoint<S>>() + footprint) as u64,
-                    bytes => bytes,
-                },
+                snapshot_bytes,
+                reads_cold: measured.cold_read_seconds.is_some()
+                    && reads_cold(level_bytes, page_cache_room(ram_bytes)),
                 ..measured
             });
         }

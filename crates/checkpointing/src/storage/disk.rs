@@ -265,6 +265,23 @@ impl<T> DiskStore<T> {
     }
 }
 
+/// Drops `file`'s pages from the page cache (`posix_fadvise` with
+/// `POSIX_FADV_DONTNEED`, which leaves dirty pages: sync first); whether
+/// the call succeeded.
+#[cfg(target_os = "linux")]
+fn drop_page_cache(file: &File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: the descriptor is open for the duration of the call, which
+    // reads and writes no memory of this process.
+    unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) == 0 }
+}
+
+/// No page cache to drop through a portable call: nothing done.
+#[cfg(not(target_os = "linux"))]
+fn drop_page_cache(_file: &File) -> bool {
+    false
+}
+
 /// The bytes of `step`'s snapshot file holding `value`: the header (magic,
 /// step, payload length, CRC-32 of step, length and payload) and the
 /// payload, `value` in bincode's fixed-width little-endian format.
@@ -427,6 +444,18 @@ impl<T: Serialize + DeserializeOwned + 'static> SnapshotStore<T> for DiskStore<T
 
     fn split_io(&mut self) -> Option<&mut dyn SplitIo<T>> {
         Some(self)
+    }
+
+    /// Writes the file of `step` back (`fdatasync`: dirty pages are not
+    /// dropped), then drops its pages from the page cache.
+    fn drop_cached(&mut self, step: Step) -> Result<bool, StorageError> {
+        if !self.files.contains(step) {
+            return Err(StorageError::Missing { step, path: None });
+        }
+        let path = self.path_of(step);
+        let file = File::open(&path).map_err(|e| Self::io(step, &path, e))?;
+        file.sync_data().map_err(|e| Self::io(step, &path, e))?;
+        Ok(drop_page_cache(&file))
     }
 }
 

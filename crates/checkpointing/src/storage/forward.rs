@@ -10,7 +10,8 @@
 /// Implements the listed [`SnapshotStore`](crate::SnapshotStore) methods of
 /// a wrapper by calling its field `inner` (any name): `remove`,
 /// `held_steps`, `contains`, `prefetch`, `flush`, `background_io`,
-/// `resident_bytes`, `stats`, `as_durable`. Without a list, all nine. Use it inside the wrapper's
+/// `resident_bytes`, `stats`, `as_durable`, `drop_cached`. Without a list,
+/// all ten. Use it inside the wrapper's
 /// `impl SnapshotStore<T>`.
 ///
 /// ```
@@ -39,7 +40,7 @@ macro_rules! forward_to_inner_store {
     ($inner:ident) => {
         $crate::forward_to_inner_store!(
             $inner: remove, held_steps, contains, prefetch, flush, background_io,
-            resident_bytes, stats, as_durable
+            resident_bytes, stats, as_durable, drop_cached
         );
     };
     ($inner:ident: $($method:ident),+ $(,)?) => {
@@ -91,6 +92,14 @@ macro_rules! forward_to_inner_store {
     (@one $inner:ident as_durable) => {
         fn as_durable(&mut self) -> ::core::option::Option<&mut dyn $crate::DurableStore> {
             self.$inner.as_durable()
+        }
+    };
+    (@one $inner:ident drop_cached) => {
+        fn drop_cached(
+            &mut self,
+            step: $crate::Step,
+        ) -> ::core::result::Result<bool, $crate::StorageError> {
+            self.$inner.drop_cached(step)
         }
     };
 }

@@ -178,6 +178,30 @@ pub trait SnapshotStore<T> {
     fn split_io(&mut self) -> Option<&mut dyn SplitIo<T>> {
         None
     }
+    /// Drops what the operating system caches of the snapshot of `step`
+    /// (which must be held), so that its next read comes from the device;
+    /// whether it did. A disk store writes its file back, then drops its
+    /// pages from the page cache (`posix_fadvise(POSIX_FADV_DONTNEED)`, on
+    /// Linux); [`Executor::measure`](crate::Executor::measure) times such
+    /// *cold* reads beside warm ones, since a run whose disk level holds
+    /// more than the page cache has room for reads from the device. The
+    /// default does nothing and returns `false`: a store in memory has no
+    /// cache to drop.
+    ///
+    /// ```
+    /// use checkpointing::{DiskStore, MemoryStore, SnapshotStore};
+    /// let mut disk = DiskStore::<Vec<f64>>::temporary().unwrap();
+    /// disk.save(3, vec![1.0; 1000]).unwrap();
+    /// assert_eq!(disk.drop_cached(3).unwrap(), cfg!(target_os = "linux"));
+    /// assert_eq!(disk.load(3).unwrap(), vec![1.0; 1000]); // read back from the device
+    /// let mut ram = MemoryStore::new();
+    /// ram.save(3, vec![1.0]).unwrap();
+    /// assert!(!ram.drop_cached(3).unwrap());
+    /// ```
+    fn drop_cached(&mut self, step: Step) -> Result<bool, StorageError> {
+        let _ = step;
+        Ok(false)
+    }
 }
 
 /// A store lent to an executor: the owner keeps it, and reads it (its
@@ -241,6 +265,9 @@ macro_rules! forward_through_pointer {
         }
         fn split_io(&mut self) -> Option<&mut dyn SplitIo<T>> {
             (**self).split_io()
+        }
+        fn drop_cached(&mut self, step: Step) -> Result<bool, StorageError> {
+            (**self).drop_cached(step)
         }
     };
 }
