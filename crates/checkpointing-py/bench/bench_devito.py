@@ -38,8 +38,10 @@ the background or blocking, and whether the gradient is bitwise equal to
 pyrevolve's.
 
 Run: python bench/bench_devito.py [--size N] [--tn MS] [--disk BYTES] [--dim D]
-(defaults 401, 3000 ms, "4GB", 2-D; ``--quick``: 201 and 1000 ms; ``--dim
-3``: a 3-D grid of N³, where a step costs more than writing its snapshot).
+[--space-order K] (defaults 401, 3000 ms, "4GB", 2-D, 4; ``--quick``: 201
+and 1000 ms; ``--dim 3``: a 3-D grid of N³, where a step costs more than
+writing its snapshot; a higher ``--space-order`` makes a step cost more
+again for the same snapshot).
 """
 
 import json
@@ -78,7 +80,7 @@ def _sdist(folder):
     return os.path.join(folder, "devito-4.8.23")
 
 
-def variant(name, root, size, tn, disk, dim, out, adjoint_seconds=None):
+def variant(name, root, size, tn, disk, dim, space_order, out, adjoint_seconds=None):
     """One variant, in this process; writes its figures and gradient."""
     import adjoint_checkpoints
 
@@ -155,7 +157,7 @@ def variant(name, root, size, tn, disk, dim, out, adjoint_seconds=None):
                 steps["revolver_seconds"] += time.perf_counter() - start
 
         setattr(pyrevolve.Revolver, method, timed)
-    solver = acoustic_setup(shape=(size,) * dim, spacing=(10.0,) * dim, tn=tn, space_order=4, nbl=20)
+    solver = acoustic_setup(shape=(size,) * dim, spacing=(10.0,) * dim, tn=tn, space_order=space_order, nbl=20)
     solver.forward(save=False)  # compiles
     rec, u, _ = solver.forward(save=False)
     steps.update(forward=0, reverse=0, reverse_seconds=0.0, revolver_seconds=0.0)
@@ -177,14 +179,16 @@ def variant(name, root, size, tn, disk, dim, out, adjoint_seconds=None):
 def main():
     if "--variant" in sys.argv:
         i = sys.argv.index("--variant")
-        name, root, size, tn, disk, dim, out, adjoint = sys.argv[i + 1 : i + 9]
-        variant(name, root, int(size), float(tn), disk, int(dim), out, float(adjoint) if adjoint != "-" else None)
+        name, root, size, tn, disk, dim, order, out, adjoint = sys.argv[i + 1 : i + 10]
+        variant(name, root, int(size), float(tn), disk, int(dim), int(order), out,
+                float(adjoint) if adjoint != "-" else None)
         return
     quick = "--quick" in sys.argv
     size = _arg("--size", 201 if quick else 401)
     tn = _arg("--tn", 1000.0 if quick else 3000.0)
     disk = _arg("--disk", "4GB")
     dim = _arg("--dim", 2)
+    space_order = _arg("--space-order", 4)
     with tempfile.TemporaryDirectory() as folder:
         root = _sdist(folder)
         rows = []
@@ -192,7 +196,7 @@ def main():
         for name in VARIANTS:
             out = os.path.join(folder, name)
             done = subprocess.run([sys.executable, __file__, "--variant", name, root, str(size), str(tn), disk,
-                                   str(dim), out, adjoint])
+                                   str(dim), str(space_order), out, adjoint])
             if done.returncode != 0:
                 print(f"{name}: failed (exit {done.returncode})", file=sys.stderr)
                 continue
@@ -206,7 +210,7 @@ def main():
         return
     reference = next((r for r in rows if r["variant"] == "pyrevolve"), None)
     print(f"Devito 4.8.23 acoustic gradient, {'x'.join([str(size)] * dim)} (+20 absorbing cells a side), "
-          f"nt = {rows[0]['nt']}, float32, checkpointing=True")
+          f"nt = {rows[0]['nt']}, space order {space_order}, float32, checkpointing=True")
     if reference is not None:
         print(f"reverse operator: {reference['adjoint_seconds'] * 1e3:.2f} ms a step (pyrevolve's run; "
               "given to the planned variants)")
