@@ -36,6 +36,20 @@ fn _parse_bytes(name: &str, value: &Bound<'_, PyAny>) -> PyResult<u64> {
     bytes_argument(name, value, false).map(|b| b.0)
 }
 
+/// `_reads_cold(level_bytes, ram_bytes)`: whether a disk level that may
+/// hold `level_bytes` reads from the device in a run whose RAM level
+/// takes `ram_bytes`: more than the page cache's room (`MemAvailable`
+/// less the RAM), or that room unknown; the rule of the executor's probe
+/// (`checkpointing::executor::reads_cold`), for the Python drivers'
+/// measurements.
+#[pyfunction]
+fn _reads_cold(level_bytes: u64, ram_bytes: u64) -> bool {
+    checkpointing::executor::reads_cold(
+        level_bytes,
+        checkpointing::executor::page_cache_room(ram_bytes),
+    )
+}
+
 fn plan_error(message: impl std::fmt::Display) -> PyErr {
     PlanError::new_err(message.to_string())
 }
@@ -546,6 +560,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_function(wrap_pyfunction!(_plan, m)?)?;
     m.add_function(wrap_pyfunction!(_parse_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(_reads_cold, m)?)?;
     m.add_class::<Plan>()?;
     m.add_class::<PlanCandidate>()?;
     m.add_class::<PlannedSchedule>()?;

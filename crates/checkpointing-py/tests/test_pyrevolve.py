@@ -687,10 +687,60 @@ def test_planned_measures_the_step_and_the_disk_then_plans(disk, tmp_path):
         # Reads announced as far ahead as the drop-in's driver announces them.
         assert plan_input["read_look_ahead"] == adjoint_checkpoints._native.LOOK_AHEAD == 8
         assert not any(p.is_file() for p in tmp_path.rglob("*")), "the measurement's snapshot was left behind"
+        # A level this small is read from the page cache.
+        assert measured["disk_reads_cold"] is False
     else:
         assert plan_input["levels"]["disk"] is None
     assert plan_input["levels"]["ram"]["capacity"] == budget["ram"]
     assert np.array_equal(_run(revolver, heat), store_all(N))
+
+
+def test_planned_prices_cold_reads_where_the_disk_outgrows_the_page_cache(tmp_path, monkeypatch):
+    """A disk level that may hold more than the page cache has room for is
+    priced at reads from the device: each round's snapshot written back,
+    its pages dropped, then read (Linux); the rule is the Rust probe's."""
+    import statistics
+
+    from adjoint_checkpoints.pyrevolve import _planned
+
+    native = adjoint_checkpoints._native
+    assert native._reads_cold(10**18, 0) and not native._reads_cold(1, 0)
+    colds = []
+    timed = _planned._timed_copies
+
+    def recording(storage, data, location, repeats, cold=None):
+        out = timed(storage, data, location, repeats, cold)
+        if cold is not None:
+            colds.append(list(cold))
+        return out
+
+    monkeypatch.setattr(_planned, "_timed_copies", recording)
+    monkeypatch.setattr(native, "_reads_cold", lambda level_bytes, ram_bytes: True)
+    heat = Heat()
+    budget = {"ram": CELLS * 8 * (5 + 9), "disk": CELLS * 8 * 100}
+    revolver = pr.Revolver(heat.cp, heat.fwd, heat.rev, None, N, filedir=str(tmp_path), disk="disk",
+                           schedule=pr.planned(**budget, repeats=2))
+    measured = revolver.measured
+    assert measured["disk_reads_cold"] is True
+    if sys.platform == "linux":
+        assert colds and all(len(c) == 2 for c in colds)
+        assert measured["disk_read_seconds"] in [statistics.median(c) for c in colds]
+    assert np.array_equal(_run(revolver, heat), store_all(N))
+
+
+def test_a_disk_storage_drops_its_cache_and_a_ram_storage_has_none():
+    from adjoint_checkpoints.pyrevolve.storage import ArrayStorage
+
+    u = np.linspace(0.0, 1.0, 1 << 16)
+    for store, drops in (("disk", sys.platform == "linux"), ("ram", False)):
+        storage = ArrayStorage(u.size, 1, np.float64, store=store)
+        storage.save(0, [u])
+        storage.settle()
+        assert storage.drop_cached(0) is drops
+        back = np.empty_like(u)
+        storage.load(0, [back])
+        assert np.array_equal(back, u)
+        storage.close()
 
 
 class Slowed(pr.Operator):

@@ -229,6 +229,17 @@ impl ArrayStore {
             .map_err(|e| snapshot_error(py, e))
     }
 
+    /// Drops what the operating system caches of the snapshot of `step`
+    /// (a disk store writes its queued saves and the file back, then drops
+    /// its pages from the page cache), so that the next ``load`` reads
+    /// from the device: for timing cold reads. Whether it did (``False``
+    /// for a store in memory).
+    fn drop_cached(&mut self, py: Python<'_>, step: u64) -> PyResult<bool> {
+        let store = &mut self.store;
+        py.detach(move || store.drop_cached(step))
+            .map_err(|e| snapshot_error(py, e))
+    }
+
     /// Announces that `step` will be loaded soon: a background store starts
     /// reading it now (never blocks; nothing for the others).
     fn prefetch(&mut self, step: u64) {

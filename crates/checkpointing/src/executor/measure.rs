@@ -497,7 +497,14 @@ pub fn reads_cold(level_bytes: u64, cache_room: Option<u64>) -> bool {
 /// `MemAvailable` of `/proc/meminfo` (free memory and what the kernel can
 /// reclaim) less `ram_bytes`, the RAM the run's snapshots will take;
 /// `None` where it cannot be read.
-fn page_cache_room(ram_bytes: u64) -> Option<u64> {
+///
+/// ```
+/// use checkpointing::executor::page_cache_room;
+/// if let Some(room) = page_cache_room(0) {
+///     assert!(page_cache_room(1 << 20).unwrap() <= room);
+/// }
+/// ```
+pub fn page_cache_room(ram_bytes: u64) -> Option<u64> {
     let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;

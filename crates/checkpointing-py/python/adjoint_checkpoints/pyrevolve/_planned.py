@@ -97,8 +97,16 @@ class Planned:
             return self._plan(revolver, measured)
         picks = []
         error: Optional[adjoint_checkpoints.PlanError] = None
+        # Reads from the device where the disk level may hold more than the
+        # page cache has room for (every step's snapshot at most).
+        level_bytes = min(adjoint_checkpoints._native._parse_bytes("disk", self.disk),
+                          (revolver.n_timesteps + 1) * int(revolver.checkpoint.nbytes))
+        reads_cold = adjoint_checkpoints._native._reads_cold(
+            level_bytes, adjoint_checkpoints._native._parse_bytes("ram", self.ram))
+        measured["disk_reads_cold"] = reads_cold
         for background in (True, False):
-            times = _disk_seconds(revolver, state, self.repeats, background, measured["forward_seconds"])
+            times = _disk_seconds(revolver, state, self.repeats, background, measured["forward_seconds"],
+                                  reads_cold)
             try:
                 schedule = self._plan(revolver, measured, disk_background=background, **times)
             except adjoint_checkpoints.PlanError as e:
@@ -144,7 +152,9 @@ def planned(
     predicted time, planned by each Revolver from its own measurements:
     the forward operator's step and, with ``disk``, a real write and read
     of a snapshot on the disk level it uses (see the module's
-    documentation). Use it where a schedule goes, e.g. before ``import
+    documentation; the read from the device, its cached pages dropped,
+    where the level may hold more than the page cache has room for:
+    ``revolver.measured["disk_reads_cold"]``). Use it where a schedule goes, e.g. before ``import
     devito``::
 
         adjoint_checkpoints.install_as_pyrevolve(
@@ -207,7 +217,7 @@ def _forward_seconds(revolver: BaseRevolver, state: list[np.ndarray], repeats: i
 
 
 def _timed_copies(storage: Any, data: Callable[[], Any], location: Callable[[], Any],
-                  repeats: int) -> tuple[list[float], list[float], list[float]]:
+                  repeats: int, cold: Optional[list[float]] = None) -> tuple[list[float], list[float], list[float]]:
     """``repeats`` saves of ``data()`` to ``storage`` and loads back into
     ``location()``, each timed: the save's return, the save until the
     storage has settled (its background write done: the same as the
@@ -215,7 +225,10 @@ def _timed_copies(storage: Any, data: Callable[[], Any], location: Callable[[], 
     snapshot; the storage emptied, and settled, after each. For a
     Revolver's RAM level, ``data`` and ``location`` are the checkpoint's
     ``get_data(0)`` and ``get_data_location(0)``, timed as the run does
-    them (a solver's fields can take time to hand out)."""
+    them (a solver's fields can take time to hand out). With a ``cold``
+    list and a storage that can drop its cache of the snapshot
+    (``drop_cached``, a disk storage), a load from the device is timed
+    into it first in each round (the timed load after it is warm again)."""
     issues, settled, loads = [], [], []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -223,6 +236,10 @@ def _timed_copies(storage: Any, data: Callable[[], Any], location: Callable[[], 
         issues.append(time.perf_counter() - start)
         storage.settle()
         settled.append(time.perf_counter() - start)
+        if cold is not None and getattr(storage, "drop_cached", None) is not None and storage.drop_cached(0):
+            start = time.perf_counter()
+            storage.load(0, location())
+            cold.append(time.perf_counter() - start)
         start = time.perf_counter()
         storage.load(0, location())
         loads.append(time.perf_counter() - start)
@@ -254,16 +271,18 @@ def _ram_seconds(revolver: BaseRevolver, repeats: int) -> dict[str, float]:
 
 
 def _disk_seconds(revolver: BaseRevolver, state: list[np.ndarray], repeats: int,
-                  background: bool, forward_seconds: float) -> dict[str, float]:
+                  background: bool, forward_seconds: float, reads_cold: bool = False) -> dict[str, float]:
     """The median times of saving ``state`` to, and loading it from, a
     storage like the Revolver's disk level (same store, codec and
     directory; writing in the background or not), ``repeats`` of each, as
     :func:`adjoint_checkpoints.plan`'s keywords: the write until it is
     settled on disk (in the background, from the save's return), the read
-    of a settled snapshot and, in the background, the save's own return
-    (``disk_issue_seconds``) and the share of a
-    write's time that forward steps of ``forward_seconds`` run beside it
-    lose (``disk_contention``)."""
+    of a settled snapshot (from the page cache; from the device, its cache
+    dropped first, with ``reads_cold``: a level that outgrows the page
+    cache, :func:`adjoint_checkpoints._native._reads_cold`) and, in the
+    background, the save's own return (``disk_issue_seconds``) and the
+    share of a write's time that forward steps of ``forward_seconds`` run
+    beside it lose (``disk_contention``)."""
     from ._revolvers import _disk_storage
 
     level = getattr(revolver, "_disk_spec", None)
@@ -272,11 +291,13 @@ def _disk_seconds(revolver: BaseRevolver, state: list[np.ndarray], repeats: int,
                             None if filedir == "./" else filedir, level, background=background)
     scratch = [np.empty_like(a) for a in state]
     try:
-        issues, settled, reads = _timed_copies(storage, lambda: state, lambda: scratch, repeats)
+        cold: list[float] = []
+        issues, settled, reads = _timed_copies(storage, lambda: state, lambda: scratch, repeats,
+                                               cold if reads_cold else None)
         # In the background, the write lane's time runs from the hand-over.
         writes = [s - i for s, i in zip(settled, issues)] if background else settled
         write = statistics.median(writes)
-        times = {"disk_write_seconds": write, "disk_read_seconds": statistics.median(reads)}
+        times = {"disk_write_seconds": write, "disk_read_seconds": statistics.median(cold or reads)}
         if background:
             times["disk_issue_seconds"] = statistics.median(issues)
             times["disk_contention"] = _contention(

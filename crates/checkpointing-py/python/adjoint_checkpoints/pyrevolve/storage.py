@@ -360,6 +360,13 @@ class ArrayStorage(Storage):
         if key in self._held:
             self._store.prefetch(key)
 
+    def drop_cached(self, key):
+        """Drops what the operating system caches of slot ``key`` (a disk
+        store's file, written back first), so that its next load reads from
+        the device; whether it did (``False`` in RAM)."""
+        self._check_key(key)
+        return self._store.drop_cached(key)
+
     def settle(self):
         """Waits for the background writes and removals (a disk store
         unless ``background=False``)."""
