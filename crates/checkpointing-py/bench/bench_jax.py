@@ -72,11 +72,15 @@ Fifth part, residual checkpoints (``--residuals-only``): a neural ODE,
 about 36 carries: four stages of the network's hidden layer), gradient of
 ``sum(y_n^2)`` with respect to ``y_0`` and both weights. Against
 ``lax.scan`` (every step's residuals) and ``checkpointed_scan`` with
-Revolve(n, s) (carries only, every step re-run in its VJP), each in a
+Revolve(n, s) (carries only, every step re-run in its VJP), JAX's own
+residual policy (``jax.checkpoint(step,
+policy=jax.checkpoint_policies.dots_saveable)``: the matrix products'
+outputs kept, the rest recomputed in the step's VJP) over the scan and
+nested in blocks of about sqrt(n) steps, each in a
 fresh process: ``checkpointed_scan(..., memory=M)`` with compiled
 temporaries at most those of the Revolve row measured in this run (``M``
 is that figure less the loop workspace that ``memory=`` leaves out,
-measured by a first compile), twice it, and ``memory=1.0`` (lax.scan's). Step evaluations
+measured by a first compile), twice it, the nested policy's, and ``memory=1.0`` (lax.scan's). Step evaluations
 are ``forward_steps + adjoint_steps`` of ``last_stats`` (a VJP from a carry
 evaluates the step once; a tape was evaluated when it was recorded); the
 ratios are against the Revolve row.
@@ -84,6 +88,7 @@ ratios are against the Revolve row.
 Run: python bench/bench_jax.py [--quick] [--json] [--online-only | --compile-only | --enzyme-only | --residuals-only]
 """
 
+import functools
 import gc
 import json
 import math
@@ -535,17 +540,24 @@ checkpoint comparison."""
 RESIDUALS_QUICK = (64, 256, 100, 10)
 RESIDUALS_NAMES = [
     "lax.scan",
+    "lax.scan(jax.checkpoint(step, policy=dots_saveable))",
+    "nested jax.checkpoint, policy=dots_saveable",
     "checkpointed_scan Revolve",
     "checkpointed_scan memory=Revolve's",
     "checkpointed_scan memory=2x Revolve's",
+    "checkpointed_scan memory=nested policy's",
     "checkpointed_scan memory=1.0",
 ]
 RESIDUALS_REFERENCE = "checkpointed_scan Revolve"
+#: The row whose compiled temporaries each ``memory=`` row of a peer's
+#: memory matches (the others: Revolve's).
+RESIDUALS_MEMORY_OF = {"checkpointed_scan memory=nested policy's": "nested jax.checkpoint, policy=dots_saveable"}
 
 
-def residuals_variant(name, width, hidden, steps, snapshots, revolve_bytes):
-    """One row of the residual checkpoint comparison (``revolve_bytes``: the
-    Revolve row's compiled temporary bytes, 0 before it has run)."""
+def residuals_variant(name, width, hidden, steps, snapshots, reference_bytes):
+    """One row of the residual checkpoint comparison (``reference_bytes``:
+    the compiled temporary bytes of the row whose memory it matches,
+    :data:`RESIDUALS_MEMORY_OF` or Revolve's; 0 before it has run)."""
     import jax
     import jax.numpy as jnp
 
@@ -560,8 +572,9 @@ def residuals_variant(name, width, hidden, steps, snapshots, revolve_bytes):
     )
     y0 = jnp.linspace(-1.0, 1.0, width)
     memory = {
-        "checkpointed_scan memory=Revolve's": revolve_bytes,
-        "checkpointed_scan memory=2x Revolve's": 2 * revolve_bytes,
+        "checkpointed_scan memory=Revolve's": reference_bytes,
+        "checkpointed_scan memory=2x Revolve's": 2 * reference_bytes,
+        "checkpointed_scan memory=nested policy's": reference_bytes,
         "checkpointed_scan memory=1.0": 1.0,
     }.get(name)
 
@@ -578,8 +591,23 @@ def residuals_variant(name, width, hidden, steps, snapshots, revolve_bytes):
             k4 = field(y + h * k3)
             return y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4), None
 
+        # JAX's own residual policy: the matrix products' outputs saved,
+        # the rest of the step recomputed in its VJP.
+        saving_dots = functools.partial(jax.checkpoint, policy=jax.checkpoint_policies.dots_saveable)
         if name == "lax.scan":
             y = jax.lax.scan(step, y0, None, length=steps)[0]
+        elif name == "lax.scan(jax.checkpoint(step, policy=dots_saveable))":
+            y = jax.lax.scan(saving_dots(step), y0, None, length=steps)[0]
+        elif name == "nested jax.checkpoint, policy=dots_saveable":
+            # Blocks of the divisor of `steps` nearest its square root, each
+            # rematerialized whole; inside one, the policy's residuals.
+            block = min((d for d in range(1, steps + 1) if steps % d == 0), key=lambda d: abs(d - steps**0.5))
+
+            @jax.checkpoint
+            def blocked(y, _):
+                return jax.lax.scan(saving_dots(step), y, None, length=block)[0], None
+
+            y = jax.lax.scan(blocked, y0, None, length=steps // block)[0]
         elif memory is None:
             y = checkpointed_scan(step, y0, steps, schedule=lambda n: adjoint_checkpoints.Revolve(n, snapshots))[0]
         else:
@@ -598,7 +626,17 @@ def residuals_variant(name, width, hidden, steps, snapshots, revolve_bytes):
         target, memory = memory, 2 * memory - compiled
         grad, compiled = compile_grad()
         assert compiled <= target, (compiled, target)
-    evaluations = steps if name == "lax.scan" else last_stats["forward_steps"] + last_stats["adjoint_steps"]
+    # JAX's loops: a step evaluated once in the forward, and again where a
+    # block is rematerialized; a step's VJP under the policy runs its
+    # elementwise work again but not its matrix products, and is not
+    # counted as an evaluation.
+    evaluations = {
+        "lax.scan": steps,
+        "lax.scan(jax.checkpoint(step, policy=dots_saveable))": steps,
+        "nested jax.checkpoint, policy=dots_saveable": 2 * steps,
+    }.get(name)
+    if evaluations is None:
+        evaluations = last_stats["forward_steps"] + last_stats["adjoint_steps"]
     jax.block_until_ready(grad(y0, weights))
     seconds, cpu, peak_mib, (value, (g0, (gw1, gw2))) = _timed(grad, y0, weights)
     return {
@@ -607,7 +645,7 @@ def residuals_variant(name, width, hidden, steps, snapshots, revolve_bytes):
         "compiled_bytes": compiled,
         "peak_mib": peak_mib,
         "evaluations": evaluations,
-        "taped_steps": 0 if name == "lax.scan" or memory is None else last_stats["taped_steps"],
+        "taped_steps": 0 if memory is None else last_stats["taped_steps"],
         "value": float(value),
         "grad_norm": float(jnp.linalg.norm(g0) + jnp.linalg.norm(gw1) + jnp.linalg.norm(gw2)),
         "device": jax.devices()[0].platform,
@@ -617,8 +655,8 @@ def residuals_variant(name, width, hidden, steps, snapshots, revolve_bytes):
 def run_residuals(width, hidden, steps, snapshots):
     results = {}
     for name in RESIDUALS_NAMES:
-        revolve = results.get(RESIDUALS_REFERENCE, {}).get("compiled_bytes", 0)
-        results.update(_in_subprocesses("--residuals-variant", [name], width, hidden, steps, snapshots, revolve))
+        matched = results.get(RESIDUALS_MEMORY_OF.get(name, RESIDUALS_REFERENCE), {}).get("compiled_bytes", 0)
+        results.update(_in_subprocesses("--residuals-variant", [name], width, hidden, steps, snapshots, matched))
     truth = results["lax.scan"]
     for name, r in results.items():
         if "error" not in r:
