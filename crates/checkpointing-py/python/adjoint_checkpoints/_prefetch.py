@@ -73,6 +73,30 @@ def writes_to_disk(action):
     return None
 
 
+def announce_saved(waiting, done, start):
+    """What is left of ``waiting`` (a deque of steps whose ``DISK`` read was
+    announced before their snapshot was saved) after action ``done``: each
+    read is started, in order, by ``start(n)``, which says whether the
+    snapshot of step ``n`` is held now (the first reads of a reverse sweep,
+    of what the last forward steps saved, as the Rust executor announces
+    them); a read that ``done`` made without being started leaves.
+
+    >>> from collections import deque
+    >>> from adjoint_checkpoints import Copy, StorageType
+    >>> held = {4}
+    >>> announce_saved(deque([3, 4, 5]), Copy(3, StorageType.DISK, StorageType.WORK), held.__contains__)
+    deque([5])
+    """
+    made = reads_from_disk(done)
+    left = deque()
+    for n in waiting:
+        if n == made:
+            made = None  # the earliest read of n was the one made
+        elif not start(n):
+            left.append(n)
+    return left
+
+
 class Pace:
     """What a driver measured of its run so far, to predict how long the
     actions ahead take: the Rust executor's ``Pace``. :meth:`record` each

@@ -5,7 +5,7 @@ import time
 from collections import deque
 
 from adjoint_checkpoints import Copy, EndForward, EndReverse, Forward, Move, Reverse, StorageType
-from adjoint_checkpoints._prefetch import Pace, ReadAhead, reads_from_disk
+from adjoint_checkpoints._prefetch import Pace, ReadAhead, announce_saved, reads_from_disk
 
 from ._errors import RevolverError
 from .storage import Storage, StorageError
@@ -248,7 +248,7 @@ class _Run:
             self.step(a)
             pace.record(a, time.perf_counter() - start)
             if self.unsaved_reads:
-                self._announce_saved(a)
+                self.unsaved_reads = announce_saved(self.unsaved_reads, a, self._prefetch)
             if isinstance(a, end):
                 return
         raise AssertionError(f"internal error: the schedule ended before {end.__name__}")
@@ -271,8 +271,8 @@ class _Run:
     def _announce(self, a):
         """Announces the disk read of ``a`` (an action joining those read
         ahead) to its storage; one whose snapshot is not saved yet waits
-        for the save (:meth:`_announce_saved`), as the Rust executor's
-        reads behind a save in their window do."""
+        for the save (:func:`~adjoint_checkpoints._prefetch.announce_saved`),
+        as the Rust executor's reads behind a save in their window do."""
         n = reads_from_disk(a)
         if n is not None and not self._prefetch(n):
             self.unsaved_reads.append(n)
@@ -287,20 +287,6 @@ class _Run:
             if entry is not None:
                 entry.storage.prefetch(entry.slot)
         return True
-
-    def _announce_saved(self, done):
-        """After action ``done``: the reads waiting for their save are
-        announced, in order, once it is held (the first reads of a reverse
-        sweep, of what the last forward steps saved); a read that ``done``
-        made without being announced leaves."""
-        made = reads_from_disk(done)
-        waiting = deque()
-        for n in self.unsaved_reads:
-            if n == made:
-                made = None  # the earliest read of n was the one made
-            elif not self._prefetch(n):
-                waiting.append(n)
-        self.unsaved_reads = waiting
 
     def release(self, settle=True):
         """Frees every snapshot held; with ``settle``, then waits for the

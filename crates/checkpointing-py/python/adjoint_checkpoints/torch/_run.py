@@ -47,7 +47,7 @@ from torch.utils import _pytree as pytree
 
 import adjoint_checkpoints as _cp
 from adjoint_checkpoints._native import SnapshotError
-from adjoint_checkpoints._prefetch import Pace, ReadAhead, prefetch_on, reads_from_disk
+from adjoint_checkpoints._prefetch import Pace, ReadAhead, announce_saved, prefetch_on, reads_from_disk
 
 from ._cache import autocast_state
 from ._plan import RESIDENT, ReplayedSchedule, SavedTensorsRouter, _key, add_storages
@@ -395,7 +395,7 @@ class _Run:
 
     def _announce_read(self, a):
         """Starts the read of ``a``'s ``DISK`` snapshot, if ``a`` reads one;
-        one not saved yet waits for its save (:meth:`_announce_saved`)."""
+        one not saved yet waits for its save (:func:`announce_saved`)."""
         n = reads_from_disk(a)
         if n is not None and not self._read_file_ahead(n):
             self.unsaved_reads.append(n)
@@ -414,19 +414,6 @@ class _Run:
                 self.ledger.add(staged)
                 self.fetched[held] = staged
         return True
-
-    def _announce_saved(self, done):
-        """After action ``done``: the reads waiting for their save are
-        started, in order, once it is held; a read that ``done`` made
-        without one leaves."""
-        made = reads_from_disk(done)
-        waiting = deque()
-        for n in self.unsaved_reads:
-            if n == made:
-                made = None  # the earliest read of n was the one made
-            elif not self._read_file_ahead(n):
-                waiting.append(n)
-        self.unsaved_reads = waiting
 
     def _prefetch(self, position):
         """Starts the copy back to the device of the ``DISK``-level state
@@ -767,7 +754,7 @@ class _Run:
                 reversed_steps = self.stats.adjoint_steps - steps if isinstance(a, _cp.Reverse) else None
                 self.pace.record(a, time.perf_counter() - start, reversed_steps)
                 if self.unsaved_reads:
-                    self._announce_saved(a)
+                    self.unsaved_reads = announce_saved(self.unsaved_reads, a, self._read_file_ahead)
 
     def _close(self):
         """Drops every snapshot still held (e.g. a TwoLevel schedule's, kept
