@@ -36,17 +36,18 @@ fn _parse_bytes(name: &str, value: &Bound<'_, PyAny>) -> PyResult<u64> {
     bytes_argument(name, value, false).map(|b| b.0)
 }
 
-/// `_reads_cold(level_bytes, ram_bytes)`: whether a disk level that may
-/// hold `level_bytes` reads from the device in a run whose RAM level
-/// takes `ram_bytes`: more than the page cache's room (`MemAvailable`
-/// less the RAM), or that room unknown; the rule of the executor's probe
-/// (`checkpointing::executor::reads_cold`), for the Python drivers'
-/// measurements.
+/// `_reads_cold(level_budget, steps, snapshot_bytes, ram_bytes)`: whether
+/// a disk level of `level_budget` bytes, in a run of `steps` steps with
+/// snapshots of `snapshot_bytes`, reads from the device while the RAM
+/// level takes `ram_bytes`: the executor probe's rule
+/// (`checkpointing::executor::{level_bytes_held, reads_cold,
+/// page_cache_room}`), for the Python drivers' measurements.
 #[pyfunction]
-fn _reads_cold(level_bytes: u64, ram_bytes: u64) -> bool {
-    checkpointing::executor::reads_cold(
-        level_bytes,
-        checkpointing::executor::page_cache_room(ram_bytes),
+fn _reads_cold(level_budget: u64, steps: u64, snapshot_bytes: u64, ram_bytes: u64) -> bool {
+    use checkpointing::executor::{level_bytes_held, page_cache_room, reads_cold};
+    reads_cold(
+        level_bytes_held(level_budget, Some(steps), snapshot_bytes),
+        page_cache_room(ram_bytes),
     )
 }
 

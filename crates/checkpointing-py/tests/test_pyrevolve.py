@@ -704,7 +704,9 @@ def test_planned_prices_cold_reads_where_the_disk_outgrows_the_page_cache(tmp_pa
     from adjoint_checkpoints.pyrevolve import _planned
 
     native = adjoint_checkpoints._native
-    assert native._reads_cold(10**18, 0) and not native._reads_cold(1, 0)
+    assert native._reads_cold(10**18, 10**12, 10**6, 0) and not native._reads_cold(1, 10, 1, 0)
+    # Every step's snapshot is less than the budget: that is what the level holds.
+    assert not native._reads_cold(10**18, 10, 1, 0)
     colds = []
     timed = _planned._timed_copies
 
@@ -715,7 +717,7 @@ def test_planned_prices_cold_reads_where_the_disk_outgrows_the_page_cache(tmp_pa
         return out
 
     monkeypatch.setattr(_planned, "_timed_copies", recording)
-    monkeypatch.setattr(native, "_reads_cold", lambda level_bytes, ram_bytes: True)
+    monkeypatch.setattr(native, "_reads_cold", lambda level_budget, steps, snapshot_bytes, ram_bytes: True)
     heat = Heat()
     budget = {"ram": CELLS * 8 * (5 + 9), "disk": CELLS * 8 * 100}
     revolver = pr.Revolver(heat.cp, heat.fwd, heat.rev, None, N, filedir=str(tmp_path), disk="disk",

@@ -418,27 +418,12 @@ fn probe_store<S: Clone + Footprint>(
             dropped = store.drop_cached(PROBE_STEP);
             can_drop = matches!(dropped, Ok(true));
         }
-        let read = dropped
-            .and_then(|cold| {
-                if cold {
-                    let mut copy = Checkpoint {
-                        ics: spare.take(),
-                        deps: Vec::new(),
-                    };
-                    timed(&mut colds, || store.load_into(PROBE_STEP, &mut copy))?;
-                    spare = copy.ics;
-                }
-                Ok(())
-            })
-            .and_then(|()| {
-                timed(&mut copies, || {
-                    let mut copy = Checkpoint {
-                        ics: spare.take(),
-                        deps: Vec::new(),
-                    };
-                    store.load_into(PROBE_STEP, &mut copy).map(|()| copy)
-                })
-            });
+        let read = dropped.and_then(|cold| {
+            if cold {
+                spare = timed_read(&mut colds, store, spare.take())?.ics;
+            }
+            timed_read(&mut copies, store, spare.take())
+        });
         let read = match read {
             Ok(copy) => copy,
             Err(error) => {
@@ -473,6 +458,21 @@ fn probe_store<S: Clone + Footprint>(
     })
 }
 
+/// The probe's snapshot read into `spare` (a buffer of an earlier round,
+/// where there is one), its time pushed to `times`.
+fn timed_read<S: Clone + Footprint>(
+    times: &mut Vec<Duration>,
+    store: &mut dyn SnapshotStore<Checkpoint<S>>,
+    spare: Option<S>,
+) -> Result<Checkpoint<S>, StorageError> {
+    let mut copy = Checkpoint {
+        ics: spare,
+        deps: Vec::new(),
+    };
+    timed(times, || store.load_into(PROBE_STEP, &mut copy))?;
+    Ok(copy)
+}
+
 /// Cold reads timed per store that can drop its cache
 /// ([`SnapshotStore::drop_cached`]), one in each of the first rounds of
 /// the probe, before that round's warm read.
@@ -491,6 +491,22 @@ pub const COLD_READ_ROUNDS: usize = 3;
 /// ```
 pub fn reads_cold(level_bytes: u64, cache_room: Option<u64>) -> bool {
     cache_room.is_none_or(|room| level_bytes > room)
+}
+
+/// The bytes a level may hold in a run of `steps` steps: its budget
+/// `budget_bytes`, or a snapshot of `snapshot_bytes` for every state
+/// 0..=`steps` where that is less (`steps` unknown: the budget).
+///
+/// ```
+/// use checkpointing::executor::level_bytes_held;
+/// assert_eq!(level_bytes_held(1 << 30, Some(9), 1 << 20), 10 << 20);
+/// assert_eq!(level_bytes_held(1 << 20, Some(9), 1 << 20), 1 << 20);
+/// assert_eq!(level_bytes_held(1 << 30, None, 1 << 20), 1 << 30);
+/// ```
+pub fn level_bytes_held(budget_bytes: u64, steps: Option<Step>, snapshot_bytes: u64) -> u64 {
+    steps.map_or(budget_bytes, |n| {
+        budget_bytes.min(n.saturating_add(1).saturating_mul(snapshot_bytes))
+    })
 }
 
 /// The memory the page cache may take for a run's files now:
@@ -759,12 +775,11 @@ where
                 0 => (std::mem::size_of::<Checkpoint<S>>() + footprint) as u64,
                 bytes => bytes,
             };
-            // The bytes the level may hold: its budget, or every step's
-            // snapshot where that is less.
-            let level_bytes = budget.bytes(level).map_or(0, |b| b.0);
-            let level_bytes = budget.steps.map_or(level_bytes, |n| {
-                level_bytes.min((n + 1).saturating_mul(snapshot_bytes))
-            });
+            let level_bytes = level_bytes_held(
+                budget.bytes(level).map_or(0, |b| b.0),
+                budget.steps,
+                snapshot_bytes,
+            );
             let ram_bytes = budget.bytes(StorageLevel::Ram).map_or(0, |b| b.0);
             levels[level] = Some(LevelMeasurement {
                 snapshot_bytes,

@@ -26,9 +26,9 @@ mod window;
 pub(crate) use journal::{decode_journal_file, seal_journal};
 pub use journal::{Journal, JournalError, ResumableProblem};
 pub use measure::{
-    page_cache_room, reads_cold, LevelMeasurement, Measurements, COLD_READ_ROUNDS,
-    CONTENTION_ROUNDS, MAX_STORE_ROUNDS, PROBE_ROUNDS, PROBE_STEP, STORE_PROBE_SECONDS,
-    STORE_ROUNDS, WRITE_SPREAD_FRACTION,
+    level_bytes_held, page_cache_room, reads_cold, LevelMeasurement, Measurements,
+    COLD_READ_ROUNDS, CONTENTION_ROUNDS, MAX_STORE_ROUNDS, PROBE_ROUNDS, PROBE_STEP,
+    STORE_PROBE_SECONDS, STORE_ROUNDS, WRITE_SPREAD_FRACTION,
 };
 pub use outcome::{ExecutionStats, ExecutorError, Outcome, Progress};
 pub use pace::{Pace, LOOK_AHEAD};

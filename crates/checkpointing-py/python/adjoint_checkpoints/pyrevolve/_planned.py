@@ -98,11 +98,10 @@ class Planned:
         picks = []
         error: Optional[adjoint_checkpoints.PlanError] = None
         # Reads from the device where the disk level may hold more than the
-        # page cache has room for (every step's snapshot at most).
-        level_bytes = min(adjoint_checkpoints._native._parse_bytes("disk", self.disk),
-                          (revolver.n_timesteps + 1) * int(revolver.checkpoint.nbytes))
+        # page cache has room for.
         reads_cold = adjoint_checkpoints._native._reads_cold(
-            level_bytes, adjoint_checkpoints._native._parse_bytes("ram", self.ram))
+            adjoint_checkpoints._native._parse_bytes("disk", self.disk), revolver.n_timesteps,
+            int(revolver.checkpoint.nbytes), adjoint_checkpoints._native._parse_bytes("ram", self.ram))
         measured["disk_reads_cold"] = reads_cold
         for background in (True, False):
             times = _disk_seconds(revolver, state, self.repeats, background, measured["forward_seconds"],
