@@ -67,7 +67,11 @@ its time. The last lines say which were met.
 ``--disk-only`` (CPU) compares instead the DISK level in files with it in
 host memory: :func:`disk_comparison`.
 
-Run: python bench/bench_torch.py [--quick] [--problem heat|gru|gru32|transformer] [--disk-only]
+``--overlap`` (CPU, the loops) runs issue 42's overlap rows instead:
+store-all, then RAM alone and boundaries spilled to files at 1/10 and
+1/50 of its memory: :func:`overlap_table`.
+
+Run: python bench/bench_torch.py [--quick] [--problem heat|gru|gru32|transformer] [--disk-only] [--overlap]
 [--device cuda] [--threads N] [--rounds R]
 """
 
@@ -185,15 +189,21 @@ def _run(torch, variant, memory, step, params, u0, n, model):
     # spilled to pinned host memory (n states), read back prefetched (or
     # not: "ours + host, no prefetch"; the run reads the switch when it
     # starts).
-    host = n * u0.numel() * u0.element_size() if variant.startswith("ours + host") else None
+    # "ours + files": the same with the boundaries spilled to files
+    # (disk_memory=, n states), read ahead (or at the action: "ours +
+    # files, read at the action").
+    every_state = n * u0.numel() * u0.element_size()
+    host = every_state if variant.startswith("ours + host") else None
+    files = every_state if variant.startswith("ours + files") else None
     switch = os.environ.get("ADJOINT_CHECKPOINTS_PREFETCH")
-    if variant == "ours + host, no prefetch":
+    if variant in ("ours + host, no prefetch", "ours + files, read at the action"):
         os.environ["ADJOINT_CHECKPOINTS_PREFETCH"] = "0"
     try:
         if model is not None:  # ours, on the layers (whose calls count)
             return ours.checkpoint_sequential(model, k, u0, use_reentrant=False, memory=int(memory),
                                               host_memory=host)
-        return ours.checkpointed_loop(step, u0, n, memory=int(memory), params=params, host_memory=host)
+        return ours.checkpointed_loop(step, u0, n, memory=int(memory), params=params, host_memory=host,
+                                      disk_memory=files, disk="host" if files is None else "files")
     finally:
         if switch is None:
             os.environ.pop("ADJOINT_CHECKPOINTS_PREFETCH", None)
@@ -405,7 +415,8 @@ def _RockmateChain(torch):
 
 def grad_of(torch, variant, memory, step, params, x0, n, model):
     """(seconds, step evaluations, loss, gradient norm, (reads of the host
-    level prefetched, reads of it) for ours)."""
+    level prefetched, reads of it) for ours, and for ours its loop's
+    ``modelled_seconds``, ``disk_bytes_written`` and ``peak_bytes``)."""
     u0 = x0.detach().requires_grad_()
     step.calls = 0
     start = time.perf_counter()
@@ -416,12 +427,15 @@ def grad_of(torch, variant, memory, step, params, x0, n, model):
         torch.cuda.synchronize()
     seconds = time.perf_counter() - start
     norm = math.sqrt(sum(float((g.double() ** 2).sum()) for g in grads if g is not None))
-    reads = None
+    reads, loop = None, None
     if variant.startswith("ours"):
         import adjoint_checkpoints.torch as ours
 
-        reads = (ours.last_stats.prefetched_reads, ours.last_stats.disk_reads)
-    return seconds, step.calls, float(loss.detach()), norm, reads
+        stats = ours.last_stats
+        reads = (stats.prefetched_reads, stats.disk_reads)
+        loop = {"modelled_seconds": stats.modelled_seconds, "disk_bytes_written": stats.disk_bytes_written,
+                "peak_bytes": stats.peak_bytes}
+    return seconds, step.calls, float(loss.detach()), norm, reads, loop
 
 
 def time_variants(problem, quick, variants, device, threads, rounds):
@@ -434,11 +448,12 @@ def time_variants(problem, quick, variants, device, threads, rounds):
     for _ in range(rounds):
         for variant, memory in variants:
             gc.collect()
-            seconds, evaluations, loss, norm, reads = grad_of(torch, variant, memory, step, params, x0, n, model)
+            seconds, evaluations, loss, norm, reads, loop = grad_of(torch, variant, memory, step, params, x0, n,
+                                                                    model)
             key = f"{variant}/{memory}"
             if key not in best or seconds < best[key]["seconds"]:
                 best[key] = {"seconds": seconds, "evaluations": evaluations, "loss": loss, "grad_norm": norm,
-                             "first_seconds": first[key], "reads": reads}
+                             "first_seconds": first[key], "reads": reads, "loop": loop}
     return best
 
 
@@ -658,12 +673,88 @@ def disk_comparison(problem, quick, threads, rounds):
     print()
 
 
+#: ``--overlap``: the fractions of store-all's memory the rows run at.
+OVERLAP_FRACTIONS = (10, 50)
+#: ``--overlap``: ours at each fraction: RAM alone, boundaries spilled to
+#: files read at the action, and read ahead (the planner's pick).
+OVERLAP_VARIANTS = (
+    ("ours", "RAM alone"),
+    ("ours + files, read at the action", "+ files, read at the action"),
+    ("ours + files", "+ files, read ahead: the planner's pick"),
+)
+
+
+def overlap_table(problem, quick, threads, rounds):
+    """``--overlap`` (CPU, the loops): issue 42's overlap rows. Store-all
+    (plain autograd, in RAM), then at 1/10 and 1/50 of store-all's memory
+    (what ``memory=`` counts to keep every tape: ``n`` tapes and two
+    states, from :func:`profile_step`): ours with ``memory=`` alone (RAM:
+    recomputation), ours with segment boundaries spilled to files
+    (``disk_memory=``, room for every state, ``disk="files"``) read at the
+    action (``ADJOINT_CHECKPOINTS_PREFETCH=0``; the writes still go on
+    their lane), and the same read ahead within the budget: the planner's
+    pick, which prices the spill with the measured write and read of a
+    state's file and keeps the RAM-only plan where spilling does not pay.
+    Columns: time (best of ``rounds``, interleaved, one process) against
+    store-all; the plan's predicted time (``LoopStats.modelled_seconds``)
+    against measured; peak RSS above baseline (fresh process); step
+    evaluations; bytes written to files; reads made ahead. The header
+    gives the files' write and read bandwidth, measured through the
+    loop's file store in the temporary directory."""
+    import adjoint_checkpoints.torch as ours
+    from adjoint_checkpoints.torch._plan import files_transfer_seconds
+
+    torch, step, params, x0, n, model = _problem(problem, quick, "cpu", threads)
+    if model is not None:
+        raise SystemExit("--overlap runs the loops: --problem heat, gru or gru32")
+    profile = ours.profile_step(step, x0, params=params)
+    store_all = n * profile.tape_bytes + 2 * profile.state_bytes
+    write, read = files_transfer_seconds([x0])
+    common = [problem, int(quick), "cpu", threads]
+    variants = [("plain autograd", 0)] + [
+        (variant, store_all // f) for f in OVERLAP_FRACTIONS for variant, _ in OVERLAP_VARIANTS
+    ]
+    peaks = {f"{v}/{b}": _subprocess(["--memory", *common, v, b], "cpu") for v, b in variants}
+    times = _subprocess(["--time", *common, json.dumps(variants), rounds], "cpu", MALLOC_FOR_TIME)
+    mib = 2**20
+    print(f"\n{problem}: {n} steps, state {profile.state_bytes / mib:.2f} MiB, tape {profile.tape_bytes / mib:.2f} "
+          f"MiB, store-all {store_all / mib:.0f} MiB, {threads} thread(s), best of {rounds}; files: write "
+          f"{profile.state_bytes / write / 1e6:.0f} MB/s, read {profile.state_bytes / read / 1e6:.0f} MB/s "
+          "(one state, through the loop's file store, page-cached temporary directory)")
+    print()
+    print("| memory | variant | s | time / store-all | predicted s | predicted / measured | peak RSS MiB "
+          "| step evaluations | bytes written | reads ahead |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    reference = times["plain autograd/0"]
+    print(f"| store-all | plain autograd | {reference['seconds']:.3f} | 1.00× | | | "
+          f"{peaks['plain autograd/0'] / mib:.0f} | {reference['evaluations']} | | |")
+    for f in OVERLAP_FRACTIONS:
+        rows = []
+        for variant, label in OVERLAP_VARIANTS:
+            key = f"{variant}/{store_all // f}"
+            r = times[key]
+            assert math.isclose(r["grad_norm"], reference["grad_norm"], rel_tol=1e-9), (key, r, reference)
+            predicted = r["loop"]["modelled_seconds"]
+            fetched, _ = r["reads"]
+            rows.append(r["seconds"])
+            print(f"| 1/{f} | {label} | {r['seconds']:.3f} | {r['seconds'] / reference['seconds']:.2f}× "
+                  f"| {predicted:.3f} | {predicted / r['seconds']:.2f} | {peaks[key] / mib:.0f} "
+                  f"| {r['evaluations']} | {r['loop']['disk_bytes_written']} | {fetched} |")
+        pick = rows[-1] / min(rows)
+        print(f"| 1/{f} | the pick against the fastest row | | {pick:.2f}× "
+              f"({'within' if pick <= 1.1 else 'not within'} 10%) | | | | | | |")
+
+
 def main():
     quick = "--quick" in sys.argv
     device = sys.argv[sys.argv.index("--device") + 1] if "--device" in sys.argv else "cpu"
     threads = int(sys.argv[sys.argv.index("--threads") + 1]) if "--threads" in sys.argv else 1
     rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else ROUNDS
     problems = [sys.argv[sys.argv.index("--problem") + 1]] if "--problem" in sys.argv else list(SIZES)
+    if "--overlap" in sys.argv:
+        for problem in [p for p in problems if p != "transformer"]:
+            overlap_table(problem, quick, threads, rounds)
+        return
     if "--disk-only" in sys.argv:
         for problem in [p for p in problems if p != "transformer"]:
             disk_comparison(problem, quick, threads, rounds)

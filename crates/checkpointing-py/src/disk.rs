@@ -169,6 +169,16 @@ impl ByteDiskStore {
         self.store.remove(step).map_err(|e| snapshot_error(py, e))
     }
 
+    /// Writes the file of `step` back and drops its pages from the page
+    /// cache (`posix_fadvise`, Linux), so that the next `load` reads from
+    /// the device: for timing cold reads. Whether it did (`False` where
+    /// the system cannot). The GIL stays held (see `remove`).
+    fn drop_cached(&mut self, py: Python<'_>, step: u64) -> PyResult<bool> {
+        self.store
+            .drop_cached(step)
+            .map_err(|e| snapshot_error(py, e))
+    }
+
     /// The file that holds (or would hold) the snapshot of `step`.
     fn path_of(&self, step: u64) -> PathBuf {
         self.store.path_of(step)

@@ -208,6 +208,131 @@ def test_host_memory_misused_is_a_clear_error(gru):
         checkpoint_sequential(uneven_model(), 2, x0, host_memory="1MiB")
 
 
+# --- disk_memory: segment boundaries spilled to files ---------------------------
+
+
+@pytest.mark.parametrize("n, states, spills", [(40, 12, 3), (97, 20, 30), (60, 500, 4)])
+def test_disk_memory_spills_to_files_with_plain_autograds_gradient_within_both_budgets(
+    gru, n, states, spills, tmp_path, monkeypatch
+):
+    step, x0, params = gru
+    ref = plain(step, x0, n, params)
+    state = x0.numel() * 8
+    memory = states * state
+    got, stats = run(step, x0, n, params, memory=memory, disk_memory=spills * state, disk=tmp_path)
+    assert_close(got, ref)
+    assert stats.adjoint_steps == n
+    assert stats.peak_bytes <= memory, (stats.peak_bytes, memory)
+    assert stats.peak_disk <= spills
+    assert "to files" in stats.schedule
+    assert not list(tmp_path.iterdir())  # the probe's files and the run's removed
+    if states == 500:  # every tape fits: nothing to gain by spilling
+        assert stats.peak_disk == 0 and stats.step_evaluations == n
+        return
+    assert stats.peak_disk > 0
+    # Every spilled state is read ahead of its use, within the budget.
+    assert stats.disk_reads == stats.disk_writes == stats.prefetched_reads > 0
+    # The same plan (cached) with the files read at the action: the same bits.
+    monkeypatch.setenv("ADJOINT_CHECKPOINTS_PREFETCH", "0")
+    at_action, blocking = run(step, x0, n, params, memory=memory, disk_memory=spills * state, disk=tmp_path)
+    assert blocking.schedule == stats.schedule and blocking.prefetched_reads == 0
+    assert all(torch.equal(a, b) for a, b in zip(got, at_action))
+
+
+def test_loop_stats_say_what_a_memory_plan_predicted(gru):
+    step, x0, params = gru
+    state = x0.numel() * 8
+    _, planned = run(step, x0, 30, params, memory=12 * state)
+    _, spilled = run(step, x0, 30, params, memory=12 * state, disk_memory=30 * state, disk="files")
+    assert planned.modelled_seconds > 0 and spilled.modelled_seconds > 0
+    _, given = run(step, x0, 30, params, schedule=lambda n: cp.Revolve(n, 3))
+    assert given.modelled_seconds is None
+
+
+def test_disk_memory_prices_the_measured_file_transfers(gru, monkeypatch):
+    # The plan is priced with the measured write and read of a state's file:
+    # reads too slow to hide behind a segment's reverse make spilling lose.
+    from adjoint_checkpoints import torch as cpt
+
+    step, x0, params = gru
+    n, state = 60, x0.numel() * 8
+    memory = 8 * state + profile_step(step, x0).tape_bytes
+    seen = []
+
+    def measured(seconds):
+        def transfer(leaves, directory, compress, cold, rounds=3):
+            seen.append((directory, compress, cold))
+            return seconds
+
+        return transfer
+
+    monkeypatch.setattr(cpt, "files_transfer_seconds", measured((0.0, 0.0)))
+    _cache.clear()
+    _, free = run(step, x0, n, params, memory=memory, disk_memory=n * state, disk="files")
+    assert free.peak_disk > 0 and seen == [(None, None, False)]
+    monkeypatch.setattr(cpt, "files_transfer_seconds", measured((0.0, 1e3)))
+    _cache.clear()
+    _, slow = run(step, x0, n, params, memory=memory, disk_memory=n * state, disk="files")
+    assert slow.peak_disk == 0 and slow.step_evaluations > free.step_evaluations
+    # Measured once per plan: the next call finds it cached.
+    run(step, x0, n, params, memory=memory, disk_memory=n * state, disk="files")
+    assert len(seen) == 2
+    _cache.clear()
+
+
+def test_files_transfer_seconds_measures_through_the_loops_file_store(tmp_path):
+    from adjoint_checkpoints.torch._plan import files_transfer_seconds
+
+    leaves = [torch.randn(256, 64, dtype=torch.float64), torch.arange(10)]
+    for cold in (False, True):
+        write, read = files_transfer_seconds(leaves, tmp_path, None, cold, rounds=2)
+        assert 0 < write < 10 and 0 < read < 10
+    write, read = files_transfer_seconds(leaves, tmp_path, "zfp:rel=1e-6", False, rounds=1)
+    assert 0 < write < 10 and 0 < read < 10
+    assert not list(tmp_path.iterdir())
+
+
+def test_modelled_seconds_prices_what_the_transfers_leave_exposed():
+    # Step 0 stored on DISK and run untaped (1 s), step 1 taped (1 s); the
+    # backward of step 1 (0.5 s) is the read's window; step 0 is taped
+    # again (1 s) and differentiated (0.5 s): 4 s with free transfers.
+    disk, work = cp.StorageType.DISK, cp.StorageType.WORK
+    actions = [
+        cp.Forward(0, 1, True, False, disk),
+        cp.Forward(1, 2, False, True, work),
+        cp.EndForward(),
+        cp.Reverse(2, 1, True),
+        cp.Move(0, disk, work),
+        cp.Reverse(1, 0, True),
+        cp.EndReverse(),
+    ]
+    assert prefetch_windows(actions) == ((3, 4),)
+    profiles = [StepProfile(8, 24, 1.0, 1.0, 0.5)] * 2
+    assert modelled_seconds(actions, profiles) == 4.0
+    assert modelled_seconds(actions, profiles, read_seconds=0.4) == 4.0  # hidden in the window
+    assert modelled_seconds(actions, profiles, read_seconds=1.0) == 4.5  # 0.5 s past it
+    # A write still on its lane when the window opens delays the read.
+    assert modelled_seconds(actions, profiles, read_seconds=0.4, write_seconds=3.0) == 4.9
+    assert modelled_seconds(actions, profiles, write_seconds=2.0) == 4.0
+    # The driver's costs: a restore into WORK, and one backward call per run
+    # of linked tapes (here none: step 0 is taped again in the backward).
+    driven = [StepProfile(8, 24, 1.0, 1.0, 0.5, restore_seconds=0.125, backward_call_seconds=0.25)] * 2
+    assert modelled_seconds(actions, driven) == 4.125
+    linked = [cp.Forward(0, 2, False, True, work), cp.EndForward(), cp.Reverse(2, 0, True), cp.EndReverse()]
+    assert modelled_seconds(linked, profiles) == 3.0
+    assert modelled_seconds(linked, driven) == 2.75  # two steps, one call
+
+
+def test_disk_memory_misused_is_a_clear_error(gru):
+    step, x0, params = gru
+    with pytest.raises(TypeError, match="give memory= too"):
+        checkpointed_loop(step, x0, 10, schedule=lambda n: cp.Revolve(n, 2), disk_memory="1MiB", disk="files")
+    with pytest.raises(ValueError, match='disk="files"'):
+        checkpointed_loop(step, x0, 10, memory="1MiB", disk_memory="1MiB")
+    with pytest.raises(cp.PlanError, match="disk_memory"):
+        checkpointed_loop(step, x0, 10, memory="1MiB", disk_memory="plenty", disk="files")
+
+
 # --- prefetching the host level back to the device ----------------------------------
 
 

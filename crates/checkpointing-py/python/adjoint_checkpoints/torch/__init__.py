@@ -78,6 +78,7 @@ from torch.autograd.function import once_differentiable
 from torch.utils import _pytree as pytree
 
 import adjoint_checkpoints as _cp
+from adjoint_checkpoints import _native
 from adjoint_checkpoints._native import SnapshotCorruptedError, SnapshotError
 
 #: The loop's state: a tensor or a pytree of tensors.
@@ -87,8 +88,10 @@ from . import _cache
 from ._plan import (
     ReplayedSchedule,
     StepProfile,
+    files_transfer_seconds,
     flat_call,
     host_transfer_seconds,
+    modelled_seconds,
     parse_bytes,
     profile_call,
     spill_schedule,
@@ -140,6 +143,9 @@ class LoopStats:
     read; ``ADJOINT_CHECKPOINTS_PREFETCH=0`` in the environment turns both
     off.
     ``forward_seconds``, ``backward_seconds``: wall time of each phase.
+    ``modelled_seconds``: the time the plan of ``memory=`` predicted for
+    both phases, from the measured step (and transfers), to set against
+    their sum; ``None`` for a schedule given by the caller.
     """
 
     steps: int = 0
@@ -158,6 +164,7 @@ class LoopStats:
     prefetched_reads: int = 0
     forward_seconds: float = 0.0
     backward_seconds: float = 0.0
+    modelled_seconds: Optional[float] = None
     schedule: str = field(default="", repr=False)
 
     @property
@@ -182,6 +189,7 @@ def checkpointed_loop(
     stats: Optional[LoopStats] = None,
     compress: Optional[str] = None,
     host_memory: Union[int, str, None] = None,
+    disk_memory: Union[int, str, None] = None,
 ) -> State:
     """Runs ``x_{i+1} = step(i, x_i)`` from ``x0`` and returns the final
     state, attached to autograd so that its gradient with respect to ``x0``
@@ -210,7 +218,15 @@ def checkpointed_loop(
     follows its own tape-aware schedule within ``memory``, when the
     modelled time is less (``LoopStats.peak_disk`` counts the spilled
     states; on CPU they are held by reference, so it only saves time where
-    recomputation costs more than a segment boundary). ``params``: the
+    recomputation costs more than a segment boundary). ``disk_memory``
+    (with ``memory=`` and ``disk="files"`` or a directory): the same
+    spill level in files, for states spilled out of ``memory`` (which
+    then frees them from memory on the CPU too): a write and a read of
+    one state through the loop's file store are measured once per plan
+    (read from the device where the level may outgrow the page cache)
+    and the segments are priced with the reads started ahead of their
+    use within ``memory`` and the writes on their own lane
+    (``_plan.modelled_seconds``). ``params``: the
     tensors ``step`` uses that need gradients (default: ``step.parameters()``
     when ``step`` is an ``nn.Module`` or a bound method of one, else none);
     a tensor requiring grad that the step uses and ``params`` lacks gets
@@ -259,12 +275,21 @@ def checkpointed_loop(
         params = list(params)
     if not all(isinstance(p, torch.Tensor) for p in params):
         raise TypeError("params must be tensors")
+    spill = None  # (the spill level's budget in bytes, the files' location or None for host memory)
     if host_memory is not None:
         if memory is None:
             raise TypeError("host_memory= is the spill level of memory=: give memory= too")
         if disk != "host":
-            raise ValueError('host_memory= spills to host memory: it needs disk="host" (the default)')
-        host_memory = parse_bytes("host_memory", host_memory)
+            raise ValueError('host_memory= spills to host memory: it needs disk="host" (the default); '
+                             "disk_memory= spills to files")
+        spill = (parse_bytes("host_memory", host_memory), None)
+    if disk_memory is not None:
+        if memory is None:
+            raise TypeError("disk_memory= is the spill level of memory=: give memory= too")
+        if disk == "host":
+            raise ValueError('disk_memory= spills to files: pass disk="files" or a directory '
+                             "(host_memory= spills to host memory)")
+        spill = (parse_bytes("disk_memory", disk_memory), (disk, compress))
     if memory is not None:
         if schedule is not None:
             raise TypeError("give schedule= or memory=, not both")
@@ -282,7 +307,7 @@ def checkpointed_loop(
     if not torch.is_grad_enabled() or not any(t.requires_grad for t in leaves + params):
         return _plain_loop(step, x0, n, stats)
     if memory is not None:
-        sched = _memory_schedule(step, leaves, spec, n, params, memory, host_memory)
+        sched = _memory_schedule(step, leaves, spec, n, params, memory, spill)
     else:
         reusable = isinstance(schedule, (_cp.Schedule, ReplayedSchedule))
         sched = schedule if reusable else schedule(n if isinstance(n, int) else None)
@@ -300,12 +325,12 @@ if not TYPE_CHECKING:
     checkpointed_loop = torch.compiler.disable(checkpointed_loop)
 
 
-def _memory_schedule(step, leaves, spec, n, params, budget, host_budget=None):
+def _memory_schedule(step, leaves, spec, n, params, budget, spill=None):
     """The tape-aware schedule of ``n`` steps like step 0 (measured on
     ``x0``) within ``budget`` bytes: the budget less the live state and the
     adjoint (one state each) goes to checkpoints and tapes; with
-    ``host_budget``, :func:`spill_schedule` may spill segment boundaries
-    to the host. The measurement is cached per step function and
+    ``spill`` (see :func:`_budget_schedule`), :func:`spill_schedule` may
+    spill segment boundaries to the host or to files. The measurement is cached per step function and
     signature (the shapes, dtypes, devices and ``requires_grad`` of
     ``x0``'s tensors and of the parameters), the plan per number of
     steps, budgets and measured profile (:mod:`._cache`)."""
@@ -321,8 +346,8 @@ def _memory_schedule(step, leaves, spec, n, params, budget, host_budget=None):
         )
     profile = _rounded_profile(profile)
     return _cache.cached_plan(
-        ("loop", n, for_schedule, host_budget, profile, sig),
-        lambda: _budget_schedule([profile] * n, for_schedule, host_budget, profile.state_bytes, leaves),
+        ("loop", n, for_schedule, spill, profile, sig),
+        lambda: _budget_schedule([profile] * n, for_schedule, spill, profile.state_bytes, leaves),
     )
 
 
@@ -356,15 +381,29 @@ def clear_plan_cache() -> None:
     _cache.clear()
 
 
-def _budget_schedule(profiles, budget, host_budget, state_bytes, leaves):
-    """The schedule of ``memory=`` (and ``host_memory=``) for a chain of
-    measured steps: the tape-aware ``HeterogeneousRevolve`` within
-    ``budget``, or with ``host_budget`` the :func:`spill_schedule` that
-    may spill up to ``host_budget // state_bytes`` states."""
-    if host_budget is None:
-        return ReplayedSchedule(tape_schedule(profiles, budget))
-    spills = host_budget // max(1, state_bytes)
-    sched = spill_schedule(profiles, budget, spills, host_transfer_seconds(leaves))
+def _budget_schedule(profiles, budget, spill, state_bytes, leaves):
+    """The schedule of ``memory=`` (and ``host_memory=`` or
+    ``disk_memory=``) for a chain of measured steps: the tape-aware
+    ``HeterogeneousRevolve`` within ``budget``, or with ``spill`` (the
+    spill level's bytes, and ``None`` for host memory or the files'
+    ``(disk, compress)``) the :func:`spill_schedule` that may spill up to
+    that many bytes' states, priced with the measured copy back from
+    pinned host memory (:func:`host_transfer_seconds`) or the measured
+    write and read of a file (:func:`files_transfer_seconds`, cold where
+    the level may outgrow the page cache)."""
+    if spill is None:
+        sched = ReplayedSchedule(tape_schedule(profiles, budget))
+        sched.modelled_seconds = modelled_seconds(sched.actions, profiles, links=sched.links())
+        return sched
+    spill_bytes, files = spill
+    spills = spill_bytes // max(1, state_bytes)
+    if files is None:
+        sched = spill_schedule(profiles, budget, spills, host_transfer_seconds(leaves))
+    else:
+        disk, compress = files
+        cold = _native._reads_cold(spill_bytes, len(profiles), state_bytes, budget)
+        write, read = files_transfer_seconds(leaves, None if disk == "files" else disk, compress, cold)
+        sched = spill_schedule(profiles, budget, spills, read, write, level="files")
     # The device budget in all (the live state and the adjoint added back),
     # within which the executor prefetches the spilled states.
     sched.memory, sched.state_bytes = budget + 2 * state_bytes, state_bytes
@@ -477,11 +516,11 @@ def checkpoint_sequential(
     budget = parse_bytes("memory", memory) - 2 * state_bytes
     if budget <= 0:
         raise ValueError(f"memory={memory!r} does not hold the input and its gradient ({2 * state_bytes} bytes)")
-    host_budget = None if host_memory is None else parse_bytes("host_memory", host_memory)
+    spill = None if host_memory is None else (parse_bytes("host_memory", host_memory), None)
     profiles = tuple(_rounded_profile(p) for p in profiles)
     schedule = _cache.cached_plan(
-        ("sequential", len(layers), budget, host_budget, profiles, sig),
-        lambda: _budget_schedule(list(profiles), budget, host_budget, state_bytes, leaves),
+        ("sequential", len(layers), budget, spill, profiles, sig),
+        lambda: _budget_schedule(list(profiles), budget, spill, state_bytes, leaves),
     )
     return checkpointed_loop(step, input, len(layers), schedule=schedule, params=params)
 

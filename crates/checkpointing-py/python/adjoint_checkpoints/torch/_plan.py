@@ -301,11 +301,11 @@ class ReplayedSchedule:
     :meth:`links`: which of its tapes are recorded as one graph with the
     previous one (:func:`._segments.chain_links`), found once per plan."""
 
-    def __init__(self, schedule=None, *, actions=None, max_n=None, text=None):
+    def __init__(self, schedule=None, *, actions=None, max_n=None, text=None, links=None):
         if schedule is not None:
             actions, max_n, text = tuple(schedule), schedule.max_n, repr(schedule)
         self.max_n, self.text, self.actions = max_n, text, tuple(actions)
-        self._links = None
+        self._links = links
         self._windows = None
         #: The device budget (``memory=``, in bytes: snapshots, tapes, the
         #: live state and the adjoint) the plan was made for, or ``None``;
@@ -313,6 +313,9 @@ class ReplayedSchedule:
         #: ``DISK``-level states back to the device ahead of their reads,
         #: within the budget (:func:`prefetch_windows`).
         self.memory, self.state_bytes = None, 0
+        #: The time :func:`modelled_seconds` predicts for the plan, where the
+        #: planner priced it (:func:`spill_schedule`), else ``None``.
+        self.modelled_seconds = None
 
     def links(self):
         """The taping events linked to the previous one (a frozenset)."""
@@ -402,60 +405,154 @@ def flat_call(step, spec, i):
     return call
 
 
-def modelled_seconds(actions, profiles, transfer_seconds=0.0):
+def modelled_seconds(actions, profiles, read_seconds=0.0, write_seconds=0.0, links=None):
     """The time ``actions`` take when step ``i`` costs ``profiles[i]``: an
     untaped forward step its ``forward_seconds``, a taped one its
     ``taped_seconds``, the reverse of a step its ``backward_seconds`` (plus
     its ``taped_seconds`` when its tape was not kept: the executor tapes it
-    then), and each read of a ``DISK``-level (host) state
-    ``transfer_seconds`` (writes go on a side stream, overlapping the
-    steps)."""
+    then) less ``backward_call_seconds`` where its tape is differentiated
+    in the call of the step after it (a link of
+    :func:`._segments.chain_links`), a restore into ``WORK`` its
+    ``restore_seconds`` (the driver's costs, as :func:`tape_schedule`
+    prices them), and what the ``DISK`` level's transfers leave exposed,
+    on a timeline:
+
+    * a write to ``DISK`` (a store by a ``Forward``, a ``Copy`` or ``Move``
+      to it) goes on a lane of its own, after the lane's earlier writes:
+      it is done at ``w = max(lane, t) + write_seconds`` (``t`` the time of
+      the store), and delays nothing but a read of its state;
+    * a read from ``DISK`` in the backward starts at ``s = max(t_window,
+      w)``, ``t_window`` the time of the first action of its prefetch
+      window (:func:`prefetch_windows`: the executor starts it there),
+      and the action that needs it waits ``max(0, s + read_seconds - t)``;
+      a read in the forward waits for its write, then takes
+      ``read_seconds``.
+
+    With ``write_seconds = read_seconds = 0`` the time is the steps' and
+    the driver's. ``links``: the actions' :func:`._segments.chain_links`,
+    where known (found here otherwise)."""
     work, disk = _cp.StorageType.WORK, _cp.StorageType.DISK
     forward, reverse, transfer = _cp.Forward, _cp.Reverse, (_cp.Copy, _cp.Move)
-    seconds, tapes = 0.0, set()
-    for a in actions:
+    window_of = {read: start for start, read in prefetch_windows(actions)}
+    links = chain_links(actions) if links is None else links
+    event, linked = 0, set()  # linked: steps whose tape shares the next's call
+    restore = max((p.restore_seconds for p in profiles), default=0.0)
+    seconds, tapes, started = 0.0, set(), []
+    lane, written = 0.0, {}  # the write lane's time; step -> when its write is done
+
+    def write(n):
+        nonlocal lane
+        lane = max(lane, seconds) + write_seconds
+        written[n] = lane
+
+    for k, a in enumerate(actions):
+        started.append(seconds)
         if isinstance(a, forward):
+            if a.storage == disk:  # the restart state, and a step's input per step
+                for _ in range(a.write_ics + (a.n1 - a.n0 if a.write_adj_deps else 0)):
+                    write(a.n0)
             taped = a.write_adj_deps and a.storage == work
             for i in range(a.n0, a.n1):
                 seconds += profiles[i].taped_seconds if taped else profiles[i].forward_seconds
                 if taped:
                     tapes.add(i)
+                    if event in links:
+                        linked.add(i - 1)
+                    event += 1
         elif isinstance(a, reverse):
             for i in range(a.n0, a.n1):
                 p = profiles[i]
                 seconds += p.backward_seconds + (0.0 if i in tapes else p.taped_seconds)
+                if i in linked:
+                    seconds -= p.backward_call_seconds
                 if a.clear_adj_deps:
                     tapes.discard(i)
-        elif isinstance(a, transfer) and a.from_storage == disk:
-            seconds += transfer_seconds
+                    linked.discard(i)
+        elif isinstance(a, transfer):
+            if a.from_storage == disk:
+                ready = written.get(a.n, 0.0)
+                begin = max(started[window_of[k]], ready) if k in window_of else max(seconds, ready)
+                seconds = max(seconds, begin + read_seconds)
+            if a.to_storage == disk:
+                write(a.n)
+            elif a.to_storage == work:
+                seconds += restore
     return seconds
 
 
-def spill_schedule(profiles, budget, host_snapshots, transfer_seconds=0.0):
-    """The tape-aware schedule for a device budget of ``budget`` bytes with
-    up to ``host_snapshots`` more states spilled to host memory (the
-    ``DISK`` level; ``disk="host"`` keeps it in pinned memory, copied on a
-    side stream).
+def files_transfer_seconds(leaves, directory=None, compress=None, cold=False, rounds=3):
+    """Seconds to write one state like ``leaves`` to the ``DISK`` level's
+    files and to read it back (best of ``rounds`` each), through the
+    loop's own file store (:class:`._storage._Files`: its copy to the
+    host, checksum, compression with ``compress``, and the write lane's
+    and read lane's hand-overs), in ``directory`` (``None``: a temporary
+    one). ``cold``: each read follows dropping the file's pages from the
+    page cache (``ByteDiskStore.drop_cached``), as where the level
+    outgrows the page cache (``_native._reads_cold``); else the read
+    comes from the cache, as right after its write. Returns
+    ``(write_seconds, read_seconds)``."""
+    from ._storage import _Files
+
+    class _Counters:  # what _Files counts, kept out of the loop's stats
+        disk_writes = disk_bytes_written = disk_bytes_stored = disk_reads = 0
+
+    files = _Files(directory, _Counters(), compress)
+    meta = [(t.dtype, t.shape, t.device) for t in leaves]
+    writes, reads = [], []
+    try:
+        for r in range(max(1, rounds)):
+            _sync(leaves)
+            t0 = time.perf_counter()
+            held = files.save("ics", _PROBE_STEP - r, leaves)
+            held.future.result()
+            writes.append(time.perf_counter() - t0)
+            if cold:
+                files.stores["ics"].drop_cached(_PROBE_STEP - r)
+            t0 = time.perf_counter()
+            back = files.read("ics", _PROBE_STEP - r, meta, held.future).result()
+            reads.append(time.perf_counter() - t0)
+            del back
+            held.release()
+        files.check()
+    finally:
+        files.close()
+    return min(writes), min(reads)
+
+
+#: The steps :func:`files_transfer_seconds` writes (down from here): past
+#: any loop's.
+_PROBE_STEP = 2**63 - 1
+
+
+def spill_schedule(profiles, budget, spills, read_seconds=0.0, write_seconds=0.0, level="the host"):
+    """The tape-aware schedule for a budget of ``budget`` bytes (the
+    device's, or RAM's) with up to ``spills`` more states spilled to the
+    ``DISK`` level (``level`` names it in the schedule's text: pinned host
+    memory copied on a side stream with ``disk="host"``, files written
+    and read on lanes of their own with ``disk="files"``).
 
     The chain is cut into ``k`` segments at ``b_0 = 0 < b_1 < ... < b_k =
-    n`` (``k - 1 <= host_snapshots``): the forward runs untaped to
-    ``b_{k-1}``, writing each ``b_j`` to the host, then the last segment
-    forward as its own tape-aware ``HeterogeneousRevolve`` (within
-    ``budget``); the reverse runs that segment's reverse, then, for ``j =
-    k-2 ... 0``, reads ``b_j`` back and runs segment ``j``'s whole
-    schedule. This is the two-level scheme of Stumm and Walther
-    ("MultiStage approaches for optimal offline checkpointing", SIAM J.
-    Sci. Comput. 31(3), 2009) with the inner level the rotor DP of
-    Beaumont et al. (arXiv:1911.13214): its time is
+    n`` (``k - 1 <= spills``): the forward runs untaped to ``b_{k-1}``,
+    writing each ``b_j`` to ``DISK``, then the last segment forward as its
+    own tape-aware ``HeterogeneousRevolve`` (within ``budget``); the
+    reverse runs that segment's reverse, then, for ``j = k-2 ... 0``,
+    reads ``b_j`` back and runs segment ``j``'s whole schedule. This is
+    the two-level scheme of Stumm and Walther ("MultiStage approaches for
+    optimal offline checkpointing", SIAM J. Sci. Comput. 31(3), 2009) with
+    the inner level the rotor DP of Beaumont et al. (arXiv:1911.13214):
+    its time is
 
-        T(k) = sum_{i < b_{k-1}} f_i + sum_j D_j + (k - 1) * t_transfer,
+        T(k) = sum_{i < b_{k-1}} f_i + sum_j D_j + sum_{j < k-1} e_j,
 
     ``f_i`` a step's untaped forward, ``D_j`` segment ``j``'s optimal time
-    within ``budget`` and ``t_transfer`` one state's copy back to the
-    device. The segment counts tried are ``k = 1`` (no spill), ``h + 1``
-    for ``h = host_snapshots, host_snapshots/2, ...``, and the least ``k``
-    whose segments' tapes all fit the budget; the pick is the least
-    :func:`modelled_seconds`. Returns a :class:`ReplayedSchedule`.
+    within ``budget`` and ``e_j`` what the read of ``b_j`` leaves exposed
+    (:func:`modelled_seconds`: a read of ``read_seconds`` started at the
+    first action of its prefetch window, after its write of
+    ``write_seconds`` on the write lane). The segment counts tried are
+    ``k = 1`` (no spill), ``h + 1`` for ``h = spills, spills/2, ...``,
+    and the least ``k`` whose segments' tapes all fit the budget; the
+    pick is the least :func:`modelled_seconds`. Returns a
+    :class:`ReplayedSchedule`.
     """
     n = len(profiles)
     uniform = all(p == profiles[0] for p in profiles)
@@ -468,32 +565,35 @@ def spill_schedule(profiles, budget, host_snapshots, transfer_seconds=0.0):
         return [_shifted(a, start) for a in inner_cache[key]]
 
     best, errors = None, []
-    for k in _segment_counts(n, host_snapshots, profiles, budget):
+    for k in _segment_counts(n, spills, profiles, budget):
         bounds = [(j * n) // k for j in range(k + 1)]
         try:
             actions = _segmented(bounds, inner)
         except ValueError as e:  # a segment's schedule does not fit the budget
             errors.append(e)
             continue
-        seconds = modelled_seconds(actions, profiles, transfer_seconds)
+        links = chain_links(actions)
+        seconds = modelled_seconds(actions, profiles, read_seconds, write_seconds, links)
         if best is None or seconds < best[0]:
-            best = (seconds, k, actions)
+            best = (seconds, k, actions, links)
     if best is None:
         raise errors[-1]
-    _, k, actions = best
-    text = f"HeterogeneousRevolve in {k} segment(s), {k - 1} state(s) spilled to the host"
-    return ReplayedSchedule(actions=actions, max_n=n, text=text)
+    seconds, k, actions, links = best
+    text = f"HeterogeneousRevolve in {k} segment(s), {k - 1} state(s) spilled to {level}"
+    sched = ReplayedSchedule(actions=actions, max_n=n, text=text, links=links)
+    sched.modelled_seconds = seconds
+    return sched
 
 
-def _segment_counts(n, host_snapshots, profiles, budget):
+def _segment_counts(n, spills, profiles, budget):
     counts = {1}
-    h = host_snapshots
+    h = spills
     while h >= 1:
         counts.add(min(n, h + 1))
         h //= 2
     fit = max(1, budget // max(1, max(p.tape_bytes for p in profiles)))
     k_fit = -(-n // fit)
-    if k_fit - 1 <= host_snapshots:
+    if k_fit - 1 <= spills:
         counts.add(min(n, k_fit))
     return sorted(counts)
 

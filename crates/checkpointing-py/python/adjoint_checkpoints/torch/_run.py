@@ -16,18 +16,19 @@ far as the gradient of a root for each parameter (:class:`_Carry`), so
 that autograd adds each step's contribution to it, in place, in the order
 plain autograd does.
 
-With a plan made for a device budget (``memory=`` with ``host_memory=``:
-the plan's ``memory``), states read back from the ``DISK`` level (pinned
-host memory) are prefetched: their copy back to the device starts on a
-side stream at the first action of their window
+With a plan made for a budget (``memory=`` with ``host_memory=`` or
+``disk_memory=``: the plan's ``memory``), states read back from the
+``DISK`` level are prefetched: their copy back to the device from pinned
+host memory starts on a side stream, or their file's read on the files'
+read lane, at the first action of their window
 (:func:`._plan.prefetch_windows`: the actions right before the read that
 cannot raise the bytes held) where the copy fits the budget, counted in
-the bytes held from then on, and the compute stream waits for it at the
-read. ``ADJOINT_CHECKPOINTS_PREFETCH=0`` in the environment turns this
+the bytes held from then on, and the compute stream (or the restore)
+waits for it at the read. ``ADJOINT_CHECKPOINTS_PREFETCH=0`` in the environment turns this
 off (the copy is then made on the compute stream at the read).
 
-With the ``DISK`` level in files (``disk="files"`` or a directory), the
-backward reads its actions ahead as the Rust executor does
+With the ``DISK`` level in files (``disk="files"`` or a directory) and no
+such plan, the backward reads its actions ahead as the Rust executor does
 (:class:`adjoint_checkpoints._prefetch.ReadAhead`, paced by the run's
 measured step and read times), and each read from ``DISK`` among them
 starts on the files' read lane (after its own write, not behind others),
@@ -52,7 +53,7 @@ from adjoint_checkpoints._prefetch import Pace, ReadAhead, announce_saved, prefe
 from ._cache import autocast_state
 from ._plan import RESIDENT, ReplayedSchedule, SavedTensorsRouter, _key, add_storages
 from ._segments import joins
-from ._storage import _Files, _Held, _HostCopy
+from ._storage import _FileCopy, _Files, _Held, _HostCopy
 
 _S = _cp.StorageType
 
@@ -227,18 +228,19 @@ class _Run:
         #: is in flight (holder -> its device storages, counted in the
         #: ledger) and the side streams it copies on.
         memory = schedule.memory if isinstance(schedule, ReplayedSchedule) else None
-        on = memory is not None and self.files is None
-        on = on and prefetch_on()
+        on = memory is not None and prefetch_on()
         self.memory, self.state_bytes = memory, schedule.state_bytes if memory is not None else 0
         self.windows, self.window = (schedule.prefetch_windows() if on else ()), 0
         self.fetched, self.fetch_streams = {}, {}
         #: Reading the files of the DISK level ahead in the backward
-        #: (:meth:`_read_ahead_from`): the run's pace, and the reads
-        #: announced before their snapshot was saved.
-        self.read_files_ahead = self.files is not None and prefetch_on()
+        #: (:meth:`_read_ahead_from`), where no budget's windows place the
+        #: reads: the run's pace, and the reads announced before their
+        #: snapshot was saved.
+        self.read_files_ahead = self.files is not None and memory is None and prefetch_on()
         self.pace, self.unsaved_reads = Pace(), deque()
         stats.__init__()
         stats.schedule = repr(schedule)
+        stats.modelled_seconds = getattr(schedule, "modelled_seconds", None)
 
     # --- steps -----------------------------------------------------------
 
@@ -409,14 +411,24 @@ class _Run:
             return False
         for held in [entry["ics"], *entry["deps"].values()]:
             if held is not None and held not in self.fetched:
-                held.prefetch()
-                staged = {("read ahead", id(held)): held.nbytes()}
-                self.ledger.add(staged)
-                self.fetched[held] = staged
+                self._fetch(held)
         return True
 
+    def _fetch(self, held):
+        """Starts bringing the ``DISK`` state ``held`` back ahead of its
+        restore (a file's read on the read lane, a pinned copy's to its
+        device on a side stream), counting what it brings as held from
+        now on."""
+        if isinstance(held, _FileCopy):
+            held.prefetch()
+            storages = {("read ahead", id(held)): held.nbytes()}
+        else:
+            storages = add_storages(held.prefetch(self.fetch_streams), {})
+        self.ledger.add(storages)
+        self.fetched[held] = storages
+
     def _prefetch(self, position):
-        """Starts the copy back to the device of the ``DISK``-level state
+        """Starts bringing back the ``DISK``-level state (:meth:`_fetch`)
         read at the end of the next window (:func:`._plan.prefetch_windows`)
         if action ``position`` (the next to run, or the one whose steps
         are being differentiated) is in that window and the copy fits the
@@ -437,17 +449,16 @@ class _Run:
         a = self.schedule.actions[windows[self.window][1]]
         entry = self.storage[_S.DISK].get(a.n)
         holders = [] if entry is None else [h for h in [entry["ics"], *entry["deps"].values()] if h is not None]
-        need = sum(h.device_bytes() for h in holders if isinstance(h, _HostCopy))
-        if need == 0:  # CPU tensors (held by reference), or nothing stored: nothing to copy
+        holders = [h for h in holders if isinstance(h, _FileCopy) or h.device_bytes() > 0]
+        if not holders:  # CPU tensors (held by reference), or nothing stored: nothing to copy
             self.window += 1
             return
+        need = sum(h.nbytes() if isinstance(h, _FileCopy) else h.device_bytes() for h in holders)
         adjoint = max(0, self.state_bytes - sum(self.lam_storages.values()))
         if self.ledger.total + need + adjoint > self.memory:
             return
         for h in holders:
-            storages = add_storages(h.prefetch(self.fetch_streams), {})
-            self.ledger.add(storages)
-            self.fetched[h] = storages
+            self._fetch(h)
         self.window += 1
 
     def _transfer(self, a, keep):
