@@ -26,7 +26,10 @@ target less the workspace of our program (its compiled temporaries with
 one checkpoint), then scaled by what its compilation added or left unused
 until the compiled temporaries are within 2% below to 1% above the target
 (:func:`fitted_budget`), so that the compiled memories compare; the
-printed ratio is the one measured.
+printed ratio is the one measured. With ``--policy`` also, at the same
+compiled memory, ``CheckpointAdjoint(memory=..., policy=dots_saveable)``:
+tapes of what ``jax.checkpoint_policies.dots_saveable`` saves of a step
+(the vector field's matrix products), smaller, so that more steps fit.
 
 For each it prints the vector-field evaluations of one gradient (counted by
 a host callback in a separately compiled copy; under ``vmap`` one count per
@@ -40,7 +43,7 @@ ratios from 0.7 to 1.4 for the same pair. The two compiled programs are
 therefore timed interleaved, ours then theirs then theirs then ours, and
 each one's median is reported.
 
-    python bench/bench_diffrax.py [--quick] [--rounds 100] [--checkpoints 4 16] [--memory] [--direct]
+    python bench/bench_diffrax.py [--quick] [--rounds 100] [--checkpoints 4 16] [--memory [--policy]] [--direct]
         [--problems stiff neural ensemble implicit]
 """
 
@@ -182,6 +185,8 @@ def main():
     parser.add_argument("--checkpoints", type=int, nargs="+", default=[4, 16])
     parser.add_argument("--memory", action="store_true", help="also CheckpointAdjoint(memory=...) at 2x")
     parser.add_argument("--direct", action="store_true", help="also diffrax's DirectAdjoint")
+    parser.add_argument("--policy", action="store_true",
+                        help="with --memory, also memory=... with policy=jax.checkpoint_policies.dots_saveable")
     parser.add_argument("--problems", nargs="+", choices=PROBLEMS, default=list(PROBLEMS))
     opts = parser.parse_args()
     dim, width, batch = (20, 16, 4) if opts.quick else (200, 64, 8)
@@ -206,12 +211,17 @@ def main():
         for c in opts.checkpoints:
             theirs = measure(problem, diffrax.RecursiveCheckpointAdjoint(c))
             variants = [(f"checkpoints={c}", CheckpointAdjoint(c))]
-            for factor in (2,) if opts.memory else ():
-                budget = fitted_budget(factor * theirs.memory, workspace, problem)
+            policies = [None, jax.checkpoint_policies.dots_saveable] if opts.policy else [None]
+            for factor, policy in [(2, p) for p in policies] if opts.memory else ():
+                def make(budget, policy=policy):
+                    return CheckpointAdjoint(memory=budget, policy=policy)
+
+                budget = fitted_budget(factor * theirs.memory, workspace, problem, make)
                 if budget is None:
                     print(f"| {name} | {factor}x diffrax's {c}: our workspace alone is larger |")
                     continue
-                variants.append((f"memory={budget} ({factor}x diffrax's {c})", CheckpointAdjoint(memory=budget)))
+                with_policy = ", policy=dots_saveable" if policy is not None else ""
+                variants.append((f"memory={budget}{with_policy} ({factor}x diffrax's {c})", make(budget)))
             if opts.direct:
                 variants.append(("diffrax's DirectAdjoint", diffrax.DirectAdjoint()))
             for label, adjoint in variants:
@@ -227,9 +237,10 @@ FIT_ROUNDS = 4
 """Compilations :func:`fitted_budget` tries at most."""
 
 
-def fitted_budget(target, workspace, problem, rounds=FIT_ROUNDS):
+def fitted_budget(target, workspace, problem, make=None, rounds=FIT_ROUNDS):
     """The ``memory=`` whose compiled temporaries come to about ``target``
-    bytes, at most 1% above it: ``target`` less the workspace (``None`` if
+    bytes, at most 1% above it, for the adjoint ``make(memory)``
+    (``CheckpointAdjoint(memory=...)`` by default): ``target`` less the workspace (``None`` if
     nothing is left), then scaled by what the compiled program added
     beyond the workspace or left unused (the tapes' pullback temporaries,
     a batch's members), up to ``rounds`` compilations; the largest that
@@ -240,7 +251,8 @@ def fitted_budget(target, workspace, problem, rounds=FIT_ROUNDS):
     best = None
     for _ in range(rounds):
         try:
-            compiled = measure(problem, CheckpointAdjoint(memory=budget)).memory
+            adjoint = CheckpointAdjoint(memory=budget) if make is None else make(budget)
+            compiled = measure(problem, adjoint).memory
         except adjoint_checkpoints.InvalidScheduleParameters:
             return budget if best is None else best
         if compiled <= 1.01 * target:

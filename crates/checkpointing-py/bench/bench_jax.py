@@ -80,7 +80,9 @@ nested in blocks of about sqrt(n) steps, each in a
 fresh process: ``checkpointed_scan(..., memory=M)`` with compiled
 temporaries at most those of the Revolve row measured in this run (``M``
 is that figure less the loop workspace that ``memory=`` leaves out,
-measured by a first compile), twice it, the nested policy's, and ``memory=1.0`` (lax.scan's). Step evaluations
+measured by a first compile), twice it, the nested policy's, and ``memory=1.0`` (lax.scan's); at twice
+Revolve's and at the nested policy's also with ``policy=dots_saveable`` (tapes of what the policy saves,
+so that more steps fit taped). Step evaluations
 are ``forward_steps + adjoint_steps`` of ``last_stats`` (a VJP from a carry
 evaluates the step once; a tape was evaluated when it was recorded); the
 ratios are against the Revolve row.
@@ -545,13 +547,20 @@ RESIDUALS_NAMES = [
     "checkpointed_scan Revolve",
     "checkpointed_scan memory=Revolve's",
     "checkpointed_scan memory=2x Revolve's",
+    "checkpointed_scan memory=2x Revolve's, policy=dots_saveable",
     "checkpointed_scan memory=nested policy's",
+    "checkpointed_scan memory=nested policy's, policy=dots_saveable",
     "checkpointed_scan memory=1.0",
 ]
+#: The ``memory=`` rows whose tapes hold what ``dots_saveable`` saves.
+WITH_POLICY = ", policy=dots_saveable"
 RESIDUALS_REFERENCE = "checkpointed_scan Revolve"
 #: The row whose compiled temporaries each ``memory=`` row of a peer's
 #: memory matches (the others: Revolve's).
-RESIDUALS_MEMORY_OF = {"checkpointed_scan memory=nested policy's": "nested jax.checkpoint, policy=dots_saveable"}
+RESIDUALS_MEMORY_OF = {
+    "checkpointed_scan memory=nested policy's": "nested jax.checkpoint, policy=dots_saveable",
+    "checkpointed_scan memory=nested policy's" + WITH_POLICY: "nested jax.checkpoint, policy=dots_saveable",
+}
 
 
 def residuals_variant(name, width, hidden, steps, snapshots, reference_bytes):
@@ -571,12 +580,13 @@ def residuals_variant(name, width, hidden, steps, snapshots, reference_bytes):
         jax.random.normal(k2, (width, hidden)) / math.sqrt(hidden),
     )
     y0 = jnp.linspace(-1.0, 1.0, width)
+    policy = jax.checkpoint_policies.dots_saveable if name.endswith(WITH_POLICY) else None
     memory = {
         "checkpointed_scan memory=Revolve's": reference_bytes,
         "checkpointed_scan memory=2x Revolve's": 2 * reference_bytes,
         "checkpointed_scan memory=nested policy's": reference_bytes,
         "checkpointed_scan memory=1.0": 1.0,
-    }.get(name)
+    }.get(name.removesuffix(WITH_POLICY))
 
     def loss(y0, weights):
         w1, w2 = weights
@@ -611,7 +621,7 @@ def residuals_variant(name, width, hidden, steps, snapshots, reference_bytes):
         elif memory is None:
             y = checkpointed_scan(step, y0, steps, schedule=lambda n: adjoint_checkpoints.Revolve(n, snapshots))[0]
         else:
-            y = checkpointed_scan(step, y0, steps, memory=memory)[0]
+            y = checkpointed_scan(step, y0, steps, memory=memory, policy=policy)[0]
         return jnp.sum(y**2)
 
     def compile_grad():

@@ -121,6 +121,23 @@ def test_memory_gives_diffrax_gradients_bitwise_with_fewer_evaluations(kind):
     assert n_ours < 0.6 * n_theirs
 
 
+def test_memory_with_a_policy_keeps_smaller_tapes_and_diffrax_gradients():
+    """policy=dots_saveable: a tape keeps the vector field's matrix
+    products, the rest recomputed in its backward; within the same bytes
+    more steps are taped, and the gradients are diffrax's to rounding."""
+    loss = ys_loss(SAVEATS["t0-t1-ts"])
+    budget = 16 * 1024
+    (whole, _), (theirs, _) = both(loss, 4, ours=CheckpointAdjoint(memory=budget))
+    stats = dict(last_stats)
+    dots = jax.checkpoint_policies.dots_saveable
+    (ours, n_ours), _ = both(loss, 4, ours=CheckpointAdjoint(memory=budget, policy=dots))
+    assert last_stats["tape_bytes"] < stats["tape_bytes"] and last_stats["tapes"] > stats["tapes"]
+    assert last_stats["peak_bytes"] <= budget
+    assert_bitwise(whole, theirs)
+    for a, b in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
+        assert np.max(np.abs(np.asarray(a) - np.asarray(b))) <= 1e-12 * np.max(np.abs(np.asarray(b)))
+
+
 def test_memory_with_an_implicit_solver_and_an_event():
     def loss(adjoint, y0, d):
         sol = diffrax.diffeqsolve(

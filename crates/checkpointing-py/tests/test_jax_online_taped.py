@@ -100,6 +100,23 @@ def test_gradients_bitwise_those_of_the_loop_without_tapes(memory):
         assert np.max(np.abs(np.asarray(a) - np.asarray(b))) <= 1e-12 * np.max(np.abs(np.asarray(b)))
 
 
+def test_a_policy_keeps_smaller_tapes_and_the_gradient():
+    """policy= (dots_saveable): tapes of what it saves, smaller; at the same
+    bytes more steps are taped, and the gradient is that of lax.scan to
+    rounding (the checkpointed step's backward may round otherwise)."""
+    dots = jax.checkpoint_policies.dots_saveable
+    budget = 2048
+    whole, _ = counted_gradient(memory=budget)(MAX_STEPS)
+    stats = dict(last_stats)
+    ours, _ = counted_gradient(memory=budget, policy=dots)(MAX_STEPS)
+    assert last_stats["tape_bytes"] < stats["tape_bytes"] and last_stats["tapes"] > stats["tapes"]
+    assert last_stats["peak_bytes"] <= budget
+    for a, b in zip(ours, whole):
+        assert np.max(np.abs(np.asarray(a) - np.asarray(b))) <= 1e-13 * np.max(np.abs(np.asarray(b)))
+    with pytest.raises(TypeError, match="give memory= too"):
+        checkpointed_while_loop(lambda c: c[0] < 3, lambda c: c, (0, Y0), checkpoints=2, policy=dots)
+
+
 def test_no_re_run_when_the_window_holds_the_loop():
     """With the memory of every step's residuals the tapes recorded by the
     forward reverse the loop: one evaluation per step, where the loop

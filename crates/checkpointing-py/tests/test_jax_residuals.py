@@ -309,6 +309,52 @@ def test_misuse_is_refused():
         checkpointed_scan(step, h0, xs, memory="lots")
 
 
+DOTS = jax.checkpoint_policies.dots_saveable
+
+
+@pytest.mark.parametrize("memory", [1.0, 0.3, "3KiB"])
+def test_a_policy_keeps_what_it_saves_with_lax_scans_gradient_under_it(memory):
+    """policy= tapes the residuals of jax.checkpoint(step, policy=...):
+    gradients bitwise those of lax.scan over that checkpointed step, and
+    smaller tapes than the whole step's."""
+    params, xs, h0 = problem()
+
+    def ours(step, h0, xs):
+        return checkpointed_scan(step, h0, xs, memory=memory, policy=DOTS)
+
+    def theirs(step, h0, xs):
+        return jax.lax.scan(jax.checkpoint(step, policy=DOTS), h0, xs)
+
+    got = jax.jit(jax.value_and_grad(loss_with(ours), argnums=(0, 1, 2)))(params, xs, h0)
+    stats = dict(last_stats)
+    assert_bitwise(got, jax.jit(jax.value_and_grad(loss_with(theirs), argnums=(0, 1, 2)))(params, xs, h0))
+    assert stats["adjoint_steps"] == STEPS and stats["peak_bytes"] <= stats["memory"]
+    jax.grad(loss_with(with_memory(memory)))(params, xs, h0)
+    assert stats["tape_bytes"] < last_stats["tape_bytes"]
+
+
+def test_a_policy_tapes_more_steps_within_the_same_bytes():
+    params, xs, h0 = problem()
+    budget = 1500  # 11 whole tapes fit among the carries, 25 of what dots_saveable keeps
+    jax.grad(loss_with(with_memory(budget)))(params, xs, h0)
+    whole = dict(last_stats)
+    jax.grad(loss_with(lambda step, h0, xs: checkpointed_scan(step, h0, xs, memory=budget, policy=DOTS)))(
+        params, xs, h0
+    )
+    assert last_stats["peak_bytes"] <= budget
+    assert last_stats["taped_steps"] > whole["taped_steps"]
+    assert last_stats["forward_steps"] < whole["forward_steps"]
+
+
+def test_a_policy_without_memory_or_not_a_policy_is_refused():
+    params, xs, h0 = problem()
+    step = lambda h, x: (jnp.tanh(h), None)  # noqa: E731
+    with pytest.raises(TypeError, match="give memory= too"):
+        checkpointed_scan(step, h0, xs, schedule=lambda n: adjoint_checkpoints.Revolve(n, 2), policy=DOTS)
+    with pytest.raises(TypeError, match="checkpoint_policies"):
+        checkpointed_scan(step, h0, xs, memory=0.5, policy="dots")
+
+
 def test_parameters_and_constants_are_not_copied_per_tape():
     """A tape holds what depends on the carry: neither the parameters (traced,
     closed over) nor a constant array of the step, however large."""

@@ -107,6 +107,7 @@ def checkpointed_scan(
     mode: str = "compiled",
     disk_memory_kind: str = "auto",
     compress: Optional[str] = None,
+    policy: Optional[Callable[..., Any]] = None,
 ) -> tuple[Carry, Any]:
     """``jax.lax.scan(step, init, xs)`` (or ``length=`` an int) whose
     reverse-mode derivative follows ``schedule``.
@@ -137,7 +138,13 @@ def checkpointed_scan(
     least. ``last_stats`` then also has ``taped_steps``, ``memory``,
     ``carry_bytes``, ``tape_bytes`` and ``peak_bytes`` (the plan's buffers
     of carries and tapes, allocated for the whole gradient, and the live
-    carry and its cotangent: within ``memory``).
+    carry and its cotangent: within ``memory``). ``policy`` (with
+    ``memory``): one of ``jax.checkpoint_policies`` (e.g.
+    ``dots_saveable``): a tape then holds only what the policy saves of
+    the step (the residuals of ``jax.checkpoint(step, policy=policy)``),
+    and its backward recomputes the rest from them; smaller tapes, so that
+    more steps are taped where whole tapes do not fit. A ``float`` memory
+    is then a fraction of ``lax.scan`` over that checkpointed step.
 
     ``mode="compiled"`` (default) compiles the schedule into the program
     (works under ``jax.jit`` and ``jax.vmap``; online schedules such as
@@ -172,6 +179,7 @@ def checkpointed_scan(
         )
     if memory is not None and mode != "compiled":
         raise ValueError("memory= plans residual checkpoints for mode='compiled'")
+    _residuals.check_policy(policy, memory)
     if isinstance(xs_or_length, (int, np.integer)):
         length, xs = int(xs_or_length), None
     else:
@@ -193,7 +201,7 @@ def checkpointed_scan(
             factory = _Compressing(factory, compress)
         return _scan(fn, factory, length, init, xs, *consts)
     if memory is not None:
-        return _memory_scan(fn, init, xs, tuple(consts), length, memory, disk_memory_kind)
+        return _memory_scan(fn, init, xs, tuple(consts), length, memory, disk_memory_kind, policy)
     plan = _plan(schedule, length)
     if isinstance(plan, _Generated):
         last_stats.clear()
@@ -232,7 +240,7 @@ def _publish_records(plan, kind, **extra):
     )
 
 
-def _memory_scan(fn, init, xs, consts, length, memory, disk_memory_kind):
+def _memory_scan(fn, init, xs, consts, length, memory, disk_memory_kind, policy=None):
     """``checkpointed_scan`` with ``memory=``: the step's residual layout
     read from its jaxpr, the tape-aware plan for the budget, compiled; for
     a gradient, the layout and plan of the constants and scanned inputs it
@@ -240,7 +248,7 @@ def _memory_scan(fn, init, xs, consts, length, memory, disk_memory_kind):
     when the gradient is traced."""
 
     def compiled_for(perturbed, x_perturbed, init, x0, consts):
-        residuals = _residuals.Residuals(fn, init, x0, consts, perturbed, x_perturbed)
+        residuals = _residuals.Residuals(_residuals.taped(fn, policy), init, x0, consts, perturbed, x_perturbed)
         carry_bytes = _residuals.tree_nbytes(init)
         tape_bytes = residuals.nbytes
         budget = _memory_budget(memory, length, carry_bytes, tape_bytes)
@@ -378,6 +386,7 @@ def checkpointed_while_loop(
     max_steps: Optional[int] = None,
     buffers: Optional[Callable[[Carry], Any]] = None,
     memory: Union[int, float, str, None] = None,
+    policy: Optional[Callable[..., Any]] = None,
 ) -> Carry:
     """``jax.lax.while_loop(cond_fun, body_fun, init_val)``, reverse-mode
     differentiable, for loops whose number of steps is known only when they
@@ -417,6 +426,8 @@ def checkpointed_while_loop(
       ``adjoint_checkpoints.InvalidScheduleParameters`` naming it;
       ``last_stats`` gets the split (``checkpoints``, ``tapes``,
       ``carry_bytes``, ``tape_bytes``, ``memory``, ``peak_bytes``).
+    - ``policy`` (with ``memory``): what a tape keeps, as
+      :func:`checkpointed_scan`'s.
 
     ``body_fun`` and ``cond_fun`` may close over arrays of any dtype, traced
     or not (gradients flow to the floating-point ones; integer and boolean
@@ -441,10 +452,12 @@ def checkpointed_while_loop(
     >>> bool(jnp.allclose(g[0], 0.99**(0.5 * 100), rtol=0.05))
     True
     """
-    return _while_loop(cond_fun, body_fun, init_val, checkpoints, max_steps, buffers, memory)
+    return _while_loop(cond_fun, body_fun, init_val, checkpoints, max_steps, buffers, memory, policy=policy)
 
 
-def _while_loop(cond_fun, body_fun, init_val, checkpoints, max_steps, buffers, memory=None, _masked_buffers=None):
+def _while_loop(
+    cond_fun, body_fun, init_val, checkpoints, max_steps, buffers, memory=None, _masked_buffers=None, policy=None
+):
     """:func:`checkpointed_while_loop`, with ``_masked_buffers`` for
     :mod:`adjoint_checkpoints.jax.diffrax` (see ``OnlineLoop``)."""
     if max_steps is not None:
@@ -453,6 +466,7 @@ def _while_loop(cond_fun, body_fun, init_val, checkpoints, max_steps, buffers, m
         if max_steps < 0:
             raise ValueError(f"max_steps must be >= 0, got {max_steps}")
         max_steps = int(max_steps)
+    _residuals.check_policy(policy, memory)
     if memory is not None:
         if checkpoints is not None:
             raise ValueError("checkpointed_while_loop takes checkpoints= or memory=, not both")
@@ -475,7 +489,7 @@ def _while_loop(cond_fun, body_fun, init_val, checkpoints, max_steps, buffers, m
         return init_val
     if memory is not None:
         loop = _online_taped.TapedOnlineLoop(
-            cond_fun, body_fun, init_val, memory, max_steps, buffers, _masked_buffers, _publish_stats
+            cond_fun, body_fun, init_val, memory, max_steps, buffers, _masked_buffers, _publish_stats, policy
         )
     else:
         if max_steps is not None:

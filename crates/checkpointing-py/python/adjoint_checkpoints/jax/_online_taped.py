@@ -49,7 +49,7 @@ import adjoint_checkpoints as _cp
 from ._compiled import _set, instantiate, pull_back_tapes, zeros
 from ._program import held_tapes, reads_ahead
 from ._online import OnlineLoop, Segments, _int, _Static
-from ._residuals import StepResiduals, budget_bytes, tree_nbytes
+from ._residuals import StepResiduals, budget_bytes, taped, tree_nbytes
 
 #: Positions of the recorded step's arguments (see ``TapedOnlineLoop._args``).
 _DIFFERENTIATED = (0, 1, 2)
@@ -115,9 +115,11 @@ class TapedOnlineLoop(OnlineLoop):
     shared between carries and tapes (module doc). ``publish(stats)`` is
     called with the plan when a gradient is traced."""
 
-    def __init__(self, cond_fun, body_fun, init_val, memory, max_steps, buffers, masked_buffers=None, publish=None):
+    def __init__(
+        self, cond_fun, body_fun, init_val, memory, max_steps, buffers, masked_buffers=None, publish=None, policy=None
+    ):
         super().__init__(cond_fun, body_fun, init_val, 1, max_steps, buffers, masked_buffers)
-        self.memory, self.publish = memory, publish
+        self.memory, self.publish, self.policy = memory, publish, policy
 
     # -- the recorded step: differentiated, stored and reused arguments ---------
 
@@ -208,7 +210,7 @@ class TapedOnlineLoop(OnlineLoop):
         order = self._order(perturbed)
         PC = [j for j, p in enumerate(perturbed_consts) if p]
         pred = self._cond(leaves, cconsts)
-        fn = self._recorded(order, PC)
+        fn = taped(self._recorded(order, PC), self.policy)
         args = self._args(order, PC, leaves, pred, bconsts, cconsts)
         layout = StepResiduals(fn, args, _REUSED, _DIFFERENTIATED, True, self._buffers_of)
         s, K = self._plan(tree_nbytes(self._snap(leaves, pred)), layout.nbytes)

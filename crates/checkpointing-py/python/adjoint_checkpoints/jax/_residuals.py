@@ -49,6 +49,37 @@ def tree_nbytes(tree):
     return sum(math.prod(a.shape) * np.dtype(a.dtype).itemsize for a in jax.tree_util.tree_leaves(tree))
 
 
+def taped(fn, policy):
+    """The function whose ``jax.vjp`` residuals a tape of ``fn`` holds:
+    ``fn`` itself, or with ``policy`` (one of
+    ``jax.checkpoint_policies``, e.g. ``dots_saveable``)
+    ``jax.checkpoint(fn, policy=policy)``, whose residuals are only what
+    the policy saves (with ``dots_saveable``, the matrix products'
+    results), the rest recomputed from them in the pullback: a smaller
+    tape, whose backward re-runs the cheap part of the step instead of
+    none of it.
+
+    >>> import jax, jax.numpy as jnp
+    >>> W, c0 = jnp.eye(3), jnp.ones(3)
+    >>> fn = lambda c, x, W: (jnp.tanh(jnp.tanh(W @ c)), None)
+    >>> full = Residuals(fn, c0, None, (W,)).nbytes
+    >>> dots = Residuals(taped(fn, jax.checkpoint_policies.dots_saveable), c0, None, (W,)).nbytes
+    >>> dots < full
+    True
+    """
+    return fn if policy is None else jax.checkpoint(fn, policy=policy)
+
+
+def check_policy(policy, memory):
+    """``policy=`` checked: ``None``, or a callable given with ``memory=``."""
+    if policy is None:
+        return
+    if memory is None:
+        raise TypeError("policy= chooses what a tape of memory= keeps: give memory= too")
+    if not callable(policy):
+        raise TypeError(f"policy= is one of jax.checkpoint_policies (a callable), got {policy!r}")
+
+
 def budget_bytes(memory, steps, carry_bytes, tape_bytes):
     """``memory=`` (already checked) in bytes: an ``int`` as given, a ``float`` that
     fraction of what ``lax.scan``'s gradient keeps for ``steps`` steps

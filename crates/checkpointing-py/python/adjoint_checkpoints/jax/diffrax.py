@@ -14,6 +14,7 @@ True
 """
 
 import functools
+from typing import Any, Callable
 
 try:
     import diffrax
@@ -61,6 +62,10 @@ class CheckpointAdjoint(diffrax.AbstractAdjoint):
       *tapes* of steps (their stages and the vector field's intermediates),
       as ``checkpointed_while_loop(memory=...)``: the last steps' tapes are
       recorded in the forward and need no re-run.
+    - ``policy`` (with ``memory``): one of ``jax.checkpoint_policies``; a
+      tape keeps only what it saves of a step (``dots_saveable``: the
+      vector field's matrix products), the rest recomputed in its backward,
+      so that more steps fit taped (``checkpointed_scan``'s ``policy=``).
 
     Use: ``diffrax.diffeqsolve(..., adjoint=CheckpointAdjoint())``. Not
     forward-mode differentiable (as ``RecursiveCheckpointAdjoint``).
@@ -73,6 +78,7 @@ class CheckpointAdjoint(diffrax.AbstractAdjoint):
 
     checkpoints: int | None = None
     memory: int | float | str | None = None
+    policy: Callable[..., Any] | None = None
 
     def __check_init__(self):
         c = self.checkpoints
@@ -118,7 +124,9 @@ class CheckpointAdjoint(diffrax.AbstractAdjoint):
             # The inner loop (saving at SaveAt(ts=...) between two steps) is
             # diffrax's own, as RecursiveCheckpointAdjoint has it.
             inner = functools.partial(eqxi.while_loop, kind="checkpointed")
-            outer = functools.partial(_outer_loop, checkpoints=self.checkpoints, memory=self.memory)
+            outer = functools.partial(
+                _outer_loop, checkpoints=self.checkpoints, memory=self.memory, policy=self.policy
+            )
         final_state = self._loop(
             terms=terms,
             saveat=saveat,
@@ -169,5 +177,5 @@ def _equinox_buffers():
 _MASKED = _equinox_buffers()
 
 
-def _outer_loop(cond_fun, body_fun, init_val, *, max_steps, buffers, checkpoints, memory):
-    return _while_loop(cond_fun, body_fun, init_val, checkpoints, max_steps, buffers, memory, _MASKED)
+def _outer_loop(cond_fun, body_fun, init_val, *, max_steps, buffers, checkpoints, memory, policy):
+    return _while_loop(cond_fun, body_fun, init_val, checkpoints, max_steps, buffers, memory, _MASKED, policy)
