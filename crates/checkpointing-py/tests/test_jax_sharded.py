@@ -65,6 +65,9 @@ if CHILD:
         "generated": {"schedule": lambda n: cp.Revolve(n, 3)},  # Revolve generated in the program
         "records": {"schedule": lambda n: cp.HRevolve(n, 2, 2)},  # records; one slot of the DISK level
         "residuals": {"memory": 0.4},  # tapes of VJP residuals and carries (compiled mode only)
+        # Tapes of what a policy saves (here the step's inputs alone: it has
+        # no matrix product), the rest recomputed in their pullbacks.
+        "residuals, policy": {"memory": 0.4, "policy": jax.checkpoint_policies.dots_saveable},
     }
 
     def mesh(axes, explicit):
