@@ -136,6 +136,8 @@ def test_memory_with_a_policy_keeps_smaller_tapes_and_diffrax_gradients():
     assert_bitwise(whole, theirs)
     for a, b in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
         assert np.max(np.abs(np.asarray(a) - np.asarray(b))) <= 1e-12 * np.max(np.abs(np.asarray(b)))
+    with pytest.raises(TypeError, match="give memory= too"):
+        CheckpointAdjoint(4, policy=dots)
 
 
 def test_memory_with_an_implicit_solver_and_an_event():

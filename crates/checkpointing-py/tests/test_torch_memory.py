@@ -640,7 +640,7 @@ def test_the_signature_is_pytorchs_plus_memory():
     ours = inspect.signature(checkpoint_sequential)
     theirs = inspect.signature(torch.utils.checkpoint.checkpoint_sequential)
     params = list(ours.parameters.values())
-    ours_only = {"memory", "host_memory"}
+    ours_only = {"memory", "host_memory", "disk_memory"}
 
     def plain(ps):  # names, kinds and defaults: ours are annotated, PyTorch's not
         return [(p.name, p.kind, p.default) for p in ps]
@@ -702,6 +702,25 @@ def test_memory_gives_plain_autograds_gradient_on_uneven_layers(fraction):
     assert stats.peak_bytes <= memory, (stats.peak_bytes, memory)
     if fraction == 1.0:
         assert stats.step_evaluations == len(model)  # every tape kept
+
+
+def test_disk_memory_spills_layer_inputs_to_files():
+    model = uneven_model()
+    x = torch.randn(64, 32, dtype=torch.float64, requires_grad=True)
+    params = list(model.parameters())
+    ref = torch.autograd.grad((model(x) ** 2).sum(), [x] + params)
+    taped = [profile_step(lambda i, v, m=m: m(v), x).tape_bytes for m in model]
+    memory = int(2 * x.numel() * 8 + 0.3 * (sum(taped) + x.numel() * 8))
+    y = checkpoint_sequential(model, 3, x, use_reentrant=False, memory=memory, disk_memory=len(model) * x.numel() * 8)
+    (y**2).sum().backward()
+    assert_close([x.grad] + [p.grad for p in params], ref)
+    stats = cp.torch.last_stats
+    assert stats.peak_bytes <= memory and "to files" in stats.schedule
+    assert stats.disk_writes == stats.disk_reads  # every spilled input written once and read once
+    with pytest.raises(TypeError, match="not both"):
+        checkpoint_sequential(model, 3, x, memory=memory, host_memory="1MiB", disk_memory="1MiB")
+    with pytest.raises(TypeError, match="give memory= too"):
+        checkpoint_sequential(model, 3, x, disk_memory="1MiB")
 
 
 def test_a_second_call_reuses_the_plan_and_dropout_is_refused():

@@ -25,6 +25,7 @@ except ImportError as error:  # pragma: no cover - exercised by a test that hide
     ) from error
 
 from . import _while_loop
+from ._residuals import check_policy
 
 __all__ = ["CheckpointAdjoint"]
 
@@ -88,6 +89,7 @@ class CheckpointAdjoint(diffrax.AbstractAdjoint):
             raise ValueError(f"CheckpointAdjoint needs at least one checkpoint, got {c}")
         if c is not None and self.memory is not None:
             raise ValueError("CheckpointAdjoint takes checkpoints= or memory=, not both")
+        check_policy(self.policy, self.memory)
 
     def loop(
         self,

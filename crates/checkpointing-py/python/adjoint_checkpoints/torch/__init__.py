@@ -145,7 +145,8 @@ class LoopStats:
     ``forward_seconds``, ``backward_seconds``: wall time of each phase.
     ``modelled_seconds``: the time the plan of ``memory=`` predicted for
     both phases, from the measured step (and transfers), to set against
-    their sum; ``None`` for a schedule given by the caller.
+    their sum; ``None`` where the schedule carries no prediction (one
+    given by the caller).
     """
 
     steps: int = 0
@@ -446,6 +447,7 @@ def checkpoint_sequential(
     *,
     memory: Union[int, str, None] = None,
     host_memory: Union[int, str, None] = None,
+    disk_memory: Union[int, str, None] = None,
     **kwargs: Any,
 ) -> torch.Tensor:
     """``torch.utils.checkpoint.checkpoint_sequential`` with its signature
@@ -460,7 +462,9 @@ def checkpoint_sequential(
     the budget (:attr:`LoopStats.peak_bytes`), keeping the tapes of layers
     whose activations fit and recomputing the others from stored inputs.
     ``host_memory``: as :func:`checkpointed_loop`'s, a budget for layer
-    inputs spilled to (pinned) host memory.
+    inputs spilled to (pinned) host memory; ``disk_memory``: the same in
+    files of a temporary directory (:func:`checkpointed_loop`'s
+    ``disk_memory=`` with ``disk="files"``).
 
     Layers must give the same result when re-run: dropout (and other random
     layers) in training mode is refused with ``memory=`` (PyTorch's own
@@ -479,8 +483,9 @@ def checkpoint_sequential(
     True
     """
     if memory is None:
-        if host_memory is not None:
-            raise TypeError("host_memory= is the spill level of memory=: give memory= too")
+        for name, spilled in (("host_memory", host_memory), ("disk_memory", disk_memory)):
+            if spilled is not None:
+                raise TypeError(f"{name}= is the spill level of memory=: give memory= too")
         return torch.utils.checkpoint.checkpoint_sequential(
             functions, segments, input, use_reentrant=use_reentrant, **kwargs
         )
@@ -516,13 +521,18 @@ def checkpoint_sequential(
     budget = parse_bytes("memory", memory) - 2 * state_bytes
     if budget <= 0:
         raise ValueError(f"memory={memory!r} does not hold the input and its gradient ({2 * state_bytes} bytes)")
+    if host_memory is not None and disk_memory is not None:
+        raise TypeError("give host_memory= or disk_memory=, not both")
     spill = None if host_memory is None else (parse_bytes("host_memory", host_memory), None)
+    if disk_memory is not None:
+        spill = (parse_bytes("disk_memory", disk_memory), ("files", None))
     profiles = tuple(_rounded_profile(p) for p in profiles)
     schedule = _cache.cached_plan(
         ("sequential", len(layers), budget, spill, profiles, sig),
         lambda: _budget_schedule(list(profiles), budget, spill, state_bytes, leaves),
     )
-    return checkpointed_loop(step, input, len(layers), schedule=schedule, params=params)
+    disk = "host" if spill is None or spill[1] is None else "files"
+    return checkpointed_loop(step, input, len(layers), schedule=schedule, params=params, disk=disk)
 
 
 def _sequential_profiles(step, x, n, params):

@@ -313,8 +313,9 @@ class ReplayedSchedule:
         #: ``DISK``-level states back to the device ahead of their reads,
         #: within the budget (:func:`prefetch_windows`).
         self.memory, self.state_bytes = None, 0
-        #: The time :func:`modelled_seconds` predicts for the plan, where the
-        #: planner priced it (:func:`spill_schedule`), else ``None``.
+        #: The time :func:`modelled_seconds` predicts for the plan, where a
+        #: ``memory=`` plan priced it (:func:`spill_schedule`, and the
+        #: tape-aware plan of ``memory=`` alone), else ``None``.
         self.modelled_seconds = None
 
     def links(self):
