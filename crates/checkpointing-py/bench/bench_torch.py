@@ -191,13 +191,16 @@ def _run(torch, variant, memory, step, params, u0, n, model):
     # starts).
     # "ours + files": the same with the boundaries spilled to files
     # (disk_memory=, n states), read ahead (or at the action: "ours +
-    # files, read at the action").
+    # files, read at the action"; and written at their store too: "ours +
+    # files, blocking").
     every_state = n * u0.numel() * u0.element_size()
     host = every_state if variant.startswith("ours + host") else None
     files = every_state if variant.startswith("ours + files") else None
-    switch = os.environ.get("ADJOINT_CHECKPOINTS_PREFETCH")
-    if variant in ("ours + host, no prefetch", "ours + files, read at the action"):
+    switches = {name: os.environ.get(name) for name in ("ADJOINT_CHECKPOINTS_PREFETCH", "ADJOINT_CHECKPOINTS_BACKGROUND")}
+    if variant in ("ours + host, no prefetch", "ours + files, read at the action", "ours + files, blocking"):
         os.environ["ADJOINT_CHECKPOINTS_PREFETCH"] = "0"
+    if variant == "ours + files, blocking":
+        os.environ["ADJOINT_CHECKPOINTS_BACKGROUND"] = "0"
     try:
         if model is not None:  # ours, on the layers (whose calls count)
             return ours.checkpoint_sequential(model, k, u0, use_reentrant=False, memory=int(memory),
@@ -205,10 +208,11 @@ def _run(torch, variant, memory, step, params, u0, n, model):
         return ours.checkpointed_loop(step, u0, n, memory=int(memory), params=params, host_memory=host,
                                       disk_memory=files, disk="host" if files is None else "files")
     finally:
-        if switch is None:
-            os.environ.pop("ADJOINT_CHECKPOINTS_PREFETCH", None)
-        else:
-            os.environ["ADJOINT_CHECKPOINTS_PREFETCH"] = switch
+        for name, value in switches.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _rockmate(torch, step, params, u0, n, memory):
@@ -679,7 +683,8 @@ OVERLAP_FRACTIONS = (10, 50)
 #: files read at the action, and read ahead (the planner's pick).
 OVERLAP_VARIANTS = (
     ("ours", "RAM alone"),
-    ("ours + files, read at the action", "+ files, read at the action"),
+    ("ours + files, blocking", "+ files, blocking: written at the store, read at the action"),
+    ("ours + files, read at the action", "+ files, written on the lane, read at the action"),
     ("ours + files", "+ files, read ahead: the planner's pick"),
 )
 
@@ -690,9 +695,11 @@ def overlap_table(problem, quick, threads, rounds):
     (what ``memory=`` counts to keep every tape: ``n`` tapes and two
     states, from :func:`profile_step`): ours with ``memory=`` alone (RAM:
     recomputation), ours with segment boundaries spilled to files
-    (``disk_memory=``, room for every state, ``disk="files"``) read at the
-    action (``ADJOINT_CHECKPOINTS_PREFETCH=0``; the writes still go on
-    their lane), and the same read ahead within the budget: the planner's
+    (``disk_memory=``, room for every state, ``disk="files"``) blocking
+    (``ADJOINT_CHECKPOINTS_BACKGROUND=0`` and ``_PREFETCH=0``: each file
+    written at its store and read at the action), written on their lane
+    and read at the action (``ADJOINT_CHECKPOINTS_PREFETCH=0``), and read
+    ahead within the budget: the planner's
     pick, which prices the spill with the measured write and read of a
     state's file and keeps the RAM-only plan where spilling does not pay.
     Columns: time (best of ``rounds``, interleaved, one process) against

@@ -232,11 +232,30 @@ def test_disk_memory_spills_to_files_with_plain_autograds_gradient_within_both_b
     assert stats.peak_disk > 0
     # Every spilled state is read ahead of its use, within the budget.
     assert stats.disk_reads == stats.disk_writes == stats.prefetched_reads > 0
-    # The same plan (cached) with the files read at the action: the same bits.
+    # The same plan (cached) with the files read at the action, then also
+    # written at their store (blocking): the same bits.
     monkeypatch.setenv("ADJOINT_CHECKPOINTS_PREFETCH", "0")
-    at_action, blocking = run(step, x0, n, params, memory=memory, disk_memory=spills * state, disk=tmp_path)
-    assert blocking.schedule == stats.schedule and blocking.prefetched_reads == 0
+    at_action, read_at_action = run(step, x0, n, params, memory=memory, disk_memory=spills * state, disk=tmp_path)
+    assert read_at_action.schedule == stats.schedule and read_at_action.prefetched_reads == 0
     assert all(torch.equal(a, b) for a, b in zip(got, at_action))
+    monkeypatch.setenv("ADJOINT_CHECKPOINTS_BACKGROUND", "0")
+    blocking, _ = run(step, x0, n, params, memory=memory, disk_memory=spills * state, disk=tmp_path)
+    assert all(torch.equal(a, b) for a, b in zip(got, blocking))
+    assert not list(tmp_path.iterdir())
+
+
+def test_files_are_written_at_their_store_when_background_is_off(tmp_path, monkeypatch):
+    state = [torch.arange(12, dtype=torch.float64)]
+    monkeypatch.setenv("ADJOINT_CHECKPOINTS_BACKGROUND", "0")
+    files = _storage._Files(str(tmp_path), LoopStats())
+    held = files.save("ics", 3, state)
+    assert held.future.done() and files.stores["ics"].steps() == [3]
+    assert torch.equal(held.restore()[0], state[0])
+    held.release()
+    files.check()
+    files.close()
+    monkeypatch.delenv("ADJOINT_CHECKPOINTS_BACKGROUND")
+    assert _storage._Files(str(tmp_path), LoopStats()).background
 
 
 def test_loop_stats_say_what_a_memory_plan_predicted(gru):

@@ -15,7 +15,8 @@ holder per stored state, made when the schedule stores it, with
 """
 
 import ctypes
-from concurrent.futures import ThreadPoolExecutor, wait
+import os
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 import torch
 
@@ -162,6 +163,18 @@ def _to_host(leaves, streams):
 _ALIGN = 64
 
 
+#: The environment variable; ``"0"`` makes the ``DISK`` level's files be
+#: written at their store, on the caller's thread (blocking), instead of
+#: on the write lane. Read when a run starts.
+BACKGROUND_ENV = "ADJOINT_CHECKPOINTS_BACKGROUND"
+
+
+def background_on():
+    """Whether the files are written on the write lane (they are unless
+    :data:`BACKGROUND_ENV` is ``"0"``)."""
+    return os.environ.get(BACKGROUND_ENV, "1") != "0"
+
+
 class _Files:
     """The ``DISK`` level in files: two Rust byte stores (restart states and
     adjoint inputs, each keyed by the loop step), written (and files
@@ -169,10 +182,14 @@ class _Files:
     overlap compute, and read on another, the read lane, so that a read
     never waits behind writes of other snapshots (a read waits for its own
     snapshot's write; the stores are held only to begin and commit each
-    file's I/O, so both lanes work at once)."""
+    file's I/O, so both lanes work at once). With
+    ``ADJOINT_CHECKPOINTS_BACKGROUND=0`` (:func:`background_on`) each
+    write is made at its store instead, the caller waiting for it: the
+    blocking store, to compare."""
 
     def __init__(self, directory, stats, compress=None):
         self.compress = compress
+        self.background = background_on()
         self.stores = {
             "ics": ByteDiskStore(directory, prefix="ics-"),
             "deps": ByteDiskStore(directory, prefix="deps-"),
@@ -186,7 +203,15 @@ class _Files:
     def save(self, kind, step, leaves):
         host, events = _to_host(leaves, self.streams)
         meta = [(t.dtype, t.shape, t.device) for t in leaves]
-        future = self.pool.submit(self._write, self.stores[kind], step, host, events, self.compress, self.stats)
+        args = (self.stores[kind], step, host, events, self.compress, self.stats)
+        if self.background:
+            future = self.pool.submit(self._write, *args)
+        else:
+            future = Future()
+            try:
+                future.set_result(self._write(*args))
+            except Exception as error:  # raised where the lane's would be: at the read, or the check
+                future.set_exception(error)
         self.pending.append(future)
         self.stats.disk_writes += 1
         self.stats.disk_bytes_written += sum(t.numel() * t.element_size() for t in leaves)
