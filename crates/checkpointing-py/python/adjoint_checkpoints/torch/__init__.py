@@ -394,7 +394,7 @@ def _budget_schedule(profiles, budget, spill, state_bytes, leaves):
     the level may outgrow the page cache)."""
     if spill is None:
         sched = ReplayedSchedule(tape_schedule(profiles, budget))
-        sched.modelled_seconds = modelled_seconds(sched.actions, profiles, links=sched.links())
+        sched.modelled_seconds = modelled_seconds(sched, profiles)
         return sched
     spill_bytes, files = spill
     spills = spill_bytes // max(1, state_bytes)

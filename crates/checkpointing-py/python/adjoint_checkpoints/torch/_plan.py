@@ -301,11 +301,11 @@ class ReplayedSchedule:
     :meth:`links`: which of its tapes are recorded as one graph with the
     previous one (:func:`._segments.chain_links`), found once per plan."""
 
-    def __init__(self, schedule=None, *, actions=None, max_n=None, text=None, links=None):
+    def __init__(self, schedule=None, *, actions=None, max_n=None, text=None):
         if schedule is not None:
             actions, max_n, text = tuple(schedule), schedule.max_n, repr(schedule)
         self.max_n, self.text, self.actions = max_n, text, tuple(actions)
-        self._links = links
+        self._links = None
         self._windows = None
         #: The device budget (``memory=``, in bytes: snapshots, tapes, the
         #: live state and the adjoint) the plan was made for, or ``None``;
@@ -406,7 +406,7 @@ def flat_call(step, spec, i):
     return call
 
 
-def modelled_seconds(actions, profiles, read_seconds=0.0, write_seconds=0.0, links=None):
+def modelled_seconds(actions, profiles, read_seconds=0.0, write_seconds=0.0):
     """The time ``actions`` take when step ``i`` costs ``profiles[i]``: an
     untaped forward step its ``forward_seconds``, a taped one its
     ``taped_seconds``, the reverse of a step its ``backward_seconds`` (plus
@@ -430,12 +430,13 @@ def modelled_seconds(actions, profiles, read_seconds=0.0, write_seconds=0.0, lin
       ``read_seconds``.
 
     With ``write_seconds = read_seconds = 0`` the time is the steps' and
-    the driver's. ``links``: the actions' :func:`._segments.chain_links`,
-    where known (found here otherwise)."""
+    the driver's. ``actions``: a list, or a :class:`ReplayedSchedule`
+    (whose links and windows, found here, it keeps for its runs)."""
     work, disk = _cp.StorageType.WORK, _cp.StorageType.DISK
     forward, reverse, transfer = _cp.Forward, _cp.Reverse, (_cp.Copy, _cp.Move)
-    window_of = {read: start for start, read in prefetch_windows(actions)}
-    links = chain_links(actions) if links is None else links
+    plan = actions if isinstance(actions, ReplayedSchedule) else ReplayedSchedule(actions=actions)
+    window_of = {read: start for start, read in plan.prefetch_windows()}
+    links = plan.links()
     event, linked = 0, set()  # linked: steps whose tape shares the next's call
     restore = max((p.restore_seconds for p in profiles), default=0.0)
     seconds, tapes, started = 0.0, set(), []
@@ -446,7 +447,7 @@ def modelled_seconds(actions, profiles, read_seconds=0.0, write_seconds=0.0, lin
         lane = max(lane, seconds) + write_seconds
         written[n] = lane
 
-    for k, a in enumerate(actions):
+    for k, a in enumerate(plan.actions):
         started.append(seconds)
         if isinstance(a, forward):
             if a.storage == disk:  # the restart state, and a step's input per step
@@ -573,15 +574,14 @@ def spill_schedule(profiles, budget, spills, read_seconds=0.0, write_seconds=0.0
         except ValueError as e:  # a segment's schedule does not fit the budget
             errors.append(e)
             continue
-        links = chain_links(actions)
-        seconds = modelled_seconds(actions, profiles, read_seconds, write_seconds, links)
+        text = f"HeterogeneousRevolve in {k} segment(s), {k - 1} state(s) spilled to {level}"
+        candidate = ReplayedSchedule(actions=actions, max_n=n, text=text)
+        seconds = modelled_seconds(candidate, profiles, read_seconds, write_seconds)
         if best is None or seconds < best[0]:
-            best = (seconds, k, actions, links)
+            best = (seconds, candidate)
     if best is None:
         raise errors[-1]
-    seconds, k, actions, links = best
-    text = f"HeterogeneousRevolve in {k} segment(s), {k - 1} state(s) spilled to {level}"
-    sched = ReplayedSchedule(actions=actions, max_n=n, text=text, links=links)
+    seconds, sched = best
     sched.modelled_seconds = seconds
     return sched
 
