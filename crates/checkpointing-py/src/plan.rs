@@ -13,7 +13,9 @@
 
 use checkpointing::executor::LOOK_AHEAD;
 use checkpointing::{ScheduleSpec, StorageLevel};
-use checkpointing_schedule::plan::{self, Bytes, Candidate, LevelBudget, LevelTimes, PlanInput};
+use checkpointing_schedule::plan::{
+    self, BackgroundIo, Bytes, Candidate, LevelBudget, LevelTimes, PlanInput,
+};
 use checkpointing_store::{background_lanes, ASYNC_DEFAULT_CAPACITY};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -402,7 +404,7 @@ impl PlannedSchedule {
 /// disk_write_seconds, disk_read_seconds, disk_bandwidth,
 /// disk_latency_seconds, compression_ratio, disk_background,
 /// disk_issue_seconds, disk_contention, ram_write_seconds,
-/// ram_read_seconds)`: the work of
+/// ram_read_seconds, disk_lanes)`: the work of
 /// `adjoint_checkpoints.plan` (see its docstring), every argument given.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
@@ -424,6 +426,7 @@ pub(crate) fn _plan(
     disk_contention: Option<f64>,
     ram_write_seconds: Option<f64>,
     ram_read_seconds: Option<f64>,
+    disk_lanes: Option<(u64, u64)>,
 ) -> PyResult<Py<PlannedSchedule>> {
     let steps = match max_n {
         None => None,
@@ -497,6 +500,11 @@ pub(crate) fn _plan(
                      (disk_background=True): a blocking save costs its whole disk_write_seconds",
                 ));
             }
+            if !disk_background && disk_lanes.is_some() {
+                return Err(plan_error(
+                    "disk_lanes applies to a disk in the background (disk_background=True)",
+                ));
+            }
             let budget = match disk_issue_seconds {
                 Some(seconds) if !(seconds.is_finite() && seconds >= 0.0) => {
                     return Err(plan_error(format!(
@@ -517,7 +525,13 @@ pub(crate) fn _plan(
             };
             input = input.with_level(
                 StorageLevel::Disk,
-                background(budget, disk_background, state_bytes, compression_ratio),
+                background(
+                    budget,
+                    disk_background,
+                    disk_lanes,
+                    state_bytes,
+                    compression_ratio,
+                )?,
             );
             if disk_background {
                 input = input.with_read_look_ahead(LOOK_AHEAD);
@@ -525,9 +539,12 @@ pub(crate) fn _plan(
         }
         None if times.given() => return Err(plan_error("disk times given without disk")),
         None if disk_background => return Err(plan_error("disk_background=True without disk")),
-        None if disk_issue_seconds.is_some() || disk_contention.is_some() => {
+        None if disk_issue_seconds.is_some()
+            || disk_contention.is_some()
+            || disk_lanes.is_some() =>
+        {
             return Err(plan_error(
-                "disk_issue_seconds or disk_contention given without disk",
+                "disk_issue_seconds, disk_contention or disk_lanes given without disk",
             ))
         }
         None => {}
@@ -569,17 +586,38 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// `budget` with the lanes of `ArrayStore("disk")` (a default `AsyncStore`)
-/// when the disk works in the background.
+/// `budget` with its background lanes when the disk works in the
+/// background: `lanes` (writes in flight, staged snapshots) where the
+/// caller's store has others, else those of `ArrayStore("disk")` (a
+/// default `AsyncStore`).
 fn background(
     budget: LevelBudget,
     disk_background: bool,
+    lanes: Option<(u64, u64)>,
     state_bytes: Bytes,
     ratio: f64,
-) -> LevelBudget {
+) -> PyResult<LevelBudget> {
     if !disk_background {
-        return budget;
+        return Ok(budget);
     }
-    let stored = state_bytes.compressed(ratio).0;
-    budget.in_background(background_lanes(ASYNC_DEFAULT_CAPACITY, None, stored))
+    let lanes = match lanes {
+        Some((writes_in_flight, staged_snapshots))
+            if writes_in_flight == 0 || staged_snapshots < writes_in_flight =>
+        {
+            return Err(plan_error(format!(
+                "disk_lanes=({writes_in_flight}, {staged_snapshots}): at least one write in \
+                 flight, and at least as many staged snapshots as writes in flight"
+            )))
+        }
+        Some((writes_in_flight, staged_snapshots)) => BackgroundIo {
+            writes_in_flight,
+            staged_snapshots,
+        },
+        None => background_lanes(
+            ASYNC_DEFAULT_CAPACITY,
+            None,
+            state_bytes.compressed(ratio).0,
+        ),
+    };
+    Ok(budget.in_background(lanes))
 }

@@ -164,6 +164,25 @@ def test_a_background_disk_overlaps_and_reserves_its_staging():
         adjoint_checkpoints.plan(10, "1MiB", "1GiB", forward_seconds=1.0, disk_background=True)
 
 
+def test_a_background_disk_with_lanes_of_its_own():
+    """``disk_lanes=(writes in flight, staged snapshots)``: RAM keeps room
+    for that many staged snapshots instead of ArrayStore's 9, and the
+    lanes reach the plan's input; misuse is a PlanError."""
+    kwargs = dict(disk="20GB", forward_seconds=0.5, disk_write_seconds=0.3, disk_read_seconds=0.2)
+    blocking = adjoint_checkpoints.plan(400, "80MB", "2GB", **kwargs).plan
+    lanes = adjoint_checkpoints.plan(400, "80MB", "2GB", disk_background=True, disk_lanes=(1, 2), **kwargs).plan
+    assert lanes.snapshots["RAM"] == blocking.snapshots["RAM"] - 2
+    background = json.loads(lanes.to_json())["input"]["levels"]["disk"]["background"]
+    assert background == {"writes_in_flight": 1, "staged_snapshots": 2}
+    with pytest.raises(PlanError, match="disk_lanes applies to a disk in the background"):
+        adjoint_checkpoints.plan(400, "80MB", "2GB", disk_lanes=(1, 2), **kwargs)
+    for bad in [(0, 2), (3, 2)]:
+        with pytest.raises(PlanError, match="at least one write in flight"):
+            adjoint_checkpoints.plan(400, "80MB", "2GB", disk_background=True, disk_lanes=bad, **kwargs)
+    with pytest.raises(PlanError, match="given without disk"):
+        adjoint_checkpoints.plan(10, "1MiB", "1GiB", forward_seconds=1.0, disk_lanes=(1, 2))
+
+
 def test_sizes_as_ints_and_strings_are_the_same_input():
     by_text = json.loads(adjoint_checkpoints.plan(300, "1MiB", "12MiB", disk="100MB", **MEASURED).plan.to_json())
     by_int = json.loads(adjoint_checkpoints.plan(300, 1 << 20, 12 << 20, disk=10**8, **MEASURED).plan.to_json())

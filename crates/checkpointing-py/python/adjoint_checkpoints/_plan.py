@@ -38,6 +38,7 @@ def plan(
     disk_contention: Optional[float] = None,
     ram_write_seconds: Optional[float] = None,
     ram_read_seconds: Optional[float] = None,
+    disk_lanes: Optional[tuple[int, int]] = None,
 ) -> PlannedSchedule:
     """The recommended schedule for ``max_n`` steps of ``state_bytes``
     states within ``ram`` bytes of RAM (and ``disk`` bytes of disk): every
@@ -118,7 +119,15 @@ def plan(
       write's or read's time that the steps running beside it lose (the
       I/O shares the cores and the memory bandwidth: near 1 where the steps
       and the I/O share one core); measure it by timing steps while a save
-      is in flight, as ``pyrevolve.planned`` does.
+      is in flight, as ``pyrevolve.planned`` does. ``disk_lanes``: a
+      background disk other than ``ArrayStore("disk")``, as ``(writes in
+      flight, staged snapshots)``: how many writes may be unfinished
+      before a save waits for the oldest, and how many snapshots the disk
+      holds in RAM at most besides what it stores (writes not finished and
+      reads ahead not taken; the reads ahead are the staged snapshots
+      beyond the writes, at least one). ``checkpointed_scan(mode="host",
+      memory=...)`` plans with ``(1, 2)``: a carry's copy to the host in
+      flight, and one carry read ahead.
 
     The predicted time is ``forward_seconds x forward steps +
     adjoint_seconds x adjoint steps + write seconds x disk writes + read
@@ -194,6 +203,7 @@ def plan(
         disk_contention,
         ram_write_seconds,
         ram_read_seconds,
+        disk_lanes,
     )
 
 
