@@ -4,11 +4,14 @@ of the one carried out, and further by predicted time where a
 :class:`Pace` is given, as the Rust executor reads (:class:`ReadAhead`),
 which actions read a ``DISK``
 snapshot back or write one (:func:`reads_from_disk`,
-:func:`writes_to_disk`), and the switch: ``ADJOINT_CHECKPOINTS_PREFETCH=0``
-in the environment makes the PyTorch driver (``host_memory=``) and
+:func:`writes_to_disk`), and the drivers' two switches, read when a run
+starts: ``ADJOINT_CHECKPOINTS_PREFETCH=0`` in the environment makes the
+PyTorch driver (``host_memory=``, ``disk="files"``) and
 ``checkpointed_scan(mode="host")`` read each snapshot back at the action
 that needs it instead of ahead of it (to compare, or to hold no carry on
-the device before its read). Read when a run starts."""
+the device before its read); ``ADJOINT_CHECKPOINTS_BACKGROUND=0`` makes
+them write each ``DISK`` snapshot at its store, the caller waiting for
+it (the blocking store, to compare), instead of in the background."""
 
 import os
 from collections import deque
@@ -28,6 +31,11 @@ READ_AHEAD_WAIT_FACTOR = _native.READ_AHEAD_WAIT_FACTOR
 PREFETCH_ENV = "ADJOINT_CHECKPOINTS_PREFETCH"
 
 
+#: The environment variable; ``"0"`` makes the ``DISK`` level's writes
+#: blocking (:func:`background_on`).
+BACKGROUND_ENV = "ADJOINT_CHECKPOINTS_BACKGROUND"
+
+
 def prefetch_on() -> bool:
     """Whether reads ahead are on (they are unless the variable is ``"0"``).
 
@@ -37,6 +45,17 @@ def prefetch_on() -> bool:
     True
     """
     return os.environ.get(PREFETCH_ENV, "1") != "0"
+
+
+def background_on() -> bool:
+    """Whether ``DISK`` snapshots are written in the background (they are
+    unless :data:`BACKGROUND_ENV` is ``"0"``).
+
+    >>> from adjoint_checkpoints._prefetch import BACKGROUND_ENV, background_on
+    >>> os.environ.get(BACKGROUND_ENV) is not None or background_on()
+    True
+    """
+    return os.environ.get(BACKGROUND_ENV, "1") != "0"
 
 
 def reads_from_disk(action):
@@ -118,6 +137,23 @@ class Pace:
 
     def __init__(self):
         self.forward, self.adjoint, self.longest_wait = [0, 0.0], [0, 0.0], 0.0
+
+    @classmethod
+    def measured(cls, forward_seconds, adjoint_seconds, read_seconds):
+        """A pace from times measured before the run (a forward step, an
+        adjoint step, a read), for a driver whose actions' times cannot be
+        taken as they are carried out: JAX dispatches a step and returns
+        before the device has run it, so ``checkpointed_scan(mode="host")``
+        with ``memory=`` paces its reads by what its plan measured.
+
+        >>> from adjoint_checkpoints import Forward, StorageType
+        >>> pace = Pace.measured(0.002, 0.004, 0.003)
+        >>> pace.predicted(Forward(0, 5, False, False, StorageType.WORK)), pace.horizon()
+        (0.01, 0.006)
+        """
+        pace = cls()
+        pace.forward, pace.adjoint, pace.longest_wait = [1, forward_seconds], [1, adjoint_seconds], read_seconds
+        return pace
 
     def record(self, action, seconds, steps=None):
         """Records that ``action`` took ``seconds``; ``steps``: the steps

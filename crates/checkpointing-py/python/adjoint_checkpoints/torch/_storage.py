@@ -15,12 +15,12 @@ holder per stored state, made when the schedule stores it, with
 """
 
 import ctypes
-import os
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 import torch
 
 from adjoint_checkpoints import codecs as _codecs
+from adjoint_checkpoints._prefetch import background_on
 from adjoint_checkpoints._native import ByteDiskStore, SnapshotCorruptedError
 
 
@@ -163,18 +163,6 @@ def _to_host(leaves, streams):
 _ALIGN = 64
 
 
-#: The environment variable; ``"0"`` makes the ``DISK`` level's files be
-#: written at their store, on the caller's thread (blocking), instead of
-#: on the write lane. Read when a run starts.
-BACKGROUND_ENV = "ADJOINT_CHECKPOINTS_BACKGROUND"
-
-
-def background_on():
-    """Whether the files are written on the write lane (they are unless
-    :data:`BACKGROUND_ENV` is ``"0"``)."""
-    return os.environ.get(BACKGROUND_ENV, "1") != "0"
-
-
 class _Files:
     """The ``DISK`` level in files: two Rust byte stores (restart states and
     adjoint inputs, each keyed by the loop step), written (and files
@@ -183,7 +171,7 @@ class _Files:
     never waits behind writes of other snapshots (a read waits for its own
     snapshot's write; the stores are held only to begin and commit each
     file's I/O, so both lanes work at once). With
-    ``ADJOINT_CHECKPOINTS_BACKGROUND=0`` (:func:`background_on`) each
+    ``ADJOINT_CHECKPOINTS_BACKGROUND=0`` (:func:`~adjoint_checkpoints._prefetch.background_on`) each
     write is made at its store instead, the caller waiting for it: the
     blocking store, to compare."""
 
