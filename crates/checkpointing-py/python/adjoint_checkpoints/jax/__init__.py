@@ -53,6 +53,7 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from functools import partial
@@ -65,11 +66,11 @@ import numpy as np
 import adjoint_checkpoints as _cp
 
 from .. import codecs
-from .._prefetch import ReadAhead, prefetch_on, reads_from_disk, writes_to_disk
-from . import _compiled, _online, _online_taped, _program, _residuals, _revolve
+from .._prefetch import ReadAhead, background_on, prefetch_on, reads_from_disk, writes_to_disk
+from . import _compiled, _host_plan, _online, _online_taped, _program, _residuals, _revolve
 from ._host_disk import HostCarry
 
-__all__ = ["checkpointed_scan", "checkpointed_while_loop", "last_stats"]
+__all__ = ["checkpointed_scan", "checkpointed_while_loop", "clear_plan_cache", "last_stats"]
 
 #: A loop's carry: an array or a pytree of arrays.
 Carry = TypeVar("Carry")
@@ -79,6 +80,9 @@ last_stats = {}
 by the last gradient, ``forward_steps``, ``adjoint_steps``,
 ``peak_carries`` (most carries held at once: snapshots, WORK data, the
 live carry and a ``DISK`` carry put back ahead of its read),
+``peak_device_carries`` (most carries on the devices at once: the
+``RAM`` level's, WORK data, the live carry, its cotangent, ``DISK``
+carries whose copies to the host are in flight and one read ahead),
 ``disk_reads`` and ``prefetched_reads`` (those put back ahead,
 :mod:`adjoint_checkpoints.jax._host_disk`). ``mode="compiled"``: set when the scan is traced, from the
 compiled plan: ``forward_steps`` (step evaluations outside ``jax.vjp``, both
@@ -108,6 +112,7 @@ def checkpointed_scan(
     disk_memory_kind: str = "auto",
     compress: Optional[str] = None,
     policy: Optional[Callable[..., Any]] = None,
+    disk_memory: Union[int, str, None] = None,
 ) -> tuple[Carry, Any]:
     """``jax.lax.scan(step, init, xs)`` (or ``length=`` an int) whose
     reverse-mode derivative follows ``schedule``.
@@ -146,6 +151,17 @@ def checkpointed_scan(
     more steps are taped where whole tapes do not fit. A ``float`` memory
     is then a fraction of ``lax.scan`` over that checkpointed step.
 
+    ``memory`` with ``mode="host"``: the device memory for carries, bytes
+    (an ``int`` or a string), and ``disk_memory`` the host memory of the
+    ``DISK`` level (``None``: no ``DISK`` level); the schedule is then
+    planned from measurements made at the first gradient (one step, its
+    VJP, a save and a read of the carry; :mod:`._host_plan`) by
+    :func:`adjoint_checkpoints.plan`, and cached for later gradients of
+    the same step and shapes (:func:`clear_plan_cache` forgets them).
+    ``last_stats`` then also has ``plan`` (the pick's name),
+    ``predicted_seconds`` (the planner's gradient time) and ``measured``
+    (the times it was planned from).
+
     ``mode="compiled"`` (default) compiles the schedule into the program
     (works under ``jax.jit`` and ``jax.vmap``; online schedules such as
     ``OnlineR2`` or ``TwoLevel`` are finalized with the
@@ -177,8 +193,10 @@ def checkpointed_scan(
             "checkpointed_scan needs schedule= (a schedule, or n -> schedule) or memory= (a byte budget), "
             "one of them"
         )
-    if memory is not None and mode != "compiled":
-        raise ValueError("memory= plans residual checkpoints for mode='compiled'")
+    if disk_memory is not None and (mode != "host" or memory is None):
+        raise ValueError("disk_memory= is the DISK level's host memory of mode='host' with memory=")
+    if policy is not None and mode != "compiled":
+        raise ValueError("policy= shapes the residual checkpoints of mode='compiled'")
     _residuals.check_policy(policy, memory)
     if isinstance(xs_or_length, (int, np.integer)):
         length, xs = int(xs_or_length), None
@@ -195,10 +213,14 @@ def checkpointed_scan(
     if compress is not None and mode != "host":
         raise ValueError("compress= applies to mode='host' (the DISK level in host memory)")
     if mode == "host":
-        factory = schedule if callable(schedule) else _Once(schedule)
         if compress is not None:
             codecs.check(compress)
-            factory = _Compressing(factory, compress)
+        if memory is not None:
+            factory = _HostPlanned(memory, disk_memory, compress)
+        else:
+            factory = schedule if callable(schedule) else _Once(schedule)
+            if compress is not None:
+                factory = _Compressing(factory, compress)
         return _scan(fn, factory, length, init, xs, *consts)
     if memory is not None:
         return _memory_scan(fn, init, xs, tuple(consts), length, memory, disk_memory_kind, policy)
@@ -571,6 +593,53 @@ class _Once:
         return schedule
 
 
+class _HostPlanned:
+    """The schedule of ``mode="host"`` with ``memory=``: measured and planned
+    at a gradient's forward, where the carry is concrete, and cached
+    (:mod:`._host_plan`)."""
+
+    def __init__(self, memory, disk_memory, compress):
+        if isinstance(memory, float):
+            raise TypeError("memory= of mode='host' is bytes (an int or a string such as '400MiB'), not a fraction")
+        self.memory = _cp._native._parse_bytes("memory", memory)
+        self.disk_memory = None if disk_memory is None else _cp._native._parse_bytes("disk_memory", disk_memory)
+        self.compress = compress
+
+    def planned(self, fn, length, init, xs, consts):
+        """The :class:`._host_plan.HostPlan` for this loop: cached, or
+        measured on ``init``, the first row of ``xs`` and ``consts`` and
+        planned."""
+        background = background_on()
+        key = (
+            fn,
+            length,
+            self.memory,
+            self.disk_memory,
+            self.compress,
+            background,
+            _host_plan.signature((init, _compiled.first_row(xs), consts)),
+        )
+
+        def make():
+            measured = _host_plan.measure(
+                _jit(fn), _jitted[fn][1], init, _compiled.first_row(xs), consts, self.compress
+            )
+            return _host_plan.plan_for(length, measured, self.memory, self.disk_memory, background)
+
+        return _host_plan.cached(key, make)
+
+
+def clear_plan_cache() -> None:
+    """Forgets the plans of ``checkpointed_scan(mode="host", memory=...)``:
+    the next gradient measures its step and transfers and plans again
+    (after a change the shapes do not show: another load on the machine).
+
+    >>> from adjoint_checkpoints.jax import clear_plan_cache
+    >>> clear_plan_cache()
+    """
+    _host_plan.clear()
+
+
 class _Compressing:
     """A schedule factory carrying the codec for the DISK level (host mode)."""
 
@@ -653,7 +722,7 @@ class _Run:
     """One execution of a schedule: its storage and working data. Passed
     from the forward to the backward as an opaque residual."""
 
-    def __init__(self, fn, schedule, length, xs, consts, compress=None):
+    def __init__(self, fn, schedule, length, xs, consts, compress=None, planned=None):
         if schedule.max_n is None or schedule.max_n != length:
             raise ValueError(
                 f"checkpointed_scan needs an offline schedule for {length} steps, got max_n={schedule.max_n}"
@@ -671,14 +740,25 @@ class _Run:
         self.ys = []
         self.forward_steps = 0
         self.adjoint_steps = 0
-        self.peak = 0
+        self.peak = self.peak_device = 0
+        #: Cotangent carries held (1 in the backward).
+        self.cotangents = 0
         #: DISK carries whose copies to the host are in flight, and the
         #: carries of the one DISK snapshot put back on the devices ahead
         #: of its read (:mod:`._host_disk`).
         self.unsettled, self.prefetched = [], []
         self.disk_reads = self.prefetched_reads = 0
+        #: The plan of ``memory=`` (:class:`._host_plan.HostPlan`), if any:
+        #: its measured times pace the reads ahead.
+        self.planned = planned
+        #: Whether DISK carries are copied to the host in the background
+        #: (else each save waits for its copy: ADJOINT_CHECKPOINTS_BACKGROUND=0).
+        self.background = background_on() and (planned is None or planned.background)
+        pace = None if planned is None else planned.pace()
         self.actions = (
-            ReadAhead(schedule, window=self._announce, through_end_forward=False) if prefetch_on() else iter(schedule)
+            ReadAhead(schedule, window=self._announce, through_end_forward=False, pace=pace)
+            if prefetch_on()
+            else iter(schedule)
         )
 
     def _held(self):
@@ -689,6 +769,19 @@ class _Run:
         )
         ahead = sum(c.fetched is not None for c in self.prefetched)
         return stored + len(self.deps) + 1 + ahead
+
+    def _on_devices(self):
+        """Carries on the devices now: the ``RAM`` level's, the WORK data,
+        the live carry, the cotangent in the backward, the ``DISK`` carries
+        whose copies to the host are in flight, and one put back ahead of
+        its read."""
+        ram = sum((d.get("ics") is not None) + len(d.get("deps", {})) for d in self.storage[self.S.RAM].values())
+        ahead = sum(c.fetched is not None for c in self.prefetched)
+        return ram + len(self.deps) + 1 + self.cotangents + len(self.unsettled) + ahead
+
+    def _count(self):
+        self.peak = max(self.peak, self._held())
+        self.peak_device = max(self.peak_device, self._on_devices())
 
     def _put(self, level, n, key, value):
         if level == self.S.DISK:
@@ -704,7 +797,10 @@ class _Run:
         whole), compressed with ``compress=``, with its shardings; its copy
         to the host in flight until :meth:`_settle`."""
         held = HostCarry(carry, self.compress)
-        self.unsettled.append(held)
+        if self.background:
+            self.unsettled.append(held)
+        else:
+            held.settle()
         return held
 
     def _settle(self):
@@ -789,11 +885,11 @@ class _Run:
                 self._transfer(a, keep=isinstance(a, _cp.Copy))
             elif isinstance(a, _cp.EndForward):
                 self._settle()  # no DISK carry stays on the devices
-                self.peak = max(self.peak, self._held())
+                self._count()
                 return self.live, _stack(self.ys)
             else:
                 raise RuntimeError(f"unexpected action before EndForward: {a!r}")
-            self.peak = max(self.peak, self._held())
+            self._count()
         raise RuntimeError("the schedule ended before EndForward")
 
     def backward(self, ct_carry, ct_ys):
@@ -801,6 +897,7 @@ class _Run:
         ct_xs = [None] * self.length
         ct_consts = [jnp.zeros_like(k) for k in self.consts]
         self.ys = []
+        self.cotangents = 1
         for a in self.actions:
             if isinstance(a, _cp.Reverse):
                 for i in range(a.n1 - 1, a.n0 - 1, -1):
@@ -816,16 +913,28 @@ class _Run:
                 self._transfer(a, keep=isinstance(a, _cp.Copy))
             elif isinstance(a, _cp.EndReverse):
                 break
-            self.peak = max(self.peak, self._held())
+            self._count()
         last_stats.clear()
         last_stats.update(
             mode="host",
             forward_steps=self.forward_steps,
             adjoint_steps=self.adjoint_steps,
             peak_carries=self.peak,
+            peak_device_carries=self.peak_device,
             disk_reads=self.disk_reads,
             prefetched_reads=self.prefetched_reads,
         )
+        if self.planned is not None:
+            plan = self.planned.plan
+            last_stats.update(
+                plan=plan.name,
+                background=self.background,
+                predicted_seconds=plan.predicted_seconds,
+                snapshots=dict(plan.snapshots),
+                memory=self.planned.memory,
+                disk_memory=self.planned.disk_memory,
+                measured=dataclasses.asdict(self.planned.measured),
+            )
         return ct_carry, (None if self.xs is None else _stack(ct_xs)), ct_consts
 
 
@@ -833,7 +942,12 @@ jax.tree_util.register_pytree_node(_Run, lambda run: ((), run), lambda run, _: r
 
 
 def _scan_fwd(fn, factory, length, init, xs, *consts):
-    run = _Run(fn, factory(length), length, xs, consts, getattr(factory, "compress", None))
+    compress = getattr(factory, "compress", None)
+    if isinstance(factory, _HostPlanned):
+        planned = factory.planned(fn, length, init, xs, consts)
+        run = _Run(fn, planned.plan.schedule(), length, xs, consts, compress, planned)
+    else:
+        run = _Run(fn, factory(length), length, xs, consts, compress)
     return run.forward(init), run
 
 

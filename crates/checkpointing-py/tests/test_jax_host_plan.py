@@ -1,0 +1,169 @@
+"""checkpointed_scan(mode="host", memory=..., disk_memory=...): the
+schedule planned from the loop's measured step, VJP and DISK transfers.
+Gradients equal lax.scan's, the device memory stays within memory= (the
+run's own count of carries on the devices), the measurements are made once
+per loop and shapes and are what the plan follows, and misuse is refused
+with a clear error."""
+
+import pytest
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+
+import adjoint_checkpoints  # noqa: E402
+from adjoint_checkpoints._prefetch import BACKGROUND_ENV  # noqa: E402
+from adjoint_checkpoints.jax import _host_plan, checkpointed_scan, clear_plan_cache, last_stats  # noqa: E402
+
+STEPS = 60
+CELLS = 4096
+CARRY = CELLS * 8
+
+
+def step(c, x):
+    return jnp.sin(c) * 0.9 + x * jnp.cos(c), jnp.sum(c**2)
+
+
+XS = jnp.linspace(0.0, 1.0, STEPS)
+
+
+def loss(c0, **kw):
+    c, ys = checkpointed_scan(step, c0, XS, mode="host", **kw)
+    return jnp.sum(c**3) + jnp.sum(jnp.sin(ys))
+
+
+def reference(c0):
+    c, ys = jax.lax.scan(step, c0, XS)
+    return jnp.sum(c**3) + jnp.sum(jnp.sin(ys))
+
+
+C0 = jnp.linspace(-1.0, 1.0, CELLS)
+
+
+@pytest.fixture(autouse=True)
+def fresh_plans():
+    clear_plan_cache()
+    yield
+    clear_plan_cache()
+
+
+BUDGETS = {
+    "ram alone": dict(memory=8 * CARRY),
+    "ram and disk": dict(memory=8 * CARRY, disk_memory=STEPS * CARRY),
+    "tight ram, disk": dict(memory=6 * CARRY, disk_memory="1MiB"),
+    "compressed disk": dict(memory=6 * CARRY, disk_memory=4 * CARRY, compress="zfp:rel=1e-13"),
+}
+
+
+@pytest.mark.parametrize("name", list(BUDGETS))
+def test_gradient_of_lax_scan_within_the_device_memory(name):
+    kw = BUDGETS[name]
+    g = jax.grad(loss)(C0, **kw)
+    want = jax.grad(reference)(C0)
+    tol = 1e-9 if "compress" in kw else 1e-12
+    assert jnp.allclose(g, want, rtol=tol, atol=tol), float(jnp.abs(g - want).max())
+    assert last_stats["adjoint_steps"] == STEPS
+    assert last_stats["peak_device_carries"] * CARRY <= kw["memory"], last_stats
+    assert last_stats["memory"] == kw["memory"]
+    assert last_stats["predicted_seconds"] > 0
+    measured = last_stats["measured"]
+    assert measured["carry_bytes"] == CARRY and measured["forward_seconds"] > 0
+    if "disk_memory" not in kw:
+        assert "DISK" not in last_stats["snapshots"] and last_stats["disk_reads"] == 0
+
+
+def test_the_disk_level_is_used_when_it_saves_recomputation():
+    """With memory for 6 carries and room on the host for every step, the
+    host copies (microseconds here) beat recomputing steps: the plan keeps
+    carries on the DISK level and runs fewer forward steps than RAM alone
+    can, reading them back ahead."""
+    jax.grad(loss)(C0, memory=6 * CARRY)
+    alone = dict(last_stats)
+    jax.grad(loss)(C0, memory=6 * CARRY, disk_memory=STEPS * CARRY)
+    assert last_stats["disk_reads"] > 0 and last_stats["prefetched_reads"] > 0
+    assert last_stats["forward_steps"] < alone["forward_steps"], (last_stats, alone)
+
+
+def test_measured_once_per_loop_and_shapes(monkeypatch):
+    calls = []
+    measure = _host_plan.measure
+
+    def counted(*args, **kw):
+        calls.append(1)
+        return measure(*args, **kw)
+
+    monkeypatch.setattr(_host_plan, "measure", counted)
+    kw = dict(memory=8 * CARRY, disk_memory=STEPS * CARRY)
+    first = jax.grad(loss)(C0, **kw)
+    second = jax.grad(loss)(C0, **kw)
+    assert len(calls) == 1
+    assert jnp.array_equal(first, second)  # a fresh copy of the cached schedule
+    jax.grad(loss)(jnp.linspace(-1.0, 1.0, CELLS // 2), **kw)  # another shape: measured again
+    assert len(calls) == 2
+    jax.grad(loss)(C0, memory=7 * CARRY, disk_memory=STEPS * CARRY)  # another budget
+    assert len(calls) == 3
+    clear_plan_cache()
+    jax.grad(loss)(C0, **kw)
+    assert len(calls) == 4
+
+
+def _fixed(read_seconds):
+    """A measurement with the given read time (steps of 1 ms)."""
+
+    def measure(*args, **kw):
+        return _host_plan.HostMeasurement(1e-3, 2e-3, 1e-4, 1e-5, read_seconds, CARRY, CARRY)
+
+    return measure
+
+
+def test_the_plan_follows_the_measured_times(monkeypatch):
+    """A read that costs a hundred steps is not worth making: the plan keeps
+    off the DISK level; one of a tenth of a step is, and the run paces its
+    reads by the measured times."""
+    kw = dict(memory=6 * CARRY, disk_memory=STEPS * CARRY)
+    monkeypatch.setattr(_host_plan, "measure", _fixed(0.1))
+    jax.grad(loss)(C0, **kw)
+    assert last_stats["disk_reads"] == 0 and last_stats["measured"]["read_seconds"] == 0.1
+    clear_plan_cache()
+    monkeypatch.setattr(_host_plan, "measure", _fixed(1e-4))
+    g = jax.grad(loss)(C0, **kw)
+    assert last_stats["disk_reads"] > 0
+    assert jnp.allclose(g, jax.grad(reference)(C0), rtol=1e-12, atol=1e-12)
+
+
+def test_blocking_saves_give_the_same_gradient(monkeypatch):
+    """ADJOINT_CHECKPOINTS_BACKGROUND=0: each DISK save waits for its copy
+    to the host (none in flight), planned for a blocking level; the
+    gradient is the same, bit for bit."""
+    kw = dict(memory=6 * CARRY, disk_memory=STEPS * CARRY)
+    monkeypatch.setattr(_host_plan, "measure", _fixed(1e-4))
+    background = jax.grad(loss)(C0, **kw)
+    monkeypatch.setenv(BACKGROUND_ENV, "0")
+    blocking = jax.grad(loss)(C0, **kw)
+    assert last_stats["disk_reads"] > 0
+    assert jnp.array_equal(background, blocking)
+
+
+def test_measure_times_what_the_run_does():
+    from adjoint_checkpoints.jax import _jit, _jitted
+
+    fn = lambda c, x: (jnp.sin(c), None)  # noqa: E731
+    m = _host_plan.measure(_jit(fn), _jitted[fn][1], jnp.ones(2000), None, (), compress="zfp:rel=1e-6")
+    assert m.carry_bytes == 16000 and 0 < m.stored_bytes < 16000
+    assert 0 < m.issue_seconds <= m.write_seconds and m.read_seconds > 0 and m.adjoint_seconds > 0
+
+
+def test_misuse_is_refused():
+    with pytest.raises(TypeError, match="not a fraction"):
+        jax.grad(loss)(C0, memory=0.5)
+    with pytest.raises(ValueError, match="disk_memory= is the DISK level"):
+        checkpointed_scan(step, C0, XS, mode="host", schedule=lambda n: adjoint_checkpoints.Revolve(n, 3), disk_memory=10)
+    with pytest.raises(ValueError, match="disk_memory= is the DISK level"):
+        checkpointed_scan(step, C0, XS, memory=10**6, disk_memory=10**6)
+    with pytest.raises(ValueError, match="policy= shapes"):
+        checkpointed_scan(step, C0, XS, mode="host", memory=10**6, policy=jax.checkpoint_policies.dots_saveable)
+    with pytest.raises(adjoint_checkpoints.PlanError, match="memory=65536.*nothing fits.*cotangent carry"):
+        jax.grad(loss)(C0, memory=2 * CARRY)
+    with pytest.raises(ValueError, match="disk_memory"):
+        jax.grad(loss)(C0, memory=8 * CARRY, disk_memory="lots")
