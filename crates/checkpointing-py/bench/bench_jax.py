@@ -87,13 +87,42 @@ are ``forward_steps + adjoint_steps`` of ``last_stats`` (a VJP from a carry
 evaluates the step once; a tape was evaluated when it was recorded); the
 ratios are against the Revolve row.
 
-Run: python bench/bench_jax.py [--quick] [--json] [--online-only | --compile-only | --enzyme-only | --residuals-only]
+Sixth part, a DISK level off the critical path (``--overlap-only``, issue
+42's overlap table for ``checkpointed_scan(mode="host")``): the nonlinear
+diffusion above with a heavier step, ``OVERLAP`` (cells, steps, sub-steps a
+step; as the Rust overlap bench's heat step), ``jax.config`` set to one
+intra-op thread by the caller (``taskset``). Store-all
+(``lax.scan(jax.checkpoint(step))``, jitted: every carry kept, each step's
+VJP recomputing its sub-steps, as in every row), then at 1/10 and 1/50 of its carries' memory (``memory=`` the
+device memory for carries, ``disk_memory=`` room for every step's carry in
+host memory): compiled Revolve with the snapshots that memory holds
+beside the live carry and its cotangent (RAM alone, jitted), host mode
+planned for RAM alone, and host mode planned with
+its DISK level: blocking (``ADJOINT_CHECKPOINTS_BACKGROUND=0``, planned
+for a blocking level, reads at the action), copies to the host in the
+background with reads at the action (``ADJOINT_CHECKPOINTS_PREFETCH=0``),
+and both in the background with reads ahead (the default, the planner's
+pick, which runs the level blocking where its plan is predicted faster:
+the staged carries left out). Host mode is eager (value and gradient not jitted). Every row runs with
+glibc's allocator set to reuse the pages it has (:data:`OVERLAP_MALLOC`). Columns: the
+time of a value-and-gradient (best of ``OVERLAP_REPEATS`` after a call
+that measures, plans and compiles), against store-all's; the plan's predicted
+time; carries on the device at most (``peak_device_carries``; compiled:
+XLA's temporaries); peak RSS above the start of a timed call (pages the
+warm-up call kept are not counted, as the allocator does not trim); the plan; step evaluations;
+DISK reads (made ahead). On a CPU the host level is the same RAM, so these
+rows measure what the host driver and its copies cost, not a saving of
+memory; on a GPU the DISK level leaves the device.
+
+Run: python bench/bench_jax.py [--quick] [--json] [--online-only | --compile-only | --enzyme-only | --residuals-only | --overlap-only]
 """
 
 import functools
 import gc
 import json
 import math
+import os
+import re
 import subprocess
 import sys
 import time
@@ -129,14 +158,14 @@ NAMES = [
 REFERENCE = "nested jax.checkpoint"
 
 
-def _timed(grad, *args):
-    """``grad(*args)`` run REPEATS times: wall and CPU seconds of each run,
+def _timed(grad, *args, repeats=REPEATS):
+    """``grad(*args)`` run ``repeats`` times: wall and CPU seconds of each run,
     the peak RSS above the start of a run (MiB, the largest), and the last
     result."""
     import jax
 
     seconds, cpu, peak_mib, result = [], [], 0.0, None
-    for _ in range(REPEATS):
+    for _ in range(repeats):
         gc.collect()
         base = status_kib("VmRSS")
         reset_peak()
@@ -148,7 +177,7 @@ def _timed(grad, *args):
     return seconds, cpu, peak_mib, result
 
 
-def _measured(grad, u0, kappa, compiled_mib, **extra):
+def _measured(grad, u0, kappa, compiled_mib, repeats=REPEATS, **extra):
     """A row: ``grad(u0, kappa)`` (a value and the gradients with respect
     to both) compiled by a first call, then timed (:func:`_timed`): its
     least wall and CPU seconds, ``compiled_mib``, its peak RSS, the value
@@ -158,7 +187,7 @@ def _measured(grad, u0, kappa, compiled_mib, **extra):
     import jax.numpy as jnp
 
     jax.block_until_ready(grad(u0, kappa))
-    seconds, cpu, peak_mib, (value, (g0, gk)) = _timed(grad, u0, kappa)
+    seconds, cpu, peak_mib, (value, (g0, gk)) = _timed(grad, u0, kappa, repeats=repeats)
     return {
         "seconds": min(seconds),
         "cpu_seconds": min(cpu),
@@ -233,19 +262,24 @@ def variant(name, cells, steps, snapshots):
     return _measured(grad, x0, kappa, compiled_mib)
 
 
-def _in_subprocesses(flag, names, *args, executable=None):
+def _in_subprocesses(flag, names, *args, executable=None, env=None):
     """Each variant of ``names`` run as ``this script flag name args...`` in
-    a fresh process (of ``executable``, default this interpreter): its JSON
-    result line, or ``{"error": ...}``."""
+    a fresh process (of ``executable``, default this interpreter; with
+    ``env`` added to this process's environment): its JSON result line, or
+    ``{"error": ...}``."""
     results = {}
     for name in names:
         out = subprocess.run(
             [executable or sys.executable, __file__, flag, name, *map(str, args)],
             capture_output=True,
             text=True,
+            env=None if env is None else {**os.environ, **env},
         )
         if out.returncode != 0:
-            results[name] = {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "failed"}
+            lines = out.stderr.strip().splitlines() or ["failed"]
+            # The exception's own line, not a note printed after it.
+            error = re.compile(r"^[A-Za-z_][\w.]*: ")
+            results[name] = {"error": next((line for line in reversed(lines) if error.match(line)), lines[-1])}
             continue
         results[name] = json.loads(out.stdout.strip().splitlines()[-1])
     return results
@@ -710,6 +744,149 @@ def residuals_table(width, hidden, steps, snapshots, results):
     return "\n".join(lines)
 
 
+OVERLAP = (500_000, 200, 10)
+"""(cells, steps, sub-steps a step) of the overlap rows."""
+OVERLAP_QUICK = (50_000, 200, 4)
+OVERLAP_FRACTIONS = (10, 50)
+#: glibc's allocator for the overlap rows: one arena, no mappings of their
+#: own, no trimming, so that the buffers XLA allocates on every call reuse
+#: pages the process has touched. With glibc's defaults, host mode's step
+#: VJP (a call of its own, 92 MB of temporaries at the full size) took
+#: 66 ms, half of it faulting fresh pages in (23,438 minor faults a call on
+#: this VM), against 25 ms with these settings; the compiled rows allocate
+#: once per gradient.
+OVERLAP_MALLOC = {
+    "GLIBC_TUNABLES": "glibc.malloc.arena_max=1:glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=1099511627776"
+}
+#: Timed calls per overlap row (after one that plans and compiles): RAM
+#: alone at 1/50 runs about n^2/2 steps.
+OVERLAP_REPEATS = 3
+OVERLAP_STORE_ALL = "store-all: lax.scan(jax.checkpoint(step))"
+OVERLAP_NAMES = [
+    "RAM alone: compiled Revolve",
+    "RAM alone: host, planned",
+    "host DISK level, blocking",
+    "host DISK level, background copies",
+    "host DISK level, background + read ahead (the pick)",
+]
+OVERLAP_SWITCHES = {
+    "host DISK level, blocking": {"ADJOINT_CHECKPOINTS_BACKGROUND": "0", "ADJOINT_CHECKPOINTS_PREFETCH": "0"},
+    "host DISK level, background copies": {"ADJOINT_CHECKPOINTS_PREFETCH": "0"},
+}
+
+
+def overlap_variant(name, cells, steps, substeps, fraction):
+    """One row of the overlap table: ``name`` at 1/``fraction`` of
+    store-all's carries (``fraction`` 1 for store-all)."""
+    import jax
+    import jax.numpy as jnp
+
+    import adjoint_checkpoints
+    from adjoint_checkpoints.jax import checkpointed_scan, last_stats
+
+    os.environ.update(OVERLAP_SWITCHES.get(name, {}))
+    x0, kappa, inner = _diffusion(cells)
+
+    def step(carry, _):
+        return jax.lax.fori_loop(0, substeps, lambda _, c: inner(c, None)[0], carry), None
+
+    carry_bytes = cells * 8 + 8
+    memory = steps * carry_bytes // fraction
+    disk_memory = steps * carry_bytes
+    # The live carry and its cotangent beside the snapshots.
+    snapshots = max(1, memory // carry_bytes - 2)
+
+    def scan(c):
+        if name == OVERLAP_STORE_ALL:
+            # Every carry kept, each step's VJP recomputing its sub-steps, as
+            # every other row does (lax.scan of the step itself would keep
+            # every sub-step's residuals: 16 GB at the full size).
+            return jax.lax.scan(jax.checkpoint(step), c, None, length=steps)[0]
+        if name == "RAM alone: compiled Revolve":
+            return checkpointed_scan(step, c, steps, schedule=lambda n: adjoint_checkpoints.Revolve(n, snapshots))[0]
+        budgets = dict(memory=memory) if name.startswith("RAM alone") else dict(memory=memory, disk_memory=disk_memory)
+        return checkpointed_scan(step, c, steps, mode="host", **budgets)[0]
+
+    def loss(u0, k):
+        return jnp.sum(scan((u0, k))[0] ** 2)
+
+    grad = jax.value_and_grad(loss, argnums=(0, 1))
+    compiled_mib = None
+    if name == OVERLAP_STORE_ALL or name.startswith("RAM alone: compiled"):
+        grad = jax.jit(grad)
+        compiled_mib = grad.lower(x0, kappa).compile().memory_analysis().temp_size_in_bytes / 2**20
+    row = _measured(grad, x0, kappa, compiled_mib, repeats=OVERLAP_REPEATS)
+    host = last_stats.get("mode") == "host"
+    row.update(
+        device_mib=last_stats["peak_device_carries"] * carry_bytes / 2**20 if host else compiled_mib,
+        predicted=last_stats.get("predicted_seconds"),
+        plan=_overlap_plan(name, last_stats),
+        evaluations=None if name == OVERLAP_STORE_ALL else last_stats["forward_steps"] + last_stats["adjoint_steps"],
+        disk_reads=last_stats.get("disk_reads"),
+        prefetched_reads=last_stats.get("prefetched_reads"),
+        measured=last_stats.get("measured"),
+    )
+    return row
+
+
+def _overlap_plan(name, stats):
+    """The plan column: store-all, the compiled plan's taped steps, or the
+    host plan's name and whether its DISK level works in the background."""
+    if name == OVERLAP_STORE_ALL:
+        return "store-all"
+    if stats.get("mode") != "host":
+        return f"revolve, {stats['slots'][0]} snapshots"
+    if not stats["snapshots"].get("DISK"):
+        return f"{stats['plan']}, RAM alone"
+    return f"{stats['plan']}, " + ("background" if stats["background"] else "blocking")
+
+
+def run_overlap(cells, steps, substeps):
+    results = {}
+    for name, fraction in [(OVERLAP_STORE_ALL, 1)] + [(n, f) for f in OVERLAP_FRACTIONS for n in OVERLAP_NAMES]:
+        row = _in_subprocesses("--overlap-variant", [name], cells, steps, substeps, fraction, env=OVERLAP_MALLOC)[name]
+        results[(name, fraction)] = row
+        took = row["error"] if "error" in row else f"{row['seconds']:.3f} s"
+        print(f"[{len(results)}/{1 + len(OVERLAP_FRACTIONS) * len(OVERLAP_NAMES)}] 1/{fraction} {name}: {took}", file=sys.stderr, flush=True)
+    _assert_same_gradients({f"{n} 1/{f}": r for (n, f), r in results.items()}, results[(OVERLAP_STORE_ALL, 1)])
+    return results
+
+
+def overlap_table(cells, steps, substeps, results):
+    base = results[(OVERLAP_STORE_ALL, 1)]
+    device = base.get("device", "?")
+    measured = next((r["measured"] for r in results.values() if r.get("measured")), None)
+    lines = [
+        f"{cells} cells ({(cells * 8 + 8) / 2**20:.2f} MiB a carry), {steps} steps of {substeps} sub-steps, "
+        f"float64, {device}, best of {OVERLAP_REPEATS}",
+    ]
+    if measured:
+        lines.append(
+            f"measured by the first plan: forward {measured['forward_seconds'] * 1e3:.2f} ms, adjoint "
+            f"{measured['adjoint_seconds'] * 1e3:.2f} ms a step; a save to the host {measured['write_seconds'] * 1e3:.2f} ms "
+            f"({measured['issue_seconds'] * 1e3:.3f} ms of it the caller's), a read back {measured['read_seconds'] * 1e3:.2f} ms"
+        )
+    lines += [
+        "",
+        "| memory | variant | plan | time s | / store-all | predicted s | device MiB | peak RSS MiB | step evaluations | DISK reads (ahead) |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for (name, fraction), r in results.items():
+        memory = "all" if fraction == 1 else f"1/{fraction}"
+        if "error" in r:
+            lines.append(f"| {memory} | {name} | failed: {r['error']} | | | | | | | |")
+            continue
+        predicted = "" if r["predicted"] is None else f"{r['predicted']:.3f}"
+        device_mib = "" if r["device_mib"] is None else f"{r['device_mib']:.1f}"
+        evaluations = "" if r["evaluations"] is None else str(r["evaluations"])
+        reads = "" if r["disk_reads"] is None else f"{r['disk_reads']} ({r['prefetched_reads']})"
+        lines.append(
+            f"| {memory} | {name} | {r['plan']} | {r['seconds']:.3f} | {r['seconds'] / base['seconds']:.2f} "
+            f"| {predicted} | {device_mib} | {r['peak_mib']:.0f} | {evaluations} | {reads} |"
+        )
+    return "\n".join(lines)
+
+
 COMPILE = [(10**4, 20), (10**5, 20), (10**6, 30)]
 COMPILE_QUICK = [(10**3, 20), (10**4, 20)]
 COMPILE_NAMES = ["lax.scan(jax.checkpoint(step))", "checkpointed_scan Revolve", "checkpointed_scan Revolve, records"]
@@ -808,6 +985,13 @@ def compile_table(rows):
 
 
 def main():
+    if "--overlap-only" in sys.argv:
+        case = OVERLAP_QUICK if "--quick" in sys.argv else OVERLAP
+        results = run_overlap(*case)
+        print(overlap_table(*case, results), flush=True)
+        if "--json" in sys.argv:
+            print(json.dumps({"case": case, "results": [[n, f, r] for (n, f), r in results.items()]}))
+        return
     if "--residuals-only" in sys.argv:
         case = RESIDUALS_QUICK if "--quick" in sys.argv else RESIDUALS
         results = run_residuals(*case)
@@ -857,6 +1041,10 @@ if __name__ == "__main__":
         i = sys.argv.index("--enzyme-variant")
         name, cells, steps, snapshots = sys.argv[i + 1], *map(int, sys.argv[i + 2 : i + 5])
         print(json.dumps(enzyme_variant(name, cells, steps, snapshots)))
+    elif "--overlap-variant" in sys.argv:
+        i = sys.argv.index("--overlap-variant")
+        name, args = sys.argv[i + 1], map(int, sys.argv[i + 2 : i + 6])
+        print(json.dumps(overlap_variant(name, *args)))
     elif "--residuals-variant" in sys.argv:
         i = sys.argv.index("--residuals-variant")
         name, args = sys.argv[i + 1], map(int, sys.argv[i + 2 : i + 7])
