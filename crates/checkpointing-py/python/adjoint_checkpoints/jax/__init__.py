@@ -610,6 +610,7 @@ class _HostPlanned:
         measured on ``init``, the first row of ``xs`` and ``consts`` and
         planned."""
         background = background_on()
+        x0 = _compiled.first_row(xs)
         key = (
             fn,
             length,
@@ -617,13 +618,11 @@ class _HostPlanned:
             self.disk_memory,
             self.compress,
             background,
-            _host_plan.signature((init, _compiled.first_row(xs), consts)),
+            _host_plan.signature((init, x0, consts)),
         )
 
         def make():
-            measured = _host_plan.measure(
-                _jit(fn), _jitted[fn][1], init, _compiled.first_row(xs), consts, self.compress
-            )
+            measured = _host_plan.measure(_jit(fn), _jitted[fn][1], init, x0, consts, self.compress)
             return _host_plan.plan_for(length, measured, self.memory, self.disk_memory, background)
 
         return _host_plan.cached(key, make)

@@ -35,9 +35,7 @@ show: another machine load, another step function of the same shapes).
 
 from __future__ import annotations
 
-import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import jax
@@ -45,6 +43,7 @@ import jax.numpy as jnp
 
 import adjoint_checkpoints as _cp
 
+from .._lru import LRU
 from .._prefetch import Pace
 from ._host_disk import HostCarry
 from ._residuals import tree_nbytes
@@ -90,31 +89,33 @@ def measure(step, vjp_step, carry, x, consts, compress=None, rounds=ROUNDS):
     """
     from . import _jax_valued
 
+    # Cotangents shaped as the step's outputs, made once (the first call
+    # also compiles the step).
+    out, y = step(carry, x, *consts)
+    ct_carry = jax.tree_util.tree_map(jnp.ones_like, out)
+    ct_y = _jax_valued(jax.tree_util.tree_map(jnp.zeros_like, y))
+    jax.block_until_ready((ct_carry, ct_y))
     forward, adjoint, issue, write, read = [], [], [], [], []
-    stored = 0
     for r in range(max(1, rounds) + 1):
         t0 = time.perf_counter()
-        out, y = jax.block_until_ready(step(carry, x, *consts))
+        jax.block_until_ready(step(carry, x, *consts))
         t1 = time.perf_counter()
-        ct_carry = jax.tree_util.tree_map(jnp.ones_like, out)
-        ct_y = _jax_valued(jax.tree_util.tree_map(jnp.zeros_like, y))
-        jax.block_until_ready((ct_carry, ct_y))
-        t2 = time.perf_counter()
         jax.block_until_ready(vjp_step(carry, x, consts, ct_carry, ct_y))
-        t3 = time.perf_counter()
+        t2 = time.perf_counter()
         held = HostCarry(carry, compress)
-        t4 = time.perf_counter()
+        t3 = time.perf_counter()
         held.settle()
-        t5 = time.perf_counter()
+        t4 = time.perf_counter()
         jax.block_until_ready(held.unpack())
-        t6 = time.perf_counter()
-        stored = sum(getattr(leaf, "nbytes", len(leaf) if isinstance(leaf, bytes) else 0) for leaf in held.leaves)
+        t5 = time.perf_counter()
         if r:  # the first round compiles
             forward.append(t1 - t0)
-            adjoint.append(t3 - t2)
-            issue.append(t4 - t3)
-            write.append(t5 - t3)
-            read.append(t6 - t5)
+            adjoint.append(t2 - t1)
+            issue.append(t3 - t2)
+            write.append(t4 - t2)
+            read.append(t5 - t4)
+    # A settled carry's leaves: compressed bytes, or NumPy arrays.
+    stored = sum(len(leaf) if isinstance(leaf, bytes) else leaf.nbytes for leaf in held.leaves)
     return HostMeasurement(
         forward_seconds=min(forward),
         adjoint_seconds=min(adjoint),
@@ -213,23 +214,16 @@ def plan_for(length, measured, memory, disk_memory, background=True):
     return HostPlan(lanes, measured, memory, disk_memory, True)
 
 
-_plans = OrderedDict()
-_lock = threading.Lock()
+_plans = LRU(MAX_PLANS)
 
 
 def cached(key, make):
     """The :class:`HostPlan` of ``key``, made by ``make()`` on a miss."""
-    with _lock:
-        hit = _plans.get(key)
-        if hit is not None:
-            _plans.move_to_end(key)
-            return hit
-    made = make()
-    with _lock:
-        _plans[key] = made
-        while len(_plans) > MAX_PLANS:
-            _plans.popitem(last=False)
-    return made
+    hit = _plans.get(key)
+    if hit is None:
+        hit = make()
+        _plans.put(key, hit)
+    return hit
 
 
 def clear():
@@ -237,8 +231,7 @@ def clear():
 
     >>> clear()
     """
-    with _lock:
-        _plans.clear()
+    _plans.clear()
 
 
 def signature(tree):

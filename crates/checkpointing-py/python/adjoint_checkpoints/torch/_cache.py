@@ -28,61 +28,17 @@ both: the next call measures and plans again.
 """
 
 import math
-import threading
 import types
 import weakref
-from collections import OrderedDict
 from functools import partial
 
 import torch
 
-#: Entries each cache keeps (least recently used out first).
-MAX_ENTRIES = 32
+from adjoint_checkpoints._lru import LRU, MAX_ENTRIES
 
 
-class LRU:
-    """A bounded mapping, least recently used out first; thread-safe."""
-
-    def __init__(self, max_entries=MAX_ENTRIES):
-        self.max_entries = max_entries
-        self._data = OrderedDict()
-        self._lock = threading.Lock()
-        self.hits = self.misses = 0
-
-    def get(self, key):
-        """The entry of ``key`` (now the most recent), or ``None``."""
-        with self._lock:
-            try:
-                value = self._data[key]
-            except KeyError:
-                self.misses += 1
-                return None
-            self._data.move_to_end(key)
-            self.hits += 1
-            return value
-
-    def put(self, key, value):
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.max_entries:
-                self._data.popitem(last=False)
-
-    def clear(self):
-        with self._lock:
-            self._data.clear()
-            self.hits = self.misses = 0
-
-    def __len__(self):
-        return len(self._data)
-
-    def items(self):
-        with self._lock:
-            return list(self._data.items())
-
-
-PROFILES = LRU()
-PLANS = LRU()
+PROFILES = LRU(MAX_ENTRIES)
+PLANS = LRU(MAX_ENTRIES)
 
 
 def clear():
