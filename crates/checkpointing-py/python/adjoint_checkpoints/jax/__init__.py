@@ -67,7 +67,7 @@ import adjoint_checkpoints as _cp
 
 from .. import codecs
 from .._prefetch import ReadAhead, background_on, prefetch_on, reads_from_disk, writes_to_disk
-from . import _compiled, _host_plan, _online, _online_taped, _program, _residuals, _revolve
+from . import _compiled, _host_plan, _online, _online_taped, _program, _residuals, _revolve, _same_step
 from ._host_disk import HostCarry
 
 __all__ = ["checkpointed_scan", "checkpointed_while_loop", "clear_plan_cache", "last_stats"]
@@ -213,6 +213,9 @@ def checkpointed_scan(
     if compress is not None and mode != "host":
         raise ValueError("compress= applies to mode='host' (the DISK level in host memory)")
     if mode == "host":
+        # A step made afresh by each call of the loss shares the first such
+        # step's compiled code and plan (:mod:`._same_step`).
+        fn = _same_step.canonical(fn, (init, x0, *consts))
         if compress is not None:
             codecs.check(compress)
         if memory is not None:
@@ -691,8 +694,9 @@ _COMPILED_KEPT = 64
 def _jit(fn):
     """The jitted step and VJP of a converted step function. A step defined
     once is converted to the same function on every call (JAX caches the
-    conversion), so its compiled code is reused; a step closure created anew
-    for every call is compiled anew. At most 64 are kept."""
+    conversion), and a step closure created anew for every call is mapped to
+    the first one of the same structure (:func:`._same_step.canonical`), so
+    its compiled code is reused. At most 64 are kept."""
     if fn not in _jitted:
         if len(_jitted) >= _COMPILED_KEPT:
             _jitted.pop(next(iter(_jitted)))
