@@ -5,7 +5,9 @@
 # lax.scan, nested jax.checkpoint and JAX's offload policy; what a compiled
 # loop's control flow costs there, gpu_jax_loops.py), and the PyTorch
 # bridge's CUDA tests and bench (scripts/gpu-torch.sh).
-# Each part's time limit, in seconds: PART_TIMEOUT (default 600).
+# Each part's time limit, in seconds: PART_TIMEOUT_<part> (dashes as
+# underscores, e.g. PART_TIMEOUT_rust_tests; the bench of
+# the jax part is named jax), else PART_TIMEOUT (default 600).
 #
 #   scripts/gpu-bench.sh
 #
@@ -16,7 +18,9 @@
 # The Python parts need the package importable (maturin develop, or
 # PYTHONPATH=crates/checkpointing-py/python with its extension built) and
 # JAX with CUDA, PyTorch with CUDA. Logs go to ${OUT:-.}/gpu-*.log.
-# PARTS (default "rust-tests rust-bench jax torch") picks what runs.
+# PARTS (default "rust-tests rust-bench jax torch") picks what runs, in
+# that order; "jax" is "jax-tests jax-bench jax-loops". JAX_BENCH_ARGS go to
+# gpu_jax.py (e.g. "--work heavy"); PROBLEMS and ROUNDS to the torch bench.
 set -uo pipefail
 out=${OUT:-.}
 python=${PYTHON:-python3}
@@ -35,15 +39,21 @@ done
 part() { # name, command...: runs it, logs it, remembers a failure
   local name=$1
   shift
-  echo "== $name: $*"
+  local limit_var="PART_TIMEOUT_${name//-/_}"
+  local limit=${!limit_var:-${PART_TIMEOUT:-600}}
+  echo "== $name (at most $limit s): $*"
   local start=$SECONDS
-  timeout "${PART_TIMEOUT:-600}" "$@" 2>&1 | tee "$out/gpu-$name.log"
+  timeout "$limit" "$@" 2>&1 | tee "$out/gpu-$name.log"
   local rc=${PIPESTATUS[0]}
   echo "== $name: exit $rc after $((SECONDS - start)) s"
   [ "$rc" = 0 ] || status=1
 }
 
+parts=""
 for p in ${PARTS:-rust-tests rust-bench jax torch}; do
+  if [ "$p" = jax ]; then parts+=" jax-tests jax-bench jax-loops"; else parts+=" $p"; fi
+done
+for p in $parts; do
   case $p in
     rust-tests)
       if [ -n "${GPU_TEST_BIN:-}" ]; then
@@ -57,14 +67,21 @@ for p in ${PARTS:-rust-tests rust-bench jax torch}; do
       else
         part rust-bench cargo bench -p checkpointing-benches --bench gpu
       fi ;;
-    jax)
-      part jax-tests "$python" -m pytest -q -p no:cacheprovider -rs crates/checkpointing-py/tests/test_jax_compiled.py -k gpu
-      part jax "$python" crates/checkpointing-py/bench/gpu_jax.py
+    jax-tests)
+      # The pinned_host level, and host mode's planned DISK level (its
+      # asynchronous copies from the device, on the GPU).
+      tests=crates/checkpointing-py/tests
+      part jax-tests bash -c "'$python' -m pytest -q -p no:cacheprovider -rs $tests/test_jax_compiled.py -k gpu; \
+        first=\$?; '$python' -m pytest -q -p no:cacheprovider -rs $tests/test_jax_host_plan.py && exit \$first" ;;
+    jax-bench)
+      # shellcheck disable=SC2086 # JAX_BENCH_ARGS is a list of arguments
+      part jax "$python" crates/checkpointing-py/bench/gpu_jax.py ${JAX_BENCH_ARGS:-} ;;
+    jax-loops)
       part jax-loops "$python" crates/checkpointing-py/bench/gpu_jax_loops.py ;;
     torch)
       part torch env OUT="$out" PYTHON="$python" bash scripts/gpu-torch.sh ;;
     *)
-      echo "gpu-bench: unknown part $p (rust-tests rust-bench jax torch)" >&2
+      echo "gpu-bench: unknown part $p (rust-tests rust-bench jax jax-tests jax-bench jax-loops torch)" >&2
       exit 2 ;;
   esac
 done

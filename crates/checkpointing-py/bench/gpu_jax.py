@@ -34,6 +34,17 @@ Variants (each in a fresh process, so that the allocator's peak is its own):
   HRevolve decides how much of the host level is worth using;
 - ``nested-checkpoint``: JAX's recipe, a scan of ``n / B`` blocks, each a
   ``jax.checkpoint`` of a scan of ``B = isqrt(n)`` steps;
+- ``residuals-tenth``: ``checkpointed_scan(..., memory=0.1)``: residual
+  checkpoints (the tape-aware plan over carries and step VJP residuals) in
+  a tenth of what ``lax.scan``'s gradient keeps, device memory only;
+- ``host-planned``: ``checkpointed_scan(..., mode="host", memory=,
+  disk_memory=)``: the loop driven from Python, a tenth of the steps'
+  carries on the device and the rest on the host level, saved by
+  asynchronous device-to-host copies (``copy_to_host_async``) and read
+  back ahead of the reverse step that needs them, the schedule planned from
+  the step, VJP and copies measured at the first gradient (eager: it
+  cannot be jitted, so it has no ``memory_analysis``; its first gradient,
+  measurements and plan included, is reported as the compile time);
 - ``offload-policy``: ``lax.scan(jax.checkpoint(step, policy=...))`` with
   ``jax.checkpoint_policies.save_and_offload_only_these_names`` offloading
   the carry (tagged with ``jax.ad_checkpoint.checkpoint_name``) from
@@ -70,6 +81,7 @@ complete. The exit status is 1 if a variant failed or a gradient disagreed.
 """
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -85,10 +97,12 @@ VARIANTS = [
     "multistage-pinned",
     "hrevolve-pinned",
     "nested-checkpoint",
+    "residuals-tenth",
+    "host-planned",
     "offload-policy",
 ]
 REFERENCE = "store-all"
-TARGETED = ("multistage-pinned", "hrevolve-pinned", "offload-policy")
+TARGETED = ("multistage-pinned", "hrevolve-pinned", "host-planned", "offload-policy")
 """The rows that keep carries in pinned host memory: the issue's target
 (<= 1/10 of store-all's device memory, <= 1.2x its time) is checked on them."""
 
@@ -127,7 +141,7 @@ def _problem(cells, inner):
     return u0, k, make_step
 
 
-def _scan_of(variant, steps, costs):
+def _scan_of(variant, steps, costs, carry_bytes):
     """``scan(step, u0) -> u_n`` for a variant, and what it reports of itself."""
     import jax
     from jax import lax
@@ -140,6 +154,21 @@ def _scan_of(variant, steps, costs):
     info = {}
     if variant == "store-all":
         return lambda step, u: lax.scan(step, u, None, length=steps)[0], info
+    if variant == "residuals-tenth":
+        info["schedule"] = "memory=0.1"
+        return lambda step, u: checkpointed_scan(step, u, steps, memory=0.1)[0], info
+    if variant == "host-planned":
+        # Revolve's device slots, and the live carry and its cotangent that
+        # memory= also covers (the compiled rows hold those beside their slots).
+        info["schedule"] = f"memory={device_slots + 2} carries, disk_memory={host_slots} carries"
+        return (
+            lambda step, u: checkpointed_scan(
+                step, u, steps, mode="host", memory=(device_slots + 2) * carry_bytes,
+                disk_memory=host_slots * carry_bytes,
+            
+            )[0],
+            info,
+        )
     if variant == "revolve":
         info["schedule"] = f"Revolve({steps}, {device_slots})"
         return (
@@ -252,28 +281,48 @@ def child(args):
         return 2
     cells, steps, inner = args.cells, args.steps, args.inner
     u0, k, make_step = _problem(cells, inner)
-    scan, row = _scan_of(args.variant, steps, json.loads(args.costs) if args.costs else None)
+    scan, row = _scan_of(args.variant, steps, json.loads(args.costs) if args.costs else None, cells * cells * 4)
 
     def loss(u0, k):
         return jnp.sum(scan(make_step(k), u0) ** 2)
 
     start = time.perf_counter()
-    compiled = jax.jit(jax.value_and_grad(loss, argnums=(0, 1))).lower(u0, k).compile()
+    if args.variant == "host-planned":
+        # Eager: the first gradient measures, plans and runs; later ones reuse the plan.
+        compiled = functools.partial(jax.value_and_grad(loss, argnums=(0, 1)), u0, k)
+        jax.block_until_ready(compiled())
+        analysis, hlo = None, ""
+    else:
+        jitted = jax.jit(jax.value_and_grad(loss, argnums=(0, 1))).lower(u0, k).compile()
+        compiled = functools.partial(jitted, u0, k)
+        analysis, hlo = jitted.memory_analysis(), jitted.as_text() or ""
     compile_seconds = time.perf_counter() - start
     if args.variant not in ("store-all", "nested-checkpoint", "offload-policy"):
         from adjoint_checkpoints.jax import last_stats
 
-        row["slots"] = list(last_stats["slots"])
         row["forward_steps"] = last_stats["forward_steps"]
-        row["disk_memory_kind"] = last_stats["disk_memory_kind"]
-    analysis = compiled.memory_analysis()
+        if "slots" in last_stats:
+            row["slots"] = list(last_stats["slots"])
+            row["disk_memory_kind"] = last_stats.get("disk_memory_kind")
+        for key in (
+            "plan",
+            "predicted_seconds",
+            "peak_device_carries",
+            "background",
+            "disk_reads",
+            "prefetched_reads",
+            "snapshots",
+            "measured",
+            "taped_steps",
+        ):
+            if key in last_stats:
+                row[key] = last_stats[key]
     memory = {}
     for field in ("temp", "argument", "output", "alias", "host_temp", "host_argument", "host_output"):
         value = getattr(analysis, f"{field}_size_in_bytes", None) if analysis is not None else None
         memory[field] = None if value is None else int(value)
-    hlo = compiled.as_text() or ""
-    value, (g0, gk) = jax.block_until_ready(compiled(u0, k))
-    median, seconds = _median_seconds(lambda: compiled(u0, k), args.repeats)
+    value, (g0, gk) = jax.block_until_ready(compiled())
+    median, seconds = _median_seconds(compiled, args.repeats)
     stats = device.memory_stats() or {}
     np.savez(args.save, value=np.asarray(value), u0=np.asarray(g0), k=np.asarray(gk))
     row.update(
@@ -384,6 +433,13 @@ def _line(work, row):
     slots = row.get("schedule", "")
     if "slots" in row:
         slots += f" {tuple(row['slots'])} {row['disk_memory_kind']}"
+    if "plan" in row:
+        slots += (
+            f" {row['plan']} {row['snapshots']}: {row['disk_reads']} host reads, {row['prefetched_reads']} read ahead, "
+            f"predicted {row['predicted_seconds'] * 1e3:,.1f} ms"
+        )
+    if "taped_steps" in row:
+        slots += f" {row['taped_steps']} steps taped"
     check = row.get("gradient")
     if check is None:
         gradient = "reference" if row["variant"] == REFERENCE else "no reference"
