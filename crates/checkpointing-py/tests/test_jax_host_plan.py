@@ -85,7 +85,8 @@ def test_the_disk_level_is_used_when_it_saves_recomputation():
     assert last_stats["forward_steps"] < alone["forward_steps"], (last_stats, alone)
 
 
-def test_measured_once_per_loop_and_shapes(monkeypatch):
+def _count_measurements(monkeypatch):
+    """A list that gets an item at each measurement host mode makes."""
     calls = []
     measure = _host_plan.measure
 
@@ -94,6 +95,11 @@ def test_measured_once_per_loop_and_shapes(monkeypatch):
         return measure(*args, **kw)
 
     monkeypatch.setattr(_host_plan, "measure", counted)
+    return calls
+
+
+def test_measured_once_per_loop_and_shapes(monkeypatch):
+    calls = _count_measurements(monkeypatch)
     kw = dict(memory=8 * CARRY, disk_memory=STEPS * CARRY)
     first = jax.grad(loss)(C0, **kw)
     second = jax.grad(loss)(C0, **kw)
@@ -131,14 +137,7 @@ def test_a_step_made_afresh_each_call_is_compiled_and_measured_once(monkeypatch)
     """A loss that builds its step closure on every call (over a traced
     parameter, or a constant array) reuses the first call's compiled step
     and plan: measured once, and each gradient still lax.scan's."""
-    calls = []
-    measure = _host_plan.measure
-
-    def counted(*args, **kw):
-        calls.append(1)
-        return measure(*args, **kw)
-
-    monkeypatch.setattr(_host_plan, "measure", counted)
+    calls = _count_measurements(monkeypatch)
     kw = dict(memory=8 * CARRY, disk_memory=STEPS * CARRY)
     grad = jax.grad(_closure_loss, argnums=(0, 1))
     for k in (1.0, 1.5, 0.5):
