@@ -59,8 +59,12 @@ impl HostSnapshot {
 pub struct HostStore {
     gpu: Gpu,
     snapshots: BTreeMap<Step, HostSnapshot>,
-    /// Reads started by `prefetch`: the device copy and its completion.
-    prefetched: BTreeMap<Step, (Checkpoint<DeviceState>, CudaEvent)>,
+    /// Reads started by `prefetch`, per step in the order announced: the
+    /// device copy and its completion. One per announcement, as
+    /// `AsyncStore` keeps them: a snapshot read twice within the
+    /// executor's window (a `Copy`, then a `Move`) is announced twice, and
+    /// each read takes its own copy.
+    prefetched: BTreeMap<Step, VecDeque<(Checkpoint<DeviceState>, CudaEvent)>>,
     spare: Vec<PinnedHostSlice<f64>>,
     max_bytes: Option<u64>,
     resident: u64,
@@ -222,12 +226,22 @@ impl HostStore {
         Ok((Checkpoint { ics, deps }, done))
     }
 
+    /// The oldest read of `step` that `prefetch` started, if any.
+    fn take_prefetched(&mut self, step: Step) -> Option<(Checkpoint<DeviceState>, CudaEvent)> {
+        let reads = self.prefetched.get_mut(&step)?;
+        let read = reads.pop_front();
+        if reads.is_empty() {
+            self.prefetched.remove(&step);
+        }
+        read
+    }
+
     fn read(&mut self, step: Step) -> Result<Checkpoint<DeviceState>, StorageError> {
         if !self.snapshots.contains_key(&step) {
             return Err(StorageError::Missing { step, path: None });
         }
         let device = device_error::<DriverError>(step);
-        let (checkpoint, done) = match self.prefetched.remove(&step) {
+        let (checkpoint, done) = match self.take_prefetched(step) {
             Some(read) => {
                 self.prefetched_reads += 1;
                 read
@@ -337,10 +351,10 @@ impl SnapshotStore<Checkpoint<DeviceState>> for HostStore {
     }
 
     fn prefetch(&mut self, step: Step) {
-        if self.snapshots.contains_key(&step) && !self.prefetched.contains_key(&step) {
+        if self.snapshots.contains_key(&step) {
             // A failed early read is retried, and reported, by the read.
             if let Ok(read) = self.start_read(step) {
-                self.prefetched.insert(step, read);
+                self.prefetched.entry(step).or_default().push_back(read);
             }
         }
     }
