@@ -112,9 +112,11 @@ XLA's temporaries); peak RSS above the start of a timed call (pages the
 warm-up call kept are not counted, as the allocator does not trim); the plan; step evaluations;
 DISK reads (made ahead). On a CPU the host level is the same RAM, so these
 rows measure what the host driver and its copies cost, not a saving of
-memory; on a GPU the DISK level leaves the device.
+memory; on a GPU the DISK level leaves the device. ``--overlap-ab 10``
+times the read ahead alone: one process, one plan, gradients with and
+without reads ahead alternating (:func:`overlap_read_ahead_ab`).
 
-Run: python bench/bench_jax.py [--quick] [--json] [--online-only | --compile-only | --enzyme-only | --residuals-only | --overlap-only]
+Run: python bench/bench_jax.py [--quick] [--json] [--online-only | --compile-only | --enzyme-only | --residuals-only | --overlap-only | --overlap-ab FRACTION]
 """
 
 import functools
@@ -123,6 +125,7 @@ import json
 import math
 import os
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -829,6 +832,49 @@ def overlap_variant(name, cells, steps, substeps, fraction):
     return row
 
 
+def overlap_read_ahead_ab(cells, steps, substeps, fraction, rounds=6):
+    """The read ahead alone, in one process (``--overlap-ab FRACTION``): host
+    mode at 1/``fraction`` of store-all's carries with its DISK level, one
+    plan, gradients alternating with and without reads ahead
+    (``ADJOINT_CHECKPOINTS_PREFETCH``), ``rounds`` of each in ABBA order, so
+    that the difference is not one between processes. Prints each time and
+    the best and median of each."""
+    import jax
+    import jax.numpy as jnp
+
+    from adjoint_checkpoints._prefetch import PREFETCH_ENV
+    from adjoint_checkpoints.jax import checkpointed_scan, last_stats
+
+    x0, kappa, inner = _diffusion(cells)
+
+    def step(carry, _):
+        return jax.lax.fori_loop(0, substeps, lambda _, c: inner(c, None)[0], carry), None
+
+    carry_bytes = cells * 8 + 8
+    budgets = dict(memory=steps * carry_bytes // fraction, disk_memory=steps * carry_bytes)
+
+    def loss(u0, k):
+        return jnp.sum(checkpointed_scan(step, (u0, k), steps, mode="host", **budgets)[0][0] ** 2)
+
+    grad = jax.value_and_grad(loss, argnums=(0, 1))
+    jax.block_until_ready(grad(x0, kappa))  # measures, plans, compiles
+    print(f"1/{fraction}: {last_stats['plan']}, background {last_stats['background']}, {last_stats['snapshots']}")
+    times = {"1": [], "0": []}
+    for r in range(rounds):
+        for flag in ("1", "0") if r % 2 == 0 else ("0", "1"):
+            os.environ[PREFETCH_ENV] = flag
+            start = time.perf_counter()
+            jax.block_until_ready(grad(x0, kappa))
+            times[flag].append(time.perf_counter() - start)
+            print(
+                f"reads ahead {'on ' if flag == '1' else 'off'}: {times[flag][-1]:.3f} s "
+                f"({last_stats['prefetched_reads']} of {last_stats['disk_reads']} DISK reads ahead)",
+                flush=True,
+            )
+    for flag, label in (("1", "on"), ("0", "off")):
+        print(f"reads ahead {label}: best {min(times[flag]):.3f} s, median {statistics.median(times[flag]):.3f} s")
+
+
 def _overlap_plan(name, stats):
     """The plan column: store-all, the compiled plan's taped steps, or the
     host plan's name and whether its DISK level works in the background."""
@@ -1041,6 +1087,12 @@ if __name__ == "__main__":
         i = sys.argv.index("--enzyme-variant")
         name, cells, steps, snapshots = sys.argv[i + 1], *map(int, sys.argv[i + 2 : i + 5])
         print(json.dumps(enzyme_variant(name, cells, steps, snapshots)))
+    elif "--overlap-ab" in sys.argv:
+        # In this process, with glibc set to reuse pages as the overlap rows are.
+        if os.environ.get("GLIBC_TUNABLES") != OVERLAP_MALLOC["GLIBC_TUNABLES"]:
+            os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **OVERLAP_MALLOC})
+        fraction = int(sys.argv[sys.argv.index("--overlap-ab") + 1])
+        overlap_read_ahead_ab(*OVERLAP, fraction)
     elif "--overlap-variant" in sys.argv:
         i = sys.argv.index("--overlap-variant")
         name, args = sys.argv[i + 1], map(int, sys.argv[i + 2 : i + 6])
