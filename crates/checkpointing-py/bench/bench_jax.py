@@ -778,6 +778,20 @@ OVERLAP_SWITCHES = {
 }
 
 
+def _overlap_loop(cells, substeps):
+    """The overlap rows' loop: the initial field and diffusion number, the
+    step (``substeps`` heat sub-steps; its carry is the field and the
+    number) and a carry's bytes."""
+    import jax
+
+    x0, kappa, inner = _diffusion(cells)
+
+    def step(carry, _):
+        return jax.lax.fori_loop(0, substeps, lambda _, c: inner(c, None)[0], carry), None
+
+    return x0, kappa, step, cells * 8 + 8
+
+
 def overlap_variant(name, cells, steps, substeps, fraction):
     """One row of the overlap table: ``name`` at 1/``fraction`` of
     store-all's carries (``fraction`` 1 for store-all)."""
@@ -788,12 +802,7 @@ def overlap_variant(name, cells, steps, substeps, fraction):
     from adjoint_checkpoints.jax import checkpointed_scan, last_stats
 
     os.environ.update(OVERLAP_SWITCHES.get(name, {}))
-    x0, kappa, inner = _diffusion(cells)
-
-    def step(carry, _):
-        return jax.lax.fori_loop(0, substeps, lambda _, c: inner(c, None)[0], carry), None
-
-    carry_bytes = cells * 8 + 8
+    x0, kappa, step, carry_bytes = _overlap_loop(cells, substeps)
     memory = steps * carry_bytes // fraction
     disk_memory = steps * carry_bytes
     # The live carry and its cotangent beside the snapshots.
@@ -845,12 +854,7 @@ def overlap_read_ahead_ab(cells, steps, substeps, fraction, rounds=6):
     from adjoint_checkpoints._prefetch import PREFETCH_ENV
     from adjoint_checkpoints.jax import checkpointed_scan, last_stats
 
-    x0, kappa, inner = _diffusion(cells)
-
-    def step(carry, _):
-        return jax.lax.fori_loop(0, substeps, lambda _, c: inner(c, None)[0], carry), None
-
-    carry_bytes = cells * 8 + 8
+    x0, kappa, step, carry_bytes = _overlap_loop(cells, substeps)
     budgets = dict(memory=steps * carry_bytes // fraction, disk_memory=steps * carry_bytes)
 
     def loss(u0, k):

@@ -163,9 +163,12 @@ def _scan_of(variant, steps, costs, carry_bytes):
         info["schedule"] = f"memory={device_slots + 2} carries, disk_memory={host_slots} carries"
         return (
             lambda step, u: checkpointed_scan(
-                step, u, steps, mode="host", memory=(device_slots + 2) * carry_bytes,
+                step,
+                u,
+                steps,
+                mode="host",
+                memory=(device_slots + 2) * carry_bytes,
                 disk_memory=host_slots * carry_bytes,
-            
             )[0],
             info,
         )

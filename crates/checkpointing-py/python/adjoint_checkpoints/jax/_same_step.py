@@ -110,7 +110,3 @@ def canonical(fn: Callable, args: tuple) -> Callable:
         return fn
     return first
 
-
-def clear() -> None:
-    """Forgets every structure."""
-    _steps.clear()
