@@ -110,8 +110,8 @@ pub fn rank_disk_store<C: Communicator, T>(
     Ok(DiskStore::in_dir(dir)?.with_prefix(format!("rank{:05}-snapshot-", comm.rank())))
 }
 
-/// One rank's store, whose every save, load, take, removal and flush is
-/// followed by an agreement between all ranks: if the operation failed on
+/// One rank's store, whose every save, load, take, removal, flush and
+/// dropping of cached pages is followed by an agreement between all ranks: if the operation failed on
 /// any rank, it fails on every rank, with the rank's own error where it
 /// failed and an [`OtherRankError`] (naming the first rank that failed and
 /// its error, as the source of a [`StorageError::Backend`]) elsewhere. Since every rank runs the same schedule, every
@@ -121,7 +121,10 @@ pub fn rank_disk_store<C: Communicator, T>(
 /// Without it, a rank whose disk snapshot is corrupted stops while the
 /// others wait forever for its halo exchange.
 ///
-/// Queries (`contains`, `len`, `stats`...) stay local.
+/// Queries (`contains`, `len`, `stats`, `background_io`...) stay local:
+/// the ranks' stores are alike, so a background inner store
+/// (`checkpointing_store::AsyncStore`) is priced as one by
+/// the planner on every rank.
 ///
 /// It is durable ([`SnapshotStore::as_durable`]) when `inner` is, each rank
 /// keeping its own snapshots (give each rank its own journal directory):
@@ -217,7 +220,21 @@ impl<C: Communicator, T, St: SnapshotStore<T>> SnapshotStore<T> for CollectiveSt
         self.agree(step, result)
     }
 
-    checkpointing::forward_to_inner_store!(inner: contains, held_steps, prefetch, resident_bytes, stats);
+    checkpointing::forward_to_inner_store!(inner: contains, held_steps, prefetch, background_io, resident_bytes, stats);
+
+    /// Drops the inner store's cached pages of `step` on every rank, and
+    /// reports it done only if every rank did: a measurement
+    /// ([`Executor::measure`](checkpointing::Executor::measure)) then
+    /// takes the same cold-read branch on every rank, and a rank that
+    /// failed fails every rank, as the other operations do.
+    fn drop_cached(&mut self, step: Step) -> Result<bool, StorageError> {
+        let result = self.inner.drop_cached(step);
+        let dropped = self.agree(step, result)?;
+        let mut everywhere = 0_i32;
+        self.comm
+            .all_reduce_into(&i32::from(dropped), &mut everywhere, SystemOperation::min());
+        Ok(everywhere == 1)
+    }
 
     fn flush(&mut self) -> Result<(), StorageError> {
         let result = self.inner.flush();
