@@ -122,6 +122,45 @@ def test_more_memory_keeps_tapes_and_evaluates_fewer_steps(gru):
     assert evaluations[2] == n
 
 
+def test_a_taped_runs_states_are_freed_as_its_backward_passes_them():
+    """With every tape kept, the backward frees each step's state once the
+    engine is past the step after it, as plain autograd does, instead of
+    holding the whole run's states until its last step is differentiated
+    (the backward's new buffers then reuse their memory)."""
+    import weakref
+
+    n = 12
+    states, alive_later = {}, []
+
+    class Probe(torch.autograd.Function):
+        """Identity; its backward notes which later states are alive."""
+
+        @staticmethod
+        def forward(ctx, x, i):
+            ctx.i = i
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            later = [j for j, ref in states.items() if ctx.i + 1 < j < n - 1 and ref() is not None]
+            alive_later.append((ctx.i, later))
+            return g, None
+
+    w = torch.tensor(0.9, dtype=torch.float64, requires_grad=True)
+
+    def step(i, x):
+        y = Probe.apply(x, i) * 1.5 + w  # saves no state: the graph holds none
+        states[i] = weakref.ref(y)
+        return y
+
+    x0 = torch.linspace(0.0, 1.0, 1000, dtype=torch.float64, requires_grad=True)
+    y = checkpointed_loop(step, x0, n, memory=1 << 30, params=[w])
+    alive_later.clear()  # (the step's measurement ran its backward)
+    y.sum().backward()
+    assert len(alive_later) == n
+    assert all(not later for _, later in alive_later), alive_later
+
+
 def test_memory_too_small_or_misused_is_a_clear_error(gru):
     step, x0, params = gru
     with pytest.raises(ValueError, match="does not hold the live state"):

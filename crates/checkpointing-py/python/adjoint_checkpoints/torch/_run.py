@@ -693,9 +693,17 @@ class _Run:
                     box, gparams[k] = [gparams[k]], None
                     outs.append(_Carry.apply(self.params[k], box))
                     seeds.append(torch.ones((), dtype=outs[-1].dtype, device=outs[-1].device))
+        wrt = [bottom.inputs[k] for k in wrt_x] + [self.params[k] for k in wrt_p]
+        if not retain:
+            # The run's states are the graph's to free: each goes once the
+            # engine is past the operations that saved it, as in plain
+            # autograd, and the backward's new buffers reuse its memory.
+            for tape in run:
+                tape.inputs = tape.outputs = None
+        del top, bottom
         grads = torch.autograd.grad(
             outs,
-            [bottom.inputs[k] for k in wrt_x] + [self.params[k] for k in wrt_p],
+            wrt,
             grad_outputs=seeds,
             allow_unused=True,
             retain_graph=retain,
