@@ -13,6 +13,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     use checkpointing_mpi::{
         check_same_parameters, exit_together, rank_disk_store, CollectiveStore,
     };
+    use checkpointing_store::AsyncStore;
     use mpi::traits::*;
 
     let universe = mpi::initialize().ok_or("MPI is already initialized")?;
@@ -26,7 +27,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut heat = DistributedHeat::new(&world, cells, 0.45, 0.0)?;
     let x0 = heat.initial_state();
     let ram = CollectiveStore::new(&world, MemoryStore::new());
-    let disk = CollectiveStore::new(&world, rank_disk_store(&world, local_dir.path())?);
+    // This rank's files, written and read ahead on background lanes; the
+    // agreement follows each operation as the executor sees it, so a
+    // background write that failed fails every rank at the next action.
+    let files = AsyncStore::with_default_capacity(rank_disk_store(&world, local_dir.path())?);
+    let disk = CollectiveStore::new(&world, files);
     let mut executor = Executor::new(ram, disk);
     match executor.run(&mut heat, spec.build()?, x0, |x| {
         Ok(x.iter().map(|v| 2.0 * v).collect())
@@ -67,7 +72,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut heat = DistributedHeat::new(&world, cells, 0.45, 0.0)?;
     let x0 = heat.initial_state();
     let ram = CollectiveStore::new(&world, MemoryStore::new());
-    let disk = CollectiveStore::new(&world, rank_disk_store(&world, local_dir.path())?);
+    let files = AsyncStore::with_default_capacity(rank_disk_store(&world, local_dir.path())?);
+    let disk = CollectiveStore::new(&world, files);
     let outcome = Executor::new(ram, disk).run_resumable(&mut heat, &journal, x0, |x| {
         Ok(x.iter().map(|v| 2.0 * v).collect())
     });

@@ -84,6 +84,26 @@ fn the_gradient_is_the_single_process_one_on_1_2_and_4_ranks() {
 }
 
 #[test]
+fn the_blocking_disk_gives_the_background_disks_gradient() {
+    // The default disk level is written and read on background lanes (the
+    // test above); `--blocking-disk` does each transfer at its action.
+    let (want, _) = single_process_gradient(CELLS, STEPS);
+    for spec in &specs()[..2] {
+        let json = serde_json::to_string(spec).unwrap();
+        let args = [
+            "--cells",
+            &CELLS.to_string(),
+            "--schedule",
+            &json,
+            "--blocking-disk",
+        ];
+        let out = mpiexec(2, &args);
+        assert!(out.success, "{json}: {}", out.stderr);
+        assert_eq!(line(&out.stdout, "gradient "), want, "{json}");
+    }
+}
+
+#[test]
 fn a_corrupted_snapshot_on_one_rank_stops_every_rank_with_a_clear_error() {
     let spec = serde_json::to_string(&specs()[0]).unwrap();
     for ranks in [2, 4] {

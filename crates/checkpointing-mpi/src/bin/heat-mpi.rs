@@ -7,7 +7,8 @@
 //!
 //! Every rank runs the same schedule (checked at start-up) and keeps its
 //! own cells' snapshots: RAM in memory, DISK in `--disk` as files named by
-//! rank and step. Rank 0 prints `gradient HEX,...` (the IEEE-754 bits of
+//! rank and step, written and read ahead on a background store's lanes
+//! (`--blocking-disk`: at each action). Rank 0 prints `gradient HEX,...` (the IEEE-754 bits of
 //! `∂J/∂T₀`, gathered), `grad_lambda VALUE`, one `peak RANK BYTES CELLS`
 //! line per rank (snapshot memory measured by the executor) and, with
 //! `--timing`, `time FORWARD_S GRADIENT_S` (slowest rank).
@@ -23,11 +24,12 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use checkpointing::{Executor, Journal, MemoryStore, ScheduleSpec};
+use checkpointing::{Checkpoint, Executor, Journal, MemoryStore, ScheduleSpec, SnapshotStore};
 use checkpointing_mpi::heat::DistributedHeat;
 use checkpointing_mpi::{
     agree_on_journal, check_same_parameters, exit_together, rank_disk_store, CollectiveStore,
 };
+use checkpointing_store::AsyncStore;
 use clap::Parser;
 use mpi::collective::SystemOperation;
 use mpi::datatype::PartitionMut;
@@ -52,6 +54,11 @@ struct Args {
     /// Cubic reaction coefficient.
     #[arg(long, default_value_t = 1e-4)]
     gamma: f64,
+    /// Write each DISK snapshot at its save and read it at its load
+    /// (blocking), instead of on the background store's lanes with reads
+    /// started ahead (the default).
+    #[arg(long)]
+    blocking_disk: bool,
     /// Also time a forward run without checkpointing and print both times.
     #[arg(long)]
     timing: bool,
@@ -127,7 +134,13 @@ fn run<C: Communicator>(args: &Args, world: &C) -> Result<(), Box<dyn std::error
     };
 
     let ram = CollectiveStore::new(world, MemoryStore::new());
-    let disk = CollectiveStore::new(world, rank_disk_store(world, &dir)?);
+    let files = rank_disk_store(world, &dir)?;
+    let disk: Box<dyn SnapshotStore<Checkpoint<Vec<f64>>>> = if args.blocking_disk {
+        Box::new(files)
+    } else {
+        Box::new(AsyncStore::with_default_capacity(files))
+    };
+    let disk = CollectiveStore::new(world, disk);
     let corrupt = args.corrupt_rank == Some(rank);
     let prefix = format!("rank{rank:05}-snapshot-");
     let die = args.die.as_deref().map(parse_die).transpose()?;
