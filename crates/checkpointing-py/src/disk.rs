@@ -21,6 +21,8 @@ use std::collections::BTreeMap;
 
 use checkpointing::{DiskStore, SnapshotStore, SplitIo, StorageError, StoreStats};
 
+use crate::stores::ArrayMemory;
+
 pyo3::create_exception!(
     adjoint_checkpoints,
     SnapshotError,
@@ -118,21 +120,34 @@ impl ByteDiskStore {
         Ok(Self { store })
     }
 
-    /// Writes the concatenation of `parts` as the snapshot of `step`
+    /// Writes the concatenation of `parts` (`bytes`, or C-contiguous NumPy
+    /// arrays, whose memory is read as it is) as the snapshot of `step`
     /// (atomically; synced as the store's durability says). A step already
-    /// stored is a `SnapshotError`.
+    /// stored is a `SnapshotError`; another kind of part a `TypeError`.
     ///
-    /// The store is borrowed only to begin and to commit the write (the
-    /// core store's split I/O, with the GIL held), not while the file is
-    /// written with the GIL released: another thread may load other
-    /// snapshots of the same store meanwhile (a read lane beside the write
-    /// lane) without colliding on the borrow.
-    fn save(slf: &Bound<'_, Self>, step: u64, parts: Vec<Bound<'_, PyBytes>>) -> PyResult<()> {
+    /// The parts are concatenated, and the file written, with the GIL
+    /// released, so that a write lane does not hold up the thread that
+    /// computes while it copies a state: the caller must not modify an
+    /// array's memory until `save` returns. The store is borrowed only to
+    /// begin and to commit the write (the core store's split I/O, with the
+    /// GIL held): another thread may load other snapshots of the same
+    /// store meanwhile (a read lane beside the write lane) without
+    /// colliding on the borrow.
+    fn save(slf: &Bound<'_, Self>, step: u64, parts: Vec<Bound<'_, PyAny>>) -> PyResult<()> {
         let py = slf.py();
-        let len = parts.iter().map(|p| p.as_bytes().len()).sum();
-        let mut payload = Vec::with_capacity(len);
+        let mut numpy = None;
+        let mut spans = Vec::with_capacity(parts.len());
         for part in &parts {
-            payload.extend_from_slice(part.as_bytes());
+            if let Ok(bytes) = part.cast::<PyBytes>() {
+                let bytes = bytes.as_bytes();
+                spans.push((bytes.as_ptr() as usize, bytes.len()));
+            } else {
+                let numpy = match &numpy {
+                    Some(numpy) => numpy,
+                    None => numpy.insert(py.import("numpy")?),
+                };
+                spans.push(ArrayMemory::of(numpy, part)?.span());
+            }
         }
         let write = slf
             .try_borrow_mut()?
@@ -140,8 +155,24 @@ impl ByteDiskStore {
             .begin_save(step)
             .map_err(|e| snapshot_error(py, e))?;
         let written = py
-            .detach(move || write(Bytes(payload)))
+            .detach(move || {
+                let mut payload = Vec::with_capacity(spans.iter().map(|&(_, n)| n).sum());
+                for (address, len) in spans {
+                    if len > 0 {
+                        // SAFETY: `address` holds `len` bytes of a `bytes`
+                        // object (immutable) or of a C-contiguous array
+                        // (checked by `ArrayMemory::of`), each referenced by
+                        // `parts`, which outlives this closure: the memory
+                        // stays allocated while it is read without the GIL
+                        // (an array cannot be resized while referenced).
+                        let part = unsafe { std::slice::from_raw_parts(address as *const u8, len) };
+                        payload.extend_from_slice(part);
+                    }
+                }
+                write(Bytes(payload))
+            })
             .map_err(|e| snapshot_error(py, e))?;
+        drop(parts);
         slf.try_borrow_mut()?
             .store
             .commit_save(written)

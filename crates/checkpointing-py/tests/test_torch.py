@@ -394,6 +394,55 @@ def test_byte_disk_store_roundtrip_and_corruption(tmp_path):
     assert store.stats()["writes"] == 1
 
 
+def test_byte_disk_store_saves_array_parts_as_they_are_and_refuses_others(tmp_path):
+    """Parts may be NumPy arrays, whose memory the store copies with the
+    GIL released (the torch write lane's states): the file holds their
+    bytes in order with the ``bytes`` parts; a part of another kind, or an
+    array that is not C-contiguous, is refused before anything is written."""
+    import numpy as np
+    from adjoint_checkpoints._native import ByteDiskStore
+
+    store = ByteDiskStore(str(tmp_path), prefix="a-")
+    values = np.linspace(-1.0, 1.0, 1000)
+    store.save(1, [values.view(np.uint8), b"\x00" * 3, np.arange(5, dtype=np.int32)])
+    assert bytes(store.load(1)) == values.tobytes() + b"\x00" * 3 + np.arange(5, dtype=np.int32).tobytes()
+    with pytest.raises(TypeError, match="numpy.ndarray"):
+        store.save(2, [b"x", [1, 2, 3]])
+    with pytest.raises(ValueError, match="C-contiguous"):
+        store.save(2, [np.arange(10.0)[::2]])
+    assert store.steps() == [1]
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.float64, torch.float32, torch.bfloat16, torch.complex128, torch.int64, torch.bool]
+)
+@pytest.mark.parametrize("shape", [(), (7,), (3, 0), (2, 3, 4)])
+def test_file_snapshots_of_every_dtype_and_shape_read_back_bitwise(dtype, shape, tmp_path):
+    """A state saved to a file (the write lane's view of its memory, no
+    copy under the GIL) reads back bit for bit, 0-d and empty included."""
+    from types import SimpleNamespace
+
+    from adjoint_checkpoints._native import ByteDiskStore
+    from adjoint_checkpoints.torch._storage import _Files
+
+    gen = torch.Generator().manual_seed(1)
+    if dtype == torch.bool:
+        t = torch.rand(shape, generator=gen) > 0.5
+    elif dtype.is_complex or dtype.is_floating_point:
+        t = torch.randn(shape, generator=gen, dtype=torch.float64).to(dtype)
+    else:
+        t = torch.randint(-(2**40), 2**40, shape, generator=gen, dtype=dtype)
+    store, done = ByteDiskStore(str(tmp_path), prefix="d-"), SimpleNamespace(result=lambda: None)
+    _Files._write(store, 3, [t], [None], None, SimpleNamespace(disk_bytes_stored=0))
+    (back,) = _Files._load(store, 3, [(t.dtype, tuple(t.shape), t.device)], done, None)
+    assert back.dtype == t.dtype and back.shape == t.shape
+
+    def raw(x):
+        return x.reshape(-1).view(torch.uint8).numpy().tobytes()
+
+    assert raw(back) == raw(t)
+
+
 # --- online schedules with a stop condition ---------------------------------------
 
 

@@ -21,7 +21,7 @@ pub(super) fn refuse_single_array(
 
 /// What `numpy.ndarray.__array_interface__` says of an array, read through
 /// the base class's descriptor (an ndarray subclass cannot redirect it).
-pub(super) struct ArrayMemory {
+pub(crate) struct ArrayMemory {
     address: usize,
     readonly: bool,
     pub(super) typestr: String,
@@ -30,7 +30,7 @@ pub(super) struct ArrayMemory {
 }
 
 impl ArrayMemory {
-    pub(super) fn of(numpy: &Bound<'_, PyModule>, array: &Bound<'_, PyAny>) -> PyResult<Self> {
+    pub(crate) fn of(numpy: &Bound<'_, PyModule>, array: &Bound<'_, PyAny>) -> PyResult<Self> {
         let ndarray = numpy.getattr("ndarray")?;
         if !array.is_instance(&ndarray)? {
             return Err(PyTypeError::new_err(format!(
@@ -63,6 +63,12 @@ impl ArrayMemory {
             shape,
             nbytes,
         })
+    }
+
+    /// Where the array's bytes are and how many: for a reader that keeps
+    /// the array alive (a reference held) but not the GIL.
+    pub(crate) fn span(&self) -> (usize, usize) {
+        (self.address, self.nbytes)
     }
 
     /// The array's bytes. The caller keeps the array alive, and the GIL

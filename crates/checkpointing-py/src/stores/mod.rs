@@ -27,6 +27,7 @@
 //! is here.
 
 mod memory;
+pub(crate) use memory::ArrayMemory;
 mod open;
 mod snapshot;
 
@@ -40,7 +41,7 @@ use checkpointing_store::SnapshotCodec;
 
 use crate::codecs::CodecError;
 use crate::disk::{snapshot_error, stats_dict};
-use memory::{refuse_single_array, ArrayMemory};
+use memory::refuse_single_array;
 use open::{open_store, BoxedStore, Level, Location};
 use snapshot::{ArraySnapshot, Elements, StoredArray};
 

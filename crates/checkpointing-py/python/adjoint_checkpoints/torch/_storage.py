@@ -14,7 +14,6 @@ holder per stored state, made when the schedule stores it, with
   read lane), ahead of the read where the run announces it.
 """
 
-import ctypes
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 import torch
@@ -214,7 +213,7 @@ class _Files:
             t = t.contiguous()
             nbytes = t.numel() * t.element_size()
             if compress is None:
-                parts.append(ctypes.string_at(t.data_ptr(), nbytes) if nbytes else b"")
+                parts.append(_raw(t))
                 parts.append(bytes(-nbytes % _ALIGN))
                 continue
             # Compressed: each part is its length (8 bytes) and its bytes;
@@ -222,7 +221,7 @@ class _Files:
             if t.dtype in _COMPRESSIBLE and nbytes:
                 data = _codecs.compress(t.detach().numpy(), compress)
             else:
-                data = ctypes.string_at(t.data_ptr(), nbytes) if nbytes else b""
+                data = _raw(t)
             parts.append(len(data).to_bytes(8, "little"))
             parts.append(data)
             parts.append(bytes(-len(data) % _ALIGN))
@@ -320,6 +319,16 @@ class _Files:
 
 #: Tensor types the error-bounded codecs take.
 _COMPRESSIBLE = (torch.float32, torch.float64)
+
+
+def _raw(t):
+    """The bytes of ``t`` (contiguous, in host memory) for
+    ``ByteDiskStore.save``: a NumPy view of its memory, not a copy (the
+    store copies it with the GIL released, so that the write lane does not
+    hold up the computing thread); ``b""`` when it holds none."""
+    if t.numel() == 0:
+        return b""
+    return t.detach().reshape(-1).view(torch.uint8).numpy()
 
 
 def _numel(shape):
