@@ -228,6 +228,30 @@ def test_measure_times_what_the_run_does():
     assert 0 < m.issue_seconds <= m.write_seconds and m.read_seconds > 0 and m.adjoint_seconds > 0
 
 
+def test_measuring_the_vjp_holds_one_of_its_outputs_at_a_time():
+    """The timed VJPs are chained (each seeded with the cotangent the one
+    before gave, as in the run): when one is called, no output of an
+    earlier one but its seed is still held (the parameters' cotangents
+    included), so the measurement does not hold CHAIN of them at once."""
+    import weakref
+
+    from adjoint_checkpoints.jax import _jit, _jitted
+
+    w = jnp.linspace(0.5, 1.5, 3000)
+    fn = lambda c, x, w: (jnp.sin(c) * w, None)  # noqa: E731
+    outputs, held_at_call = [], []
+
+    def vjp_step(*args):
+        held_at_call.append(sum(ref() is not None for ref in outputs))
+        out = _jitted[fn][1](*args)
+        outputs.extend(weakref.ref(leaf) for leaf in jax.tree_util.tree_leaves(out))
+        return out
+
+    _host_plan.measure(_jit(fn), vjp_step, jnp.ones(3000), None, (w,))
+    assert len(held_at_call) == _host_plan.CHAIN * (_host_plan.ROUNDS + 1)
+    assert max(held_at_call) <= 1, held_at_call
+
+
 def test_misuse_is_refused():
     with pytest.raises(TypeError, match="not a fraction"):
         jax.grad(loss)(C0, memory=0.5)

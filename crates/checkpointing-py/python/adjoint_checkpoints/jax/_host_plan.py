@@ -83,8 +83,8 @@ class HostMeasurement:
 def measure(step, vjp_step, carry, x, consts, compress=None, rounds=ROUNDS):
     """Times a step (``step(carry, x, *consts)``, :data:`CHAIN` of them
     chained and waited for once, per step), a step's VJP
-    (``vjp_step(carry, x, consts, ct_carry, ct_y)``, :data:`CHAIN` issued
-    together, per call) and one save and read of ``carry`` through the
+    (``vjp_step(carry, x, consts, ct_carry, ct_y)``, :data:`CHAIN` chained,
+    each seeded with the carry's cotangent of the one before, per call) and one save and read of ``carry`` through the
     ``DISK`` level (with the codec ``compress``), each waited for on the
     devices, the least of ``rounds`` after a call that compiles. Returns a
     :class:`HostMeasurement`.
@@ -112,7 +112,13 @@ def measure(step, vjp_step, carry, x, consts, compress=None, rounds=ROUNDS):
             c, _ = step(c, x, *consts)
         jax.block_until_ready(c)
         t1 = time.perf_counter()
-        jax.block_until_ready([vjp_step(carry, x, consts, ct_carry, ct_y) for _ in range(CHAIN)])
+        g = ct_carry
+        for _ in range(CHAIN):
+            # Chained as the run chains them (each cotangent the next one's
+            # seed), so that one VJP's outputs are held at a time, not
+            # CHAIN of them (the parameters' cotangents among them).
+            g = _jax_valued(vjp_step(carry, x, consts, g, ct_y)[0])
+        jax.block_until_ready(g)
         t2 = time.perf_counter()
         held = HostCarry(carry, compress)
         t3 = time.perf_counter()
