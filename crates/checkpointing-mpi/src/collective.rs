@@ -111,20 +111,22 @@ pub fn rank_disk_store<C: Communicator, T>(
 }
 
 /// One rank's store, whose every save, load, take, removal, flush and
-/// dropping of cached pages is followed by an agreement between all ranks: if the operation failed on
-/// any rank, it fails on every rank, with the rank's own error where it
-/// failed and an [`OtherRankError`] (naming the first rank that failed and
-/// its error, as the source of a [`StorageError::Backend`]) elsewhere. Since every rank runs the same schedule, every
-/// rank performs the same store operations in the same order, and the
-/// agreement (one `MPI_Allreduce` of an integer) always matches up.
+/// dropping of cached pages is followed by an agreement between all
+/// ranks: if the operation failed on any rank, it fails on every rank,
+/// with the rank's own error where it failed and an [`OtherRankError`]
+/// (naming the first rank that failed and its error, as the source of a
+/// [`StorageError::Backend`]) elsewhere. Since every rank runs the same
+/// schedule, every rank performs the same store operations in the same
+/// order, and the agreement (one `MPI_Allreduce` of an integer) always
+/// matches up.
 ///
 /// Without it, a rank whose disk snapshot is corrupted stops while the
 /// others wait forever for its halo exchange.
 ///
 /// Queries (`contains`, `len`, `stats`, `background_io`...) stay local:
 /// the ranks' stores are alike, so a background inner store
-/// (`checkpointing_store::AsyncStore`) is priced as one by
-/// the planner on every rank.
+/// (`checkpointing_store::AsyncStore`) is priced as one by the planner on
+/// every rank.
 ///
 /// It is durable ([`SnapshotStore::as_durable`]) when `inner` is, each rank
 /// keeping its own snapshots (give each rank its own journal directory):

@@ -8,10 +8,11 @@
 //! Every rank runs the same schedule (checked at start-up) and keeps its
 //! own cells' snapshots: RAM in memory, DISK in `--disk` as files named by
 //! rank and step, written and read ahead on a background store's lanes
-//! (`--blocking-disk`: at each action). Rank 0 prints `gradient HEX,...` (the IEEE-754 bits of
-//! `∂J/∂T₀`, gathered), `grad_lambda VALUE`, one `peak RANK BYTES CELLS`
-//! line per rank (snapshot memory measured by the executor) and, with
-//! `--timing`, `time FORWARD_S GRADIENT_S` (slowest rank).
+//! (`--blocking-disk`: at each action). Rank 0 prints `gradient HEX,...`
+//! (the IEEE-754 bits of `∂J/∂T₀`, gathered), `grad_lambda VALUE`, one
+//! `peak RANK BYTES CELLS` line per rank (snapshot memory measured by the
+//! executor) and, with `--timing`, `time FORWARD_S GRADIENT_S` (slowest
+//! rank).
 //!
 //! With `--journal` (and `--disk`), each rank journals its run in
 //! `DISK/rank{r:05}-journal` every `--commit-every-actions` actions (by
