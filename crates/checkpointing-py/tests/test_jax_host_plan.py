@@ -250,6 +250,10 @@ def test_measuring_the_vjp_holds_one_of_its_outputs_at_a_time():
     _host_plan.measure(_jit(fn), vjp_step, jnp.ones(3000), None, (w,))
     assert len(held_at_call) == _host_plan.CHAIN * (_host_plan.ROUNDS + 1)
     assert max(held_at_call) <= 1, held_at_call
+    # A carry that comes out promoted (float32 in, float64 out) is chained
+    # in the seed's dtype.
+    m = _host_plan.measure(_jit(fn), _jitted[fn][1], jnp.ones(3000, jnp.float32), None, (w,))
+    assert m.adjoint_seconds > 0
 
 
 def test_misuse_is_refused():

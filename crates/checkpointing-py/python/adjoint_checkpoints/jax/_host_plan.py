@@ -116,8 +116,12 @@ def measure(step, vjp_step, carry, x, consts, compress=None, rounds=ROUNDS):
         for _ in range(CHAIN):
             # Chained as the run chains them (each cotangent the next one's
             # seed), so that one VJP's outputs are held at a time, not
-            # CHAIN of them (the parameters' cotangents among them).
-            g = _jax_valued(vjp_step(carry, x, consts, g, ct_y)[0])
+            # CHAIN of them (the parameters' cotangents among them); in the
+            # seed's dtypes, for a step whose carry comes out promoted
+            # (float32 in, float64 out).
+            g = jax.tree_util.tree_map(
+                lambda a, seed: a.astype(seed.dtype), _jax_valued(vjp_step(carry, x, consts, g, ct_y)[0]), ct_carry
+            )
         jax.block_until_ready(g)
         t2 = time.perf_counter()
         held = HostCarry(carry, compress)
