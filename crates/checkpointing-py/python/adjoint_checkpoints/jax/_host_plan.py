@@ -84,9 +84,10 @@ def measure(step, vjp_step, carry, x, consts, compress=None, rounds=ROUNDS):
     """Times a step (``step(carry, x, *consts)``, :data:`CHAIN` of them
     chained and waited for once, per step), a step's VJP
     (``vjp_step(carry, x, consts, ct_carry, ct_y)``, :data:`CHAIN` chained,
-    each seeded with the carry's cotangent of the one before, per call) and one save and read of ``carry`` through the
-    ``DISK`` level (with the codec ``compress``), each waited for on the
-    devices, the least of ``rounds`` after a call that compiles. Returns a
+    each seeded with the carry's cotangent of the one before, per call) and
+    one save and read of ``carry`` through the ``DISK`` level (with the
+    codec ``compress``), each waited for on the devices, the least of
+    ``rounds`` after a call that compiles. Returns a
     :class:`HostMeasurement`.
 
     >>> import jax, jax.numpy as jnp

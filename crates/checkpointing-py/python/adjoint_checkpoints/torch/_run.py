@@ -700,7 +700,6 @@ class _Run:
             # autograd, and the backward's new buffers reuse its memory.
             for tape in run:
                 tape.inputs = tape.outputs = None
-        del top, bottom
         grads = torch.autograd.grad(
             outs,
             wrt,
