@@ -465,8 +465,6 @@ class OnlineLoop:
     # -- the backward: binomial reversal of the segments ----------------------
 
     def _bwd(self, residuals, ct_out):
-        if self.flat_backward:
-            return self._bwd_flat(residuals, ct_out)
         n, store, where, buffers, bconsts, cconsts, static = residuals
         differentiated, differentiated_consts = self._nonzero_cotangents(ct_out, *static.value)
         it = _int()
@@ -525,82 +523,6 @@ class OnlineLoop:
         *_, ct, ct_consts = lax.while_loop(lambda st: st[0] > 0, step, state)
         return self._cotangents(differentiated, differentiated_consts, ct, ct_consts, cconsts)
 
-    #: Experimental: the backward as one flat loop (equinox's shape).
-    flat_backward = False
-
-    def _bwd_flat(self, residuals, ct_out):
-        """The backward as one ``lax.while_loop`` whose iterations each run
-        the step once, linearized (``jax.vjp``): either the live carry moves
-        one step forward (towards Revolve's split point, stored there, or
-        towards the step before the top), or the step is reversed (its
-        pullback applied to the cotangent under a ``lax.cond``)."""
-        n, store, where, buffers, bconsts, cconsts, static = residuals
-        differentiated, differentiated_consts = self._nonzero_cotangents(ct_out, *static.value)
-        it = _int()
-        P = [i for i, p in enumerate(differentiated) if p]
-        PC = [j for j, p in enumerate(differentiated_consts) if p]
-        ct_consts = [jnp.zeros_like(bconsts[j]) for j in PC]
-        if not P:
-            return self._cotangents(differentiated, differentiated_consts, [], [], cconsts)
-        order = jnp.argsort(jnp.where(where < 0, jnp.iinfo(it).max, where)).astype(it)
-        depth = jnp.sum(where >= 0).astype(it)
-        live = [jnp.zeros_like(b[0]) for b in store]
-        like = self._unsnap(live, buffers)
-        ct = [instantiate(ct_out[i], like[i]) for i in P]
-        segments = Segments(self, buffers, bconsts, cconsts)
-        slots = where.shape[0]
-
-        def linearize(snap):
-            full = self._unsnap(snap, buffers)
-
-            def f(xs, cs):
-                leaves, consts = list(full), list(bconsts)
-                for i, x in zip(P, xs):
-                    leaves[i] = x
-                for j, c in zip(PC, cs):
-                    consts[j] = c
-                new, pred = self._step(leaves, snap[-1], consts, cconsts)
-                return [new[i] for i in P], self._snap(new, pred)
-
-            _, pullback, nxt = jax.vjp(f, [full[i] for i in P], [bconsts[j] for j in PC], has_aux=True)
-            return nxt, pullback
-
-        def step(state):
-            top, stack, depth, where, live_at, live, store, split_at, ct, ct_consts = state
-            slot, c, length, _, split = segments.top(top, stack, depth, where)
-            single = length == 1
-            fresh = split & ~((split_at > c) & (split_at < top))
-            restore = single | (live_at < c) | (live_at >= top) | (fresh & (live_at != c))
-            live = [jnp.where(restore, b, x) for b, x in zip(_index(store, slot), live)]
-            live_at = jnp.where(restore, c, live_at)
-            split_at = lax.cond(fresh, lambda: segments.split_point(slot, c, length, where), lambda: split_at)
-            u_turn = ~split & (live_at == top - 1)
-            nxt, pullback = linearize(live)
-
-            def reverse(ct, ct_consts):
-                ct, ct_c = pullback(ct)
-                return ct, [a + b for a, b in zip(ct_consts, ct_c)]
-
-            ct, ct_consts = lax.cond(u_turn, reverse, lambda ct, ct_consts: (ct, ct_consts), ct, ct_consts)
-            moved = ~u_turn
-            live = [jnp.where(moved, a, b) for a, b in zip(nxt, live)]
-            live_at = jnp.where(moved, live_at + 1, live_at)
-            push = moved & split & (live_at == split_at)
-            free = jnp.argmax(where < 0)
-            store = _set(store, free, [jnp.where(push, v, o) for v, o in zip(live, _index(store, free))])
-            where = where.at[free].set(jnp.where(push, split_at, where[free]))
-            at = jnp.minimum(depth, slots - 1)
-            stack = stack.at[at].set(jnp.where(push, free, stack[at]))
-            pop = u_turn & single
-            where = where.at[slot].set(jnp.where(pop, -1, where[slot]))
-            depth = depth + push.astype(it) - pop.astype(it)
-            top = top - u_turn.astype(it)
-            return top, stack, depth, where, live_at, live, store, split_at, ct, ct_consts
-
-        state = (n, order, depth, where, it(-1), live, store, it(-1), ct, ct_consts)
-        *_, ct, ct_consts = lax.while_loop(lambda st: st[0] > 0, step, state)
-        return self._cotangents(differentiated, differentiated_consts, ct, ct_consts, cconsts)
-
     def _cotangents(self, perturbed, perturbed_consts, ct, ct_consts, cconsts):
         ct, ct_consts = iter(ct), iter(ct_consts)
         return (
@@ -642,19 +564,14 @@ class Segments:
         live = [jnp.where(back, b, x) for b, x in zip(_index(store, slot), live)]
         return jnp.where(back, c, live_at), live
 
-    def split_point(self, slot, c, length, where):
-        """Where Revolve splits the segment of ``length`` steps from ``c``."""
-        free = jnp.sum(where < 0)
-        blocks = (length + self.block - 1) // self.block
-        return c + self.block * last_split(jnp.maximum(blocks, 3), jnp.maximum(free + 1, 2))
-
     def split(self, top, stack, depth, where, live_at, live, store):
         """The top segment split at Revolve's last optimal point over its
         blocks, ``block · min(β(s, r - 1), B - β(s - 1, r - 1))`` for ``B``
         blocks and ``s - 1`` free slots: the carry there stored in a free
         slot and pushed on the stack."""
         slot, c, length, free, _ = self.top(top, stack, depth, where)
-        k = self.split_point(slot, c, length, where) - c
+        blocks = (length + self.block - 1) // self.block
+        k = self.block * last_split(jnp.maximum(blocks, 3), jnp.maximum(free + 1, 2))
         live_at, live = self.restore(slot, c, live_at, live, store)
         live = lax.fori_loop(live_at, c + k, self.advance, live)
         new = jnp.argmax(where < 0)
