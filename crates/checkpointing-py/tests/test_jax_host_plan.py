@@ -219,6 +219,48 @@ def test_blocking_saves_give_the_same_gradient(monkeypatch):
     assert jnp.array_equal(background, blocking)
 
 
+def test_a_schedule_on_the_disk_level_reads_ahead_by_measured_times(monkeypatch):
+    """Given a schedule that uses the DISK level (no memory=), host mode
+    measures the step, its VJP and the transfers at the first gradient, as
+    memory= does, once per step and shapes, and announces reads beyond the
+    8 actions while the actions ahead are predicted to take less than
+    twice a read; a schedule without a DISK level measures nothing and
+    reads 8 actions ahead. The gradients are lax.scan's either way."""
+    from adjoint_checkpoints._prefetch import LOOK_AHEAD
+    from adjoint_checkpoints.jax import _Run
+
+    calls = _count_measurements(monkeypatch)
+    windows = []
+    announce = _Run._announce
+
+    def spied(self, window):
+        windows.append(len(window))
+        return announce(self, window)
+
+    monkeypatch.setattr(_Run, "_announce", spied)
+    want = jax.grad(reference)(C0)
+    on_disk = lambda n: adjoint_checkpoints.HRevolve(n, 3, 20)  # noqa: E731
+    for _ in range(2):
+        g = jax.grad(loss)(C0, schedule=on_disk)
+        assert jnp.allclose(g, want, rtol=1e-12, atol=1e-12)
+    assert len(calls) == 1 and last_stats["disk_reads"] > 0
+    assert last_stats["measured"]["carry_bytes"] == CARRY
+    # What the reads ahead follow: steps of 1 ms and a read of 0.1 s read
+    # every action ahead that the schedule has left (at most
+    # READ_AHEAD_MOST); a read of a microsecond, the 8 actions alone.
+    for read, longest in ((0.1, LOOK_AHEAD + 1), (1e-6, LOOK_AHEAD - 1)):
+        clear_plan_cache()
+        monkeypatch.setattr(_host_plan, "measure", _fixed(read))
+        windows.clear()
+        assert jnp.allclose(jax.grad(loss)(C0, schedule=on_disk), want, rtol=1e-12, atol=1e-12)
+        assert (max(windows) >= longest) if read > 1e-3 else (max(windows) == longest), (read, max(windows))
+    calls.clear()
+    monkeypatch.setattr(_host_plan, "measure", _fixed(0.1))
+    windows.clear()
+    jax.grad(loss)(C0, schedule=lambda n: adjoint_checkpoints.Revolve(n, 4))
+    assert "measured" not in last_stats and max(windows) == LOOK_AHEAD - 1
+
+
 def test_measure_times_what_the_run_does():
     from adjoint_checkpoints.jax import _jit, _jitted
 

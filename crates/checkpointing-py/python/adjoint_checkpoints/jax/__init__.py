@@ -84,7 +84,9 @@ live carry and a ``DISK`` carry put back ahead of its read),
 ``RAM`` level's, WORK data, the live carry, its cotangent, ``DISK``
 carries whose copies to the host are in flight and one read ahead),
 ``disk_reads`` and ``prefetched_reads`` (those put back ahead,
-:mod:`adjoint_checkpoints.jax._host_disk`). ``mode="compiled"``: set when the scan is traced, from the
+:mod:`adjoint_checkpoints.jax._host_disk`), and ``measured`` where the
+run's reads were paced by measured times (with ``memory=``, or a
+``schedule`` that uses the ``DISK`` level). ``mode="compiled"``: set when the scan is traced, from the
 compiled plan: ``forward_steps`` (step evaluations outside ``jax.vjp``, both
 halves of the gradient), ``schedule_forward_steps`` (the schedule's own
 count: the steps that only produce a ``Reverse``'s dependencies are not run,
@@ -160,7 +162,10 @@ def checkpointed_scan(
     the same step and shapes (:func:`clear_plan_cache` forgets them).
     ``last_stats`` then also has ``plan`` (the pick's name),
     ``predicted_seconds`` (the planner's gradient time) and ``measured``
-    (the times it was planned from).
+    (the times it was planned from). Given a ``schedule`` that uses the
+    ``DISK`` level instead, host mode makes the same measurements at the
+    first gradient (cached the same way) to pace its reads ahead, as
+    ``memory=`` does.
 
     ``mode="compiled"`` (default) compiles the schedule into the program
     (works under ``jax.jit`` and ``jax.vmap``; online schedules such as
@@ -632,8 +637,9 @@ class _HostPlanned:
 
 
 def clear_plan_cache() -> None:
-    """Forgets the plans of ``checkpointed_scan(mode="host", memory=...)``:
-    the next gradient measures its step and transfers and plans again
+    """Forgets the plans of ``checkpointed_scan(mode="host", memory=...)``
+    and the measurements that pace a host-mode schedule's ``DISK`` reads:
+    the next gradient measures its step and transfers (and plans) again
     (after a change the shapes do not show: another load on the machine).
 
     >>> from adjoint_checkpoints.jax import clear_plan_cache
@@ -725,7 +731,7 @@ class _Run:
     """One execution of a schedule: its storage and working data. Passed
     from the forward to the backward as an opaque residual."""
 
-    def __init__(self, fn, schedule, length, xs, consts, compress=None, planned=None):
+    def __init__(self, fn, schedule, length, xs, consts, compress=None, planned=None, measure=None):
         if schedule.max_n is None or schedule.max_n != length:
             raise ValueError(
                 f"checkpointed_scan needs an offline schedule for {length} steps, got max_n={schedule.max_n}"
@@ -754,10 +760,17 @@ class _Run:
         #: The plan of ``memory=`` (:class:`._host_plan.HostPlan`), if any:
         #: its measured times pace the reads ahead.
         self.planned = planned
+        #: Without a plan, for a schedule that uses the DISK level: the
+        #: measurement (``measure()``: :func:`_measurement`) that paces them.
+        self.measured = None
+        if planned is not None:
+            self.measured = planned.measured
+        elif measure is not None and prefetch_on() and _uses_disk(schedule):
+            self.measured = measure()
         #: Whether DISK carries are copied to the host in the background
         #: (else each save waits for its copy: ADJOINT_CHECKPOINTS_BACKGROUND=0).
         self.background = background_on() and (planned is None or planned.background)
-        pace = None if planned is None else planned.pace()
+        pace = None if self.measured is None else self.measured.pace()
         self.actions = (
             ReadAhead(schedule, window=self._announce, through_end_forward=False, pace=pace)
             if prefetch_on()
@@ -927,6 +940,8 @@ class _Run:
             disk_reads=self.disk_reads,
             prefetched_reads=self.prefetched_reads,
         )
+        if self.measured is not None:
+            last_stats.update(measured=dataclasses.asdict(self.measured))
         if self.planned is not None:
             plan = self.planned.plan
             last_stats.update(
@@ -936,12 +951,35 @@ class _Run:
                 snapshots=dict(plan.snapshots),
                 memory=self.planned.memory,
                 disk_memory=self.planned.disk_memory,
-                measured=dataclasses.asdict(self.planned.measured),
             )
         return ct_carry, (None if self.xs is None else _stack(ct_xs)), ct_consts
 
 
 jax.tree_util.register_pytree_node(_Run, lambda run: ((), run), lambda run, _: run)
+
+
+def _uses_disk(schedule):
+    """Whether ``schedule`` may read ``DISK`` snapshots (a schedule that
+    cannot say is taken to)."""
+    try:
+        return bool(schedule.uses_storage_type(_cp.StorageType.DISK))
+    except Exception:
+        return True
+
+
+def _measurement(fn, init, xs, consts, compress):
+    """What paces the reads of a run given a schedule that uses the ``DISK``
+    level (:class:`._host_plan.HostMeasurement`): its step, VJP and
+    transfers measured as ``memory=`` measures them, once per step, codec
+    and shapes (cached with the plans), so that its reads are announced
+    ahead by predicted time, not only by the 8 actions."""
+    x0 = _compiled.first_row(xs)
+    key = (fn, compress, _host_plan.signature((init, x0, consts)))
+
+    def make():
+        return _host_plan.measure(_jit(fn), _jitted[fn][1], init, x0, consts, compress)
+
+    return _host_plan.measured_pace(key, make)
 
 
 def _scan_fwd(fn, factory, length, init, xs, *consts):
@@ -950,7 +988,8 @@ def _scan_fwd(fn, factory, length, init, xs, *consts):
         planned = factory.planned(fn, length, init, xs, consts)
         run = _Run(fn, planned.plan.schedule(), length, xs, consts, compress, planned)
     else:
-        run = _Run(fn, factory(length), length, xs, consts, compress)
+        measure = partial(_measurement, fn, init, xs, consts, compress)
+        run = _Run(fn, factory(length), length, xs, consts, compress, measure=measure)
     return run.forward(init), run
 
 

@@ -16,12 +16,14 @@ A read announced ahead (:meth:`HostCarry.prefetch`) starts the copy back to
 the devices with ``jax.device_put``, which also returns at once; the read
 then takes those arrays (:meth:`HostCarry.unpack`). The run announces the
 reads of the schedule's next ``LOOK_AHEAD`` actions (the Rust executor's
-count; :class:`adjoint_checkpoints._prefetch.ReadAhead`), and with
-``memory=`` further, while the actions ahead are predicted from the
-plan's measured step times to take less than twice its measured read
+count; :class:`adjoint_checkpoints._prefetch.ReadAhead`), and further,
+while the actions ahead are predicted from measured step times to take
+less than twice the measured read
 (:meth:`adjoint_checkpoints._prefetch.Pace.measured`: JAX returns from a
 step before the device has run it, so the run cannot time its own
-actions), one stored carry at a time, and not across the end of the
+actions): with ``memory=`` the plan's measurements, with a ``schedule``
+the same measurements made for the pace alone (at the first gradient,
+cached), one stored carry at a time, and not across the end of the
 forward sweep: at most one carry is on the devices ahead of its read.
 ``ADJOINT_CHECKPOINTS_PREFETCH=0`` in the environment turns the
 announcements off (:func:`adjoint_checkpoints._prefetch.prefetch_on`);

@@ -79,6 +79,15 @@ class HostMeasurement:
     carry_bytes: int
     stored_bytes: int
 
+    def pace(self):
+        """The run's reads paced by these step and read times
+        (:meth:`adjoint_checkpoints._prefetch.Pace.measured`).
+
+        >>> HostMeasurement(1e-3, 2e-3, 5e-4, 1e-4, 4e-4, 8000, 8000).pace().horizon()
+        0.0008
+        """
+        return Pace.measured(self.forward_seconds, self.adjoint_seconds, self.read_seconds)
+
 
 def measure(step, vjp_step, carry, x, consts, compress=None, rounds=ROUNDS):
     """Times a step (``step(carry, x, *consts)``, :data:`CHAIN` of them
@@ -166,9 +175,8 @@ class HostPlan:
 
     def pace(self):
         """The run's reads paced by the measured step and read times
-        (:meth:`adjoint_checkpoints._prefetch.Pace.measured`)."""
-        m = self.measured
-        return Pace.measured(m.forward_seconds, m.adjoint_seconds, m.read_seconds)
+        (:meth:`HostMeasurement.pace`)."""
+        return self.measured.pace()
 
 
 def plan_for(length, measured, memory, disk_memory, background=True):
@@ -238,23 +246,38 @@ def plan_for(length, measured, memory, disk_memory, background=True):
 
 
 _plans = LRU(MAX_PLANS)
+#: The measurements that pace the reads of runs given a schedule
+#: (:func:`measured_pace`), as many as plans.
+_paces = LRU(MAX_PLANS)
+
+
+def _cached(cache, key, make):
+    hit = cache.get(key)
+    if hit is None:
+        hit = make()
+        cache.put(key, hit)
+    return hit
 
 
 def cached(key, make):
     """The :class:`HostPlan` of ``key``, made by ``make()`` on a miss."""
-    hit = _plans.get(key)
-    if hit is None:
-        hit = make()
-        _plans.put(key, hit)
-    return hit
+    return _cached(_plans, key, make)
+
+
+def measured_pace(key, make):
+    """The :class:`HostMeasurement` of ``key`` that paces the reads of a
+    run given a schedule (no plan made), measured by ``make()`` on a miss."""
+    return _cached(_paces, key, make)
 
 
 def clear():
-    """Forgets every cached plan: the next gradient measures and plans again.
+    """Forgets every cached plan and measurement: the next gradient
+    measures (and plans) again.
 
     >>> clear()
     """
     _plans.clear()
+    _paces.clear()
 
 
 def signature(tree):
