@@ -695,6 +695,48 @@ def test_planned_measures_the_step_and_the_disk_then_plans(disk, tmp_path):
     assert np.array_equal(_run(revolver, heat), store_all(N))
 
 
+def test_planned_times_disk_writes_into_slots_it_keeps(tmp_path, monkeypatch):
+    """The disk level's writes are timed as a run makes them when it fills
+    the level: every timed save, the contention rounds' included, goes to
+    a slot of its own, and no slot is emptied before the last save (a
+    slot saved and emptied again would find the pages of its file already
+    in the page cache, which a run's first writes do not)."""
+    from adjoint_checkpoints.pyrevolve import _revolvers
+
+    made = []
+    make = _revolvers._disk_storage
+
+    def recorded(*args, **kw):
+        storage = make(*args, **kw)
+        events = []
+        made.append(events)
+        save, remove = storage.save, storage.remove
+
+        def saving(key, data):
+            events.append(("save", key))
+            return save(key, data)
+
+        def removing(key):
+            events.append(("remove", key))
+            return remove(key)
+
+        storage.save, storage.remove = saving, removing
+        return storage
+
+    monkeypatch.setattr(_revolvers, "_disk_storage", recorded)
+    heat = Heat()
+    budget = {"ram": CELLS * 8 * (5 + 9), "disk": CELLS * 8 * 100}
+    pr.Revolver(heat.cp, heat.fwd, heat.rev, None, N, filedir=str(tmp_path), disk="disk",
+                schedule=pr.planned(**budget, repeats=3))
+    measuring = [events for events in made if events]
+    assert measuring, made
+    for events in measuring:
+        saves = [key for kind, key in events if kind == "save"]
+        assert len(saves) >= 3 and len(set(saves)) == len(saves), events
+        last_save = max(i for i, (kind, _) in enumerate(events) if kind == "save")
+        assert all(kind == "save" for kind, _ in events[: last_save + 1]), events
+
+
 def test_planned_prices_cold_reads_where_the_disk_outgrows_the_page_cache(tmp_path, monkeypatch):
     """A disk level that may hold more than the page cache has room for is
     priced at reads from the device: each round's snapshot written back,
@@ -710,8 +752,8 @@ def test_planned_prices_cold_reads_where_the_disk_outgrows_the_page_cache(tmp_pa
     colds = []
     timed = _planned._timed_copies
 
-    def recording(storage, data, location, repeats, cold=None):
-        out = timed(storage, data, location, repeats, cold)
+    def recording(storage, data, location, repeats, cold=None, **kw):
+        out = timed(storage, data, location, repeats, cold, **kw)
         if cold is not None:
             colds.append(list(cold))
         return out
