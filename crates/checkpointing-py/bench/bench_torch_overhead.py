@@ -9,38 +9,34 @@ timed whole. The variants are interleaved in one process (the order
 reversed every other round) and the medians reported, with each one's
 ratio to plain autograd.
 
-    taskset -c 0 python bench/bench_torch_overhead.py [--rounds 9] [--steps 400] [--cells 100000]
+The heat step and its sizes are ``bench_torch.py``'s (``--quick``: its
+quick sizes).
+
+    taskset -c 0 python bench/bench_torch_overhead.py [--rounds 9] [--quick]
 """
 
 import argparse
-import math
 import statistics
 import time
 
-import torch
-
 import adjoint_checkpoints.torch as ours
+from bench_torch import _problem
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=9)
-    parser.add_argument("--steps", type=int, default=400)
-    parser.add_argument("--cells", type=int, default=100_000)
+    parser.add_argument("--quick", action="store_true", help="bench_torch.py's quick sizes")
     opts = parser.parse_args()
-    torch.set_num_threads(1)
-    n = opts.steps
-    kappa = torch.tensor(0.2, dtype=torch.float64, requires_grad=True)
+    torch, heat_step, params, x0, n, _ = _problem("heat", opts.quick, "cpu", 1)
+    x0 = x0.detach().requires_grad_()
     inside = [0.0]
 
     def step(i, u):
         start = time.perf_counter()
-        lap = torch.roll(u, 1) - 2.0 * u + torch.roll(u, -1)
-        out = u + kappa * lap - 0.01 * u**3 + 1e-3 * math.sin(0.01 * i)
+        out = heat_step(i, u)
         inside[0] += time.perf_counter() - start
         return out
-
-    x0 = torch.sin(torch.linspace(0.0, 20.0, opts.cells, dtype=torch.float64)).requires_grad_()
 
     def plain():
         u = x0
@@ -53,7 +49,7 @@ def main():
             return plain()
 
     def checkpointed():
-        return ours.checkpointed_loop(step, x0, n, memory=2**40, params=[kappa])
+        return ours.checkpointed_loop(step, x0, n, memory=2**40, params=params)
 
     def timed(loop):
         inside[0] = 0.0
@@ -61,7 +57,7 @@ def main():
         u = loop()
         t1 = time.perf_counter()
         steps = inside[0]
-        torch.autograd.grad((u * u).sum(), [x0, kappa])
+        torch.autograd.grad((u * u).sum(), [x0, *params])
         return t1 - t0, steps, time.perf_counter() - t1
 
     variants = {"plain autograd": plain, "plain autograd, hooks that do nothing": hooked, "ours, memory= ample": checkpointed}
@@ -73,7 +69,7 @@ def main():
             times[name].append(timed(variants[name]))
     median = {name: [statistics.median(t[j] for t in ts) for j in range(3)] for name, ts in times.items()}
     base = median["plain autograd"]
-    print(f"heat step, {opts.cells} cells, {n} steps, float64, 1 thread; medians of {opts.rounds} interleaved rounds")
+    print(f"heat step, {x0.numel()} cells, {n} steps, float64, 1 thread; medians of {opts.rounds} interleaved rounds")
     print("| variant | forward ms | in the steps ms | between the steps µs/step | backward ms | gradient / plain |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for name, (forward, steps, backward) in median.items():

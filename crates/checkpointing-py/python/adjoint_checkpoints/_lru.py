@@ -44,6 +44,19 @@ class LRU:
             while len(self._data) > self.max_entries:
                 self._data.popitem(last=False)
 
+    def get_or_make(self, key, make):
+        """The entry of ``key``, or ``make()`` put there on a miss.
+
+        >>> cache = LRU()
+        >>> cache.get_or_make("a", lambda: 1), cache.get_or_make("a", lambda: 2)
+        (1, 1)
+        """
+        value = self.get(key)
+        if value is None:
+            value = make()
+            self.put(key, value)
+        return value
+
     def clear(self):
         with self._lock:
             self._data.clear()

@@ -630,7 +630,7 @@ class _HostPlanned:
         )
 
         def make():
-            measured = _host_plan.measure(_jit(fn), _jitted[fn][1], init, x0, consts, self.compress)
+            measured = _measure(fn, init, x0, consts, self.compress)
             return _host_plan.plan_for(length, measured, self.memory, self.disk_memory, background)
 
         return _host_plan.cached(key, make)
@@ -960,11 +960,18 @@ jax.tree_util.register_pytree_node(_Run, lambda run: ((), run), lambda run, _: r
 
 def _uses_disk(schedule):
     """Whether ``schedule`` may read ``DISK`` snapshots (a schedule that
-    cannot say is taken to)."""
+    cannot say is taken to: one without ``uses_storage_type``, or whose
+    answer raises ``TypeError`` as some of checkpoint_schedules' do)."""
     try:
         return bool(schedule.uses_storage_type(_cp.StorageType.DISK))
-    except Exception:
+    except (AttributeError, TypeError):
         return True
+
+
+def _measure(fn, init, x0, consts, compress):
+    """:func:`._host_plan.measure` of the loop's compiled step and VJP on
+    ``init``, the first row ``x0`` of ``xs`` and ``consts``."""
+    return _host_plan.measure(_jit(fn), _jitted[fn][1], init, x0, consts, compress)
 
 
 def _measurement(fn, init, xs, consts, compress):
@@ -976,10 +983,7 @@ def _measurement(fn, init, xs, consts, compress):
     x0 = _compiled.first_row(xs)
     key = (fn, compress, _host_plan.signature((init, x0, consts)))
 
-    def make():
-        return _host_plan.measure(_jit(fn), _jitted[fn][1], init, x0, consts, compress)
-
-    return _host_plan.measured_pace(key, make)
+    return _host_plan.measured_pace(key, lambda: _measure(fn, init, x0, consts, compress))
 
 
 def _scan_fwd(fn, factory, length, init, xs, *consts):

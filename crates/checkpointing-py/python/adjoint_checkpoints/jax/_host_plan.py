@@ -251,23 +251,15 @@ _plans = LRU(MAX_PLANS)
 _paces = LRU(MAX_PLANS)
 
 
-def _cached(cache, key, make):
-    hit = cache.get(key)
-    if hit is None:
-        hit = make()
-        cache.put(key, hit)
-    return hit
-
-
 def cached(key, make):
     """The :class:`HostPlan` of ``key``, made by ``make()`` on a miss."""
-    return _cached(_plans, key, make)
+    return _plans.get_or_make(key, make)
 
 
 def measured_pace(key, make):
     """The :class:`HostMeasurement` of ``key`` that paces the reads of a
     run given a schedule (no plan made), measured by ``make()`` on a miss."""
-    return _cached(_paces, key, make)
+    return _paces.get_or_make(key, make)
 
 
 def clear():

@@ -103,10 +103,5 @@ def canonical(fn: Callable, args: tuple) -> Callable:
     >>> canonical(make(3.0), (jnp.ones(3), None)) is a
     False
     """
-    structure = key(fn, args)
-    first = _steps.get(structure)
-    if first is None:
-        _steps.put(structure, fn)
-        return fn
-    return first
+    return _steps.get_or_make(key(fn, args), lambda: fn)
 

@@ -22,7 +22,7 @@ A Revolver given it (``schedule=``, :func:`set_default_schedule` or
   one file finds already there: on this project's 2-core VM, whose host
   backs the guest's untouched memory only when it is first used, a 10 MB
   file kept took 32 ms to write against 1.7 ms rewritten in place, and
-  planning from the rewrite predicted Devito's disk runs 23–30% low); in
+  planning from the rewrite predicted Devito's disk runs 23–39% low); in
   the background, the
   write from the save until the storage has settled it
   (:meth:`~adjoint_checkpoints.pyrevolve.storage.Storage.settle`), and
